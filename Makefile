@@ -1,0 +1,39 @@
+# iwf-server developer commands. `make help` lists them.
+GO        ?= go
+BIN       ?= bin/iwf-server
+IMAGE     ?= iwf-server:dev
+# The PostgreSQL suite runs when this URL is set or a server answers on
+# 127.0.0.1:5432; CI sets IWF_TEST_POSTGRES_REQUIRED=1 so a missing
+# PostgreSQL fails the run instead of skipping.
+export IWF_TEST_POSTGRES_URL
+
+.PHONY: help run build test verify generate lint docker bench
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+run: ## start the server on the embedded SQLite store (./iwf.db)
+	$(GO) run ./cmd/iwf-server
+
+build: ## build the server binary into bin/
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/iwf-server
+
+test: ## run all tests (SQLite always; PostgreSQL when reachable)
+	$(GO) test -count=1 ./...
+
+generate: ## regenerate code from api/openapi.yaml
+	$(GO) generate ./api/...
+
+verify: generate lint ## regenerate and fail if anything changed; gofmt + vet
+	@git diff --exit-code -- api/ || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
+	@test -z "$$(git status --porcelain -- api/)" || (git status --porcelain -- api/ && echo "generate left untracked files" && exit 1)
+
+lint: ## gofmt and go vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || (echo "gofmt needed:"; echo "$$out"; exit 1)
+	$(GO) vet ./...
+
+docker: ## build the container image
+	docker build -t $(IMAGE) .
+
+bench: ## run the load generator against SQLite and PostgreSQL
+	$(GO) run ./cmd/iwf-bench

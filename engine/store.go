@@ -1,0 +1,279 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotFound is returned by store lookups when the requested row does not exist.
+var ErrNotFound = errors.New("not found")
+
+// Store is the durable state of the engine. Two implementations exist
+// (internal/store/sqlite and internal/store/postgres); both pass the
+// conformance suite in internal/store/storetest.
+//
+// Everything the engine changes in answer to one event (an API call, a worker
+// answer, a fired timer) is written inside one Update transaction. Within a
+// transaction the engine first locks the rows it changes (WorkflowLock, RunLock)
+// so that concurrent transactions on the same workflow are serialised, also
+// across server processes sharing one PostgreSQL database.
+type Store interface {
+	// Update runs fn in a read-write transaction and commits it when fn
+	// returns nil. It rolls back and returns fn's error otherwise.
+	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+	// View runs fn in a read-only transaction (a consistent snapshot).
+	View(ctx context.Context, fn func(ctx context.Context, tx ReadTx) error) error
+
+	// TaskClaim leases due tasks to an owner and returns them, oldest due first.
+	// A task is claimable when its DueAt is at or before params.DueBefore and it
+	// is unleased or its lease expired before params.Now. Claiming a task whose
+	// lease had expired (its previous owner may have called the worker already)
+	// increments its Attempt. Two concurrent claimers never receive the same task.
+	TaskClaim(ctx context.Context, params TaskClaimParams) ([]*Task, error)
+	// TaskRenewLeases extends every lease held by owner to
+	// max(DueAt, now) + duration and returns how many leases it extended.
+	TaskRenewLeases(ctx context.Context, owner string, now time.Time, duration time.Duration) (int64, error)
+	// TaskReleaseLeases clears every lease not held by keepOwner, so that the
+	// tasks are claimable at once. A single-process store (SQLite) calls it at
+	// start-up: leases of the previous, crashed process need not expire first.
+	TaskReleaseLeases(ctx context.Context, keepOwner string) (int64, error)
+
+	// Ping reports whether the database answers.
+	Ping(ctx context.Context) error
+	// Close releases the store's connections.
+	Close() error
+}
+
+// ReadTx is the read side of a transaction.
+type ReadTx interface {
+	// WorkflowGetCurrentRun returns the run id that an empty workflowRunId
+	// refers to, or ErrNotFound when the workflow id was never started.
+	WorkflowGetCurrentRun(ctx context.Context, workflowID string) (string, error)
+
+	// RunGet returns a run, or ErrNotFound.
+	RunGet(ctx context.Context, runID string) (*Run, error)
+
+	// ExecutionGet returns one state execution, or ErrNotFound.
+	ExecutionGet(ctx context.Context, runID, executionID string) (*Execution, error)
+	// ExecutionList returns the run's state executions whose status is one of
+	// statuses (all when statuses is empty), in insertion order.
+	ExecutionList(ctx context.Context, runID string, statuses ...ExecutionStatus) ([]*Execution, error)
+	// ExecutionCount counts the run's executions whose status is one of statuses.
+	ExecutionCount(ctx context.Context, runID string, statuses ...ExecutionStatus) (int, error)
+
+	// MessagePeek returns up to limit unconsumed messages of one channel,
+	// oldest first. limit <= 0 means no limit.
+	MessagePeek(ctx context.Context, runID string, kind ChannelKind, channel string, limit int) ([]*Message, error)
+	// MessageCounts returns the number of unconsumed messages per channel of
+	// one kind; channels without messages are absent.
+	MessageCounts(ctx context.Context, runID string, kind ChannelKind) (map[string]int, error)
+
+	// DataAttributeGet returns the run's data attributes with the given keys
+	// (all of them when keys is nil), in ascending key order. Unknown keys are
+	// skipped.
+	DataAttributeGet(ctx context.Context, runID string, keys []string) ([]*Attribute, error)
+	// SearchAttributeGet returns the run's search attributes with the given
+	// keys (all when keys is nil), in ascending key order.
+	SearchAttributeGet(ctx context.Context, runID string, keys []string) ([]*SearchAttribute, error)
+
+	// TaskList returns the run's tasks, oldest due first.
+	TaskList(ctx context.Context, runID string) ([]*Task, error)
+
+	// HistoryList returns up to limit history events of a run with ID greater
+	// than afterID, in append order. limit <= 0 means no limit.
+	HistoryList(ctx context.Context, runID string, afterID int64, limit int) ([]*HistoryEvent, error)
+}
+
+// Tx is a read-write transaction.
+type Tx interface {
+	ReadTx
+
+	// WorkflowLock locks the row of a workflow id, creating it when absent,
+	// and returns its current run id ("" when it has none yet).
+	WorkflowLock(ctx context.Context, workflowID string) (string, error)
+	// WorkflowSetCurrentRun points the workflow id at a run.
+	WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error
+
+	// RunInsert stores a new run.
+	RunInsert(ctx context.Context, run *Run) error
+	// RunLock reads a run and locks its row until the transaction ends
+	// (SELECT ... FOR UPDATE on PostgreSQL), or returns ErrNotFound.
+	RunLock(ctx context.Context, runID string) (*Run, error)
+	// RunUpdate writes a run's Status, ClosedAt and Data.
+	RunUpdate(ctx context.Context, run *Run) error
+
+	// ExecutionInsert stores new state executions in order.
+	ExecutionInsert(ctx context.Context, executions []*Execution) error
+	// ExecutionUpdate writes an execution's Status and Data.
+	ExecutionUpdate(ctx context.Context, execution *Execution) error
+
+	// MessageAppend appends messages, in order; it sets each message's ID.
+	MessageAppend(ctx context.Context, messages []*Message) error
+	// MessageDelete removes consumed messages.
+	MessageDelete(ctx context.Context, ids []int64) error
+
+	// DataAttributeUpsert replaces the value of each key.
+	DataAttributeUpsert(ctx context.Context, runID string, attrs []*Attribute) error
+	// SearchAttributeUpsert replaces the value of each key.
+	SearchAttributeUpsert(ctx context.Context, runID string, attrs []*SearchAttribute) error
+
+	// TaskInsert stores tasks and sets their IDs.
+	TaskInsert(ctx context.Context, tasks []*Task) error
+	// TaskDelete removes a task if owner holds its lease (owner "" matches an
+	// unleased task). It reports whether a row was removed: false means the
+	// task is gone or another process holds it, and the caller must not apply
+	// its result.
+	TaskDelete(ctx context.Context, id int64, owner string) (bool, error)
+	// TaskReschedule sets a task's DueAt, Attempt and lease, provided owner
+	// still holds its lease. It reports whether a row was changed.
+	TaskReschedule(ctx context.Context, task *Task, owner string) (bool, error)
+	// TaskDeleteByRun removes a run's tasks of the given kinds (all kinds when
+	// kinds is empty).
+	TaskDeleteByRun(ctx context.Context, runID string, kinds ...TaskKind) error
+	// TaskDeleteByExecution removes one execution's tasks of the given kinds
+	// (all kinds when kinds is empty).
+	TaskDeleteByExecution(ctx context.Context, runID, executionID string, kinds ...TaskKind) error
+
+	// HistoryAppend appends events to runs' histories and sets their IDs.
+	HistoryAppend(ctx context.Context, events []*HistoryEvent) error
+}
+
+// RunStatus is the status of a workflow run; the values are iWF's WorkflowStatus.
+type RunStatus string
+
+// The run statuses.
+const (
+	RunRunning    RunStatus = "RUNNING"
+	RunCompleted  RunStatus = "COMPLETED"
+	RunFailed     RunStatus = "FAILED"
+	RunTimeout    RunStatus = "TIMEOUT"
+	RunTerminated RunStatus = "TERMINATED"
+	RunCanceled   RunStatus = "CANCELED"
+)
+
+// Run is one run of a workflow id. Data is owned by the engine (JSON); the
+// store keeps it opaque. The other fields are columns that searches and
+// listings use.
+type Run struct {
+	RunID        string
+	WorkflowID   string
+	WorkflowType string
+	Status       RunStatus
+	StartedAt    time.Time
+	ClosedAt     time.Time // zero while running
+	Data         []byte
+}
+
+// ExecutionStatus is the phase of a state execution.
+type ExecutionStatus string
+
+// The execution phases. The first three are "live".
+const (
+	ExecWaitUntil ExecutionStatus = "WAIT_UNTIL" // waitUntil call pending
+	ExecWaiting   ExecutionStatus = "WAITING"    // waiting for commands
+	ExecExecute   ExecutionStatus = "EXECUTE"    // execute call pending
+	ExecCompleted ExecutionStatus = "COMPLETED"  // execute answered and applied
+	ExecFailed    ExecutionStatus = "FAILED"     // API failed, workflow failed or proceeded
+	ExecAbandoned ExecutionStatus = "ABANDONED"  // the run closed while it was live
+)
+
+// LiveStatuses are the statuses of executions that keep a run busy.
+var LiveStatuses = []ExecutionStatus{ExecWaitUntil, ExecWaiting, ExecExecute}
+
+// Execution is one state execution ("S1-1"). Data is engine-owned JSON.
+type Execution struct {
+	RunID       string
+	ExecutionID string
+	StateID     string
+	Status      ExecutionStatus
+	CreatedAt   time.Time
+	Data        []byte
+}
+
+// ChannelKind separates the two channel namespaces of a run.
+type ChannelKind int
+
+// The channel kinds.
+const (
+	ChannelSignal   ChannelKind = 1 // user signals (/signal)
+	ChannelInternal ChannelKind = 2 // internal channels
+)
+
+// Message is one buffered channel message. Value is the JSON EncodedObject,
+// or nil for a message without a value.
+type Message struct {
+	ID        int64
+	RunID     string
+	Kind      ChannelKind
+	Channel   string
+	Value     []byte
+	CreatedAt time.Time
+}
+
+// Attribute is one data attribute. Value is the JSON EncodedObject, or nil.
+type Attribute struct {
+	Key   string
+	Value []byte
+}
+
+// SearchAttribute is one search attribute: the object as written (Raw, JSON)
+// plus the typed value the search index uses. Exactly one of the typed fields
+// is set, according to ValueType.
+type SearchAttribute struct {
+	Key       string
+	ValueType string // KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL, KEYWORD_ARRAY
+	Raw       []byte
+	String    *string    // KEYWORD, TEXT
+	Int       *int64     // INT
+	Double    *float64   // DOUBLE
+	Bool      *bool      // BOOL
+	Time      *time.Time // DATETIME
+	Strings   []string   // KEYWORD_ARRAY
+}
+
+// TaskKind says what a task does when it comes due.
+type TaskKind string
+
+// The task kinds.
+const (
+	TaskWaitUntil TaskKind = "WAIT_UNTIL" // call the worker's waitUntil
+	TaskExecute   TaskKind = "EXECUTE"    // call the worker's execute
+	TaskTimer     TaskKind = "TIMER"      // a durable timer command fires
+	TaskTimeout   TaskKind = "TIMEOUT"    // the workflow timeout expires
+)
+
+// Task is a row of the durable task queue. A task is claimed by one server
+// process at a time through its lease.
+type Task struct {
+	ID             int64
+	RunID          string
+	WorkflowID     string
+	ExecutionID    string // "" for run-level tasks
+	Kind           TaskKind
+	DueAt          time.Time
+	Attempt        int       // attempt number of the next worker call
+	FirstAttemptAt time.Time // when the first attempt was scheduled
+	LeaseOwner     string    // "" when unleased
+	LeaseExpiresAt time.Time
+	Data           []byte // kind-specific JSON
+}
+
+// TaskClaimParams selects and leases due tasks.
+type TaskClaimParams struct {
+	Owner         string
+	Now           time.Time
+	DueBefore     time.Time
+	LeaseDuration time.Duration // lease expires at max(DueAt, Now) + LeaseDuration
+	Limit         int
+}
+
+// HistoryEvent is one entry of a run's append-only history.
+type HistoryEvent struct {
+	ID          int64
+	RunID       string
+	At          time.Time
+	Type        string
+	ExecutionID string
+	Data        []byte
+}
