@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+)
+
+// Config holds the engine's settings. The zero value of every field selects
+// its documented default; New validates the rest.
+type Config struct {
+	// NodeID names this server process in task leases. Default: a random UUID.
+	NodeID string
+	// MaxWait caps long polls (getWithWait, waitForStateCompletion) and RPC
+	// worker calls. Default 60 s.
+	MaxWait time.Duration
+	// WorkerHeaders are added to every call the server makes to workers.
+	WorkerHeaders http.Header
+	// WorkerClient calls the user's worker. Default: an HTTP client.
+	WorkerClient WorkerClient
+	// Clock reads time. Default: the system clock.
+	Clock Clock
+	// Logger receives the engine's structured logs. Default: disabled.
+	Logger *zerolog.Logger
+	// LeaseDuration is how long a claimed task stays leased without renewal;
+	// after a crash, another process takes the task over within this time.
+	// Default 30 s.
+	LeaseDuration time.Duration
+	// PollInterval is how often the engine looks for due work it did not
+	// create itself (other processes' work, far timers, expired leases).
+	// Default 1 s.
+	PollInterval time.Duration
+	// Concurrency bounds the tasks (worker calls, timers) processed at once.
+	// Default 256.
+	Concurrency int
+	// ReleaseLeasesOnStart releases every lease at start-up. Set it for a
+	// store that only one server process uses (SQLite): the previous process's
+	// work resumes at once instead of after LeaseDuration.
+	ReleaseLeasesOnStart bool
+	// SearchAttributeTypes optionally declares search attribute names and
+	// their types (KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL,
+	// KEYWORD_ARRAY). When set, writes of undeclared keys or mismatched
+	// types are rejected.
+	SearchAttributeTypes map[string]string
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.NodeID == "" {
+		c.NodeID = uuid.NewString()
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = 60 * time.Second
+	}
+	if c.MaxWait < 0 {
+		return c, fmt.Errorf("engine: MaxWait must be positive, got %s", c.MaxWait)
+	}
+	if c.LeaseDuration == 0 {
+		c.LeaseDuration = 30 * time.Second
+	}
+	if c.LeaseDuration < 100*time.Millisecond {
+		return c, fmt.Errorf("engine: LeaseDuration must be at least 100ms, got %s", c.LeaseDuration)
+	}
+	if c.PollInterval == 0 {
+		c.PollInterval = time.Second
+	}
+	if c.PollInterval < 0 {
+		return c, fmt.Errorf("engine: PollInterval must be positive, got %s", c.PollInterval)
+	}
+	if c.Concurrency == 0 {
+		c.Concurrency = 256
+	}
+	if c.Concurrency < 0 {
+		return c, fmt.Errorf("engine: Concurrency must be positive, got %d", c.Concurrency)
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		l := zerolog.Nop()
+		c.Logger = &l
+	}
+	for k, t := range c.SearchAttributeTypes {
+		if !validSearchAttributeType(t) {
+			return c, fmt.Errorf("engine: search attribute %q has unknown type %q", k, t)
+		}
+	}
+	return c, nil
+}
+
+func validSearchAttributeType(t string) bool {
+	switch t {
+	case "KEYWORD", "TEXT", "DATETIME", "INT", "DOUBLE", "BOOL", "KEYWORD_ARRAY":
+		return true
+	}
+	return false
+}
+
+// Clock is the engine's source of time; tests substitute a controllable one.
+type Clock interface {
+	Now() time.Time
+	// NewTimer returns a timer that fires once after d.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is a one-shot timer of a Clock.
+type Timer interface {
+	C() <-chan time.Time
+	Stop() bool
+}
+
+// SystemClock is the Clock of the operating system.
+type SystemClock struct{}
+
+// Now returns the current time.
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// NewTimer starts a system timer.
+func (SystemClock) NewTimer(d time.Duration) Timer { return sysTimer{time.NewTimer(d)} }
+
+type sysTimer struct{ t *time.Timer }
+
+func (s sysTimer) C() <-chan time.Time { return s.t.C }
+func (s sysTimer) Stop() bool          { return s.t.Stop() }

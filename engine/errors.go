@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrorCode classifies the errors the engine returns to API callers. The HTTP
+// layer maps each code to a status code and an iWF ErrorSubStatus in one table.
+type ErrorCode string
+
+// The error codes.
+const (
+	// CodeInvalidArgument: the request is well-formed JSON but asks for
+	// something impossible (400, UNCATEGORIZED_SUB_STATUS).
+	CodeInvalidArgument ErrorCode = "invalid_argument"
+	// CodeWorkflowNotExists: no such workflow or run, or the run is closed and
+	// the call would change it (400, WORKFLOW_NOT_EXISTS_SUB_STATUS).
+	CodeWorkflowNotExists ErrorCode = "workflow_not_exists"
+	// CodeAlreadyStarted: the id-reuse policy forbids a new run
+	// (400, WORKFLOW_ALREADY_STARTED_SUB_STATUS).
+	CodeAlreadyStarted ErrorCode = "already_started"
+	// CodeLongPollTimeout: a long poll's wait budget ran out
+	// (420, LONG_POLL_TIME_OUT_SUB_STATUS).
+	CodeLongPollTimeout ErrorCode = "long_poll_timeout"
+	// CodeWorkerAPIError: an RPC's worker call failed or answered something
+	// invalid (420, WORKER_API_ERROR, with the Worker* fields).
+	CodeWorkerAPIError ErrorCode = "worker_api_error"
+	// CodeLocked: a locking RPC found a key locked (450, WORKER_API_ERROR).
+	CodeLocked ErrorCode = "locked"
+	// CodeUnimplemented: the server does not implement this yet (501).
+	CodeUnimplemented ErrorCode = "unimplemented"
+	// CodeInternal: anything else (500, UNCATEGORIZED_SUB_STATUS). The
+	// message is logged; clients see a plain text.
+	CodeInternal ErrorCode = "internal"
+)
+
+// Error is an error with a code the HTTP layer understands.
+type Error struct {
+	Code    ErrorCode
+	Message string
+	// Worker describes the worker's failed answer for CodeWorkerAPIError.
+	Worker *WorkerErrorInfo
+	// Err is the underlying cause, if any (logged, never shown to clients
+	// for CodeInternal).
+	Err error
+}
+
+// WorkerErrorInfo carries the original worker error of a failed RPC.
+type WorkerErrorInfo struct {
+	Status    int    // HTTP status the worker answered, 0 if none
+	ErrorType string // errorType of the worker's WorkerErrorResponse
+	Detail    string // detail of the worker's WorkerErrorResponse
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %s: %v", e.Code, e.Message, e.Err)
+	}
+	return fmt.Sprintf("%s: %s", e.Code, e.Message)
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error with a formatted message.
+func Errorf(code ErrorCode, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// CodeOf returns the code of err: the code of the first *Error in its chain,
+// CodeInternal otherwise.
+func CodeOf(err error) ErrorCode {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return CodeInternal
+}
