@@ -1,0 +1,233 @@
+package engine
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+)
+
+// The dispatcher runs tasks. Tasks reach it in two ways:
+//
+//   - the hot path: a transaction of this process creates tasks leased to
+//     this process; after the commit they are handed to schedule() directly,
+//     so no poll sits between a worker answer and the next worker call;
+//   - the safety net: a poller claims due tasks that nobody holds (far
+//     timers, backoffs, work of a crashed process, work of other processes)
+//     every PollInterval.
+//
+// Leased tasks wait in an in-memory heap ordered by due time and move to a
+// bounded pool of goroutines when due. Only tasks due within a short horizon
+// are ever in memory, so memory does not grow with sleeping workflows.
+type dispatcher struct {
+	e     *Engine
+	mu    sync.Mutex
+	queue taskHeap
+	known map[int64]bool // tasks in the heap or running, to avoid duplicates
+	wake  chan struct{}
+	work  chan *Task
+}
+
+func newDispatcher(e *Engine) *dispatcher {
+	return &dispatcher{
+		e:     e,
+		known: map[int64]bool{},
+		wake:  make(chan struct{}, 1),
+		work:  make(chan *Task, e.cfg.Concurrency),
+	}
+}
+
+// schedule hands leased tasks to the dispatcher.
+func (d *dispatcher) schedule(tasks ...*Task) {
+	if len(tasks) == 0 {
+		return
+	}
+	d.mu.Lock()
+	for _, t := range tasks {
+		if d.known[t.ID] {
+			continue
+		}
+		d.known[t.ID] = true
+		heap.Push(&d.queue, t)
+	}
+	d.mu.Unlock()
+	d.nudge()
+}
+
+// nudge wakes the scheduling loop.
+func (d *dispatcher) nudge() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// done forgets a task once it has run.
+func (d *dispatcher) done(t *Task) {
+	d.mu.Lock()
+	delete(d.known, t.ID)
+	d.mu.Unlock()
+}
+
+// inMemory is the number of tasks held by this process.
+func (d *dispatcher) inMemory() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.known)
+}
+
+// run moves due tasks from the heap to the pool until ctx ends.
+func (d *dispatcher) run(ctx context.Context) {
+	clock := d.e.cfg.Clock
+	for {
+		d.mu.Lock()
+		var wait time.Duration = -1
+		var due []*Task
+		now := clock.Now()
+		for d.queue.Len() > 0 {
+			next := d.queue[0]
+			if next.DueAt.After(now) {
+				wait = next.DueAt.Sub(now)
+				break
+			}
+			due = append(due, heap.Pop(&d.queue).(*Task))
+		}
+		d.mu.Unlock()
+		for _, t := range due {
+			select {
+			case d.work <- t:
+			case <-ctx.Done():
+				return
+			}
+		}
+		if len(due) > 0 {
+			continue
+		}
+		var timerC <-chan time.Time
+		var timer Timer
+		if wait >= 0 {
+			timer = clock.NewTimer(wait)
+			timerC = timer.C()
+		}
+		select {
+		case <-ctx.Done():
+			if timer != nil {
+				timer.Stop()
+			}
+			return
+		case <-d.wake:
+		case <-timerC:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+	}
+}
+
+// worker processes tasks from the pool until ctx ends.
+func (d *dispatcher) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case t := <-d.work:
+			if err := d.e.processTask(ctx, t); err != nil && ctx.Err() == nil {
+				// Store trouble: keep the task (this process still holds its
+				// lease) and try again shortly.
+				t.DueAt = d.e.cfg.Clock.Now().Add(time.Second)
+				d.mu.Lock()
+				heap.Push(&d.queue, t)
+				d.mu.Unlock()
+				d.nudge()
+				continue
+			}
+			d.done(t)
+		}
+	}
+}
+
+// poll claims due tasks nobody holds, every PollInterval, and renews this
+// process's leases every LeaseDuration/3.
+func (d *dispatcher) poll(ctx context.Context) {
+	e := d.e
+	clock := e.cfg.Clock
+	renewEvery := e.cfg.LeaseDuration / 3
+	lastRenew := clock.Now()
+	for {
+		d.claim(ctx)
+		if now := clock.Now(); now.Sub(lastRenew) >= renewEvery {
+			if _, err := e.store.TaskRenewLeases(ctx, e.cfg.NodeID, now, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil {
+				e.log.Error().Err(err).Msg("renewing task leases")
+			}
+			lastRenew = now
+		}
+		interval := e.cfg.PollInterval
+		if renewEvery < interval {
+			interval = renewEvery
+		}
+		t := clock.NewTimer(interval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// maxInMemory bounds the tasks one process holds at once.
+const maxInMemory = 50_000
+
+func (d *dispatcher) claim(ctx context.Context) {
+	e := d.e
+	const batch = 500
+	for ctx.Err() == nil {
+		room := maxInMemory - d.inMemory()
+		if room <= 0 {
+			return
+		}
+		limit := batch
+		if room < limit {
+			limit = room
+		}
+		now := e.cfg.Clock.Now()
+		tasks, err := e.store.TaskClaim(ctx, TaskClaimParams{
+			Owner:         e.cfg.NodeID,
+			Now:           now,
+			DueBefore:     now.Add(e.horizon()),
+			LeaseDuration: e.cfg.LeaseDuration,
+			Limit:         limit,
+		})
+		if err != nil {
+			if ctx.Err() == nil {
+				e.log.Error().Err(err).Msg("claiming tasks")
+			}
+			return
+		}
+		d.schedule(tasks...)
+		if len(tasks) < limit {
+			return
+		}
+	}
+}
+
+// taskHeap orders tasks by due time.
+type taskHeap []*Task
+
+func (h taskHeap) Len() int { return len(h) }
+func (h taskHeap) Less(i, j int) bool {
+	if h[i].DueAt.Equal(h[j].DueAt) {
+		return h[i].ID < h[j].ID
+	}
+	return h[i].DueAt.Before(h[j].DueAt)
+}
+func (h taskHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *taskHeap) Push(x any)   { *h = append(*h, x.(*Task)) }
+func (h *taskHeap) Pop() any {
+	old := *h
+	n := len(old)
+	t := old[n-1]
+	old[n-1] = nil
+	*h = old[:n-1]
+	return t
+}

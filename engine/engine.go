@@ -1,0 +1,196 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Engine runs workflows: it serves the API calls of package httpapi and
+// drives state executions by calling the user's worker.
+type Engine struct {
+	store  Store
+	cfg    Config
+	worker WorkerClient
+	log    zerolog.Logger
+	disp   *dispatcher
+	waits  *notifier
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	running sync.WaitGroup
+	started bool
+}
+
+// New builds an engine on a store. Start begins processing.
+func New(store Store, cfg Config) (*Engine, error) {
+	if store == nil {
+		return nil, errors.New("engine: store is required")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if cfg.WorkerClient == nil {
+		return nil, errors.New("engine: WorkerClient is required")
+	}
+	e := &Engine{
+		store:  store,
+		cfg:    cfg,
+		worker: cfg.WorkerClient,
+		log:    cfg.Logger.With().Str("node", cfg.NodeID).Logger(),
+		waits:  newNotifier(),
+	}
+	e.disp = newDispatcher(e)
+	return e, nil
+}
+
+// Start begins background processing: the task pool, the in-memory timer
+// schedule, and the poller that claims due work and renews leases.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.started {
+		return errors.New("engine: already started")
+	}
+	if e.cfg.ReleaseLeasesOnStart {
+		n, err := e.store.TaskReleaseLeases(ctx, e.cfg.NodeID)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			e.log.Info().Int64("tasks", n).Msg("released leases of a previous process")
+		}
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.started = true
+	e.goRun(func() { e.disp.run(runCtx) })
+	e.goRun(func() { e.disp.poll(runCtx) })
+	for i := 0; i < e.cfg.Concurrency; i++ {
+		e.goRun(func() { e.disp.worker(runCtx) })
+	}
+	return nil
+}
+
+func (e *Engine) goRun(f func()) {
+	e.running.Add(1)
+	go func() {
+		defer e.running.Done()
+		f()
+	}()
+}
+
+// Close stops background processing and waits for in-flight tasks, at most
+// until ctx ends. Unfinished tasks stay in the store and are resumed later.
+func (e *Engine) Close(ctx context.Context) error {
+	e.mu.Lock()
+	if !e.started {
+		e.mu.Unlock()
+		return nil
+	}
+	e.cancel()
+	e.started = false
+	e.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		e.running.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Healthy reports whether the store answers.
+func (e *Engine) Healthy(ctx context.Context) error {
+	return e.store.Ping(ctx)
+}
+
+// horizon is how far ahead the poller claims tasks, so that timers found by
+// the poller still fire on time from the in-memory schedule.
+func (e *Engine) horizon() time.Duration {
+	return 2 * e.cfg.PollInterval
+}
+
+// localHorizon is how far ahead a task this process creates is leased to it
+// at creation (and kept in memory) instead of being left to the poller.
+func (e *Engine) localHorizon() time.Duration {
+	return e.cfg.LeaseDuration / 2
+}
+
+// txEffects collects what a transaction did that matters after its commit:
+// tasks leased to this process, and runs whose waiters must wake.
+type txEffects struct {
+	tasks []*Task
+	runs  []string
+}
+
+// update runs fn in a store transaction and, after the commit, schedules the
+// tasks it leased to this process and wakes long polls on changed runs.
+func (e *Engine) update(ctx context.Context, fn func(ctx context.Context, tx Tx, fx *txEffects) error) error {
+	var fx txEffects
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		fx = txEffects{}
+		return fn(ctx, tx, &fx)
+	})
+	if err != nil {
+		return err
+	}
+	e.disp.schedule(fx.tasks...)
+	for _, r := range fx.runs {
+		e.waits.notify(r)
+	}
+	return nil
+}
+
+// notifier wakes long polls (getWithWait, waitForStateCompletion) of this
+// process when a run changes. Changes made by other processes are seen by
+// the waiters' periodic re-check.
+type notifier struct {
+	mu      sync.Mutex
+	waiters map[string]map[chan struct{}]struct{}
+}
+
+func newNotifier() *notifier {
+	return &notifier{waiters: map[string]map[chan struct{}]struct{}{}}
+}
+
+// subscribe returns a channel signalled at the next change of runID, and a
+// function to unsubscribe.
+func (n *notifier) subscribe(runID string) (chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	n.mu.Lock()
+	m := n.waiters[runID]
+	if m == nil {
+		m = map[chan struct{}]struct{}{}
+		n.waiters[runID] = m
+	}
+	m[ch] = struct{}{}
+	n.mu.Unlock()
+	return ch, func() {
+		n.mu.Lock()
+		delete(n.waiters[runID], ch)
+		if len(n.waiters[runID]) == 0 {
+			delete(n.waiters, runID)
+		}
+		n.mu.Unlock()
+	}
+}
+
+func (n *notifier) notify(runID string) {
+	n.mu.Lock()
+	for ch := range n.waiters[runID] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+	n.mu.Unlock()
+}

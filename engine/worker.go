@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// WorkerClient calls the three worker endpoints of a user's worker. baseURL
+// is the run's iwfWorkerUrl without a trailing slash. A failed call returns
+// an error, preferably a *WorkerCallError.
+type WorkerClient interface {
+	WaitUntil(ctx context.Context, baseURL string, req *iwfapi.WorkflowStateStartRequest) (*iwfapi.WorkflowStateStartResponse, error)
+	Execute(ctx context.Context, baseURL string, req *iwfapi.WorkflowStateDecideRequest) (*iwfapi.WorkflowStateDecideResponse, error)
+	RPC(ctx context.Context, baseURL string, req *iwfapi.WorkflowWorkerRpcRequest) (*iwfapi.WorkflowWorkerRpcResponse, error)
+}
+
+// WorkerCallError describes a failed worker call.
+type WorkerCallError struct {
+	Status  int    // HTTP status; 0 when there was no response
+	Body    []byte // response body, if any
+	Err     error  // transport or decoding error, if any
+	Timeout bool   // the per-attempt timeout expired
+}
+
+// Error implements error in the form iWF reports state API failures.
+func (e *WorkerCallError) Error() string {
+	body := "None"
+	if e.Status != 0 {
+		body = truncate(string(e.Body), 500)
+	}
+	msg := ""
+	if e.Timeout {
+		msg = "activity StartToClose timeout"
+	} else if e.Err != nil {
+		msg = truncate(e.Err.Error(), 200)
+	}
+	return fmt.Sprintf("statusCode: %d, responseBody: %s, errMsg: %s", e.Status, body, msg)
+}
+
+// Unwrap returns the underlying error.
+func (e *WorkerCallError) Unwrap() error { return e.Err }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,560 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// errNoWorkflowID is iWF's answer to an empty workflowId.
+func errNoWorkflowID() error {
+	return Errorf(CodeWorkflowNotExists, "WorkflowId is not set on request.")
+}
+
+// resolveRun returns the run a request names: runID when given, else the
+// workflow's current run.
+func resolveRun(ctx context.Context, tx ReadTx, workflowID, runID string) (string, error) {
+	if workflowID == "" {
+		return "", errNoWorkflowID()
+	}
+	if runID != "" {
+		r, err := tx.RunGet(ctx, runID)
+		if errors.Is(err, ErrNotFound) || (err == nil && r.WorkflowID != workflowID) {
+			return "", Errorf(CodeWorkflowNotExists, "workflow %s run %s does not exist", workflowID, runID)
+		}
+		return runID, err
+	}
+	cur, err := tx.WorkflowGetCurrentRun(ctx, workflowID)
+	if errors.Is(err, ErrNotFound) || (err == nil && cur == "") {
+		return "", Errorf(CodeWorkflowNotExists, "workflow %s does not exist", workflowID)
+	}
+	return cur, err
+}
+
+// mutateRun locks the named run, checks that it is running, calls fn and
+// saves the run. Everything happens in one transaction.
+func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error) error {
+	return e.update(ctx, func(ctx context.Context, tx Tx, fx *txEffects) error {
+		id, err := resolveRun(ctx, tx, workflowID, runID)
+		if err != nil {
+			return err
+		}
+		run, err := tx.RunLock(ctx, id)
+		if err != nil {
+			return err
+		}
+		if run.Status != RunRunning {
+			return Errorf(CodeWorkflowNotExists, "workflow %s run %s is already closed (%s)", run.WorkflowID, run.RunID, run.Status)
+		}
+		rd, err := decodeRun(run)
+		if err != nil {
+			return err
+		}
+		if err := fn(ctx, tx, fx, run, rd); err != nil {
+			return err
+		}
+		return e.saveRun(ctx, tx, fx, run, rd)
+	})
+}
+
+func (e *Engine) saveRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+	run.Data = encode(rd)
+	fx.runs = append(fx.runs, run.RunID, workflowKey(run.WorkflowID))
+	return tx.RunUpdate(ctx, run)
+}
+
+// workflowKey is the notifier key of a workflow id (run keys are UUIDs).
+func workflowKey(workflowID string) string { return "workflow:" + workflowID }
+
+// StartWorkflow starts a new run of a workflow id (POST /api/v1/workflow/start).
+func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequest) (iwfapi.WorkflowStartResponse, error) {
+	if req.WorkflowId == "" {
+		return iwfapi.WorkflowStartResponse{}, errNoWorkflowID()
+	}
+	if strings.TrimSpace(req.IwfWorkerUrl) == "" {
+		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "iwfWorkerUrl must not be empty")
+	}
+	if req.WorkflowTimeoutSeconds < 0 {
+		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "workflowTimeoutSeconds must not be negative")
+	}
+	opts := deref(req.WorkflowStartOptions)
+	if deref(opts.CronSchedule) != "" {
+		return iwfapi.WorkflowStartResponse{}, Errorf(CodeUnimplemented, "cronSchedule is not supported yet")
+	}
+	if d := deref(opts.WorkflowStartDelaySeconds); d < 0 {
+		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "workflowStartDelaySeconds must not be negative")
+	}
+	initialSAs, err := e.toStoreSearchAttributes(slice(opts.SearchAttributes))
+	if err != nil {
+		return iwfapi.WorkflowStartResponse{}, err
+	}
+	initialDAs, err := toStoreDataAttributes(slice(opts.DataAttributes))
+	if err != nil {
+		return iwfapi.WorkflowStartResponse{}, err
+	}
+	policy, err := reusePolicy(opts)
+	if err != nil {
+		return iwfapi.WorkflowStartResponse{}, err
+	}
+	var out iwfapi.WorkflowStartResponse
+	err = e.update(ctx, func(ctx context.Context, tx Tx, fx *txEffects) error {
+		now := e.cfg.Clock.Now()
+		cur, err := tx.WorkflowLock(ctx, req.WorkflowId)
+		if err != nil {
+			return err
+		}
+		if cur != "" {
+			prev, err := tx.RunLock(ctx, cur)
+			if err != nil {
+				return err
+			}
+			reject := false
+			switch policy {
+			case "ALLOW_DUPLICATE":
+				reject = prev.Status == RunRunning
+			case "ALLOW_DUPLICATE_FAILED_ONLY":
+				reject = prev.Status == RunRunning || prev.Status == RunCompleted
+			case "REJECT_DUPLICATE":
+				reject = true
+			case "TERMINATE_IF_RUNNING":
+				if prev.Status == RunRunning {
+					prd, err := decodeRun(prev)
+					if err != nil {
+						return err
+					}
+					if err := e.closeRun(ctx, tx, fx, prev, prd, RunTerminated, "", "terminated by a new run (TERMINATE_IF_RUNNING)"); err != nil {
+						return err
+					}
+					if err := e.saveRun(ctx, tx, fx, prev, prd); err != nil {
+						return err
+					}
+				}
+			}
+			if reject {
+				if started := opts.WorkflowAlreadyStartedOptions; started != nil && started.IgnoreAlreadyStartedError && prev.Status == RunRunning {
+					prd, err := decodeRun(prev)
+					if err != nil {
+						return err
+					}
+					if want := deref(started.RequestId); want == "" || want == prd.RequestID {
+						out.WorkflowRunId = ptr(prev.RunID)
+						return nil
+					}
+				}
+				return Errorf(CodeAlreadyStarted, "workflow %s already has a run %s (%s) and the id reuse policy %s forbids another", req.WorkflowId, prev.RunID, prev.Status, policy)
+			}
+		}
+		run := &Run{
+			RunID:        uuid.NewString(),
+			WorkflowID:   req.WorkflowId,
+			WorkflowType: req.IwfWorkflowType,
+			Status:       RunRunning,
+			StartedAt:    now,
+		}
+		rd := &runData{
+			WorkerURL: strings.TrimRight(req.IwfWorkerUrl, "/"),
+			Start:     req,
+			Config:    mergeConfig(iwfapi.WorkflowConfig{ContinueAsNewThreshold: ptr(int32(100))}, opts.WorkflowConfigOverride),
+			Counters:  map[string]int{},
+		}
+		if started := opts.WorkflowAlreadyStartedOptions; started != nil {
+			rd.RequestID = deref(started.RequestId)
+		}
+		if req.WorkflowTimeoutSeconds > 0 {
+			rd.TimeoutAt = unixMs(now.Add(time.Duration(req.WorkflowTimeoutSeconds) * time.Second))
+		}
+		run.Data = encode(rd)
+		if err := tx.RunInsert(ctx, run); err != nil {
+			return err
+		}
+		if err := tx.WorkflowSetCurrentRun(ctx, req.WorkflowId, run.RunID); err != nil {
+			return err
+		}
+		if len(initialDAs) > 0 {
+			if err := tx.DataAttributeUpsert(ctx, run.RunID, initialDAs); err != nil {
+				return err
+			}
+		}
+		sas := append([]*SearchAttribute{systemTypeAttribute(req.IwfWorkflowType)}, initialSAs...)
+		if err := tx.SearchAttributeUpsert(ctx, run.RunID, sas); err != nil {
+			return err
+		}
+		events := []*HistoryEvent{e.event(run, "", "WorkflowStarted", map[string]any{
+			"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateId),
+		})}
+		if err := tx.HistoryAppend(ctx, events); err != nil {
+			return err
+		}
+		if rd.TimeoutAt > 0 {
+			if err := e.insertTasks(ctx, tx, fx, e.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
+				return err
+			}
+		}
+		if req.StartStateId != nil && *req.StartStateId != "" {
+			due := now.Add(time.Duration(deref(opts.WorkflowStartDelaySeconds)) * time.Second)
+			move := iwfapi.StateMovement{StateId: *req.StartStateId, StateInput: req.StateInput, StateOptions: req.StateOptions}
+			if err := e.startStates(ctx, tx, fx, run, rd, []iwfapi.StateMovement{move}, due); err != nil {
+				return err
+			}
+		}
+		out.WorkflowRunId = ptr(run.RunID)
+		return e.saveRun(ctx, tx, fx, run, rd)
+	})
+	return out, err
+}
+
+func reusePolicy(opts iwfapi.WorkflowStartOptions) (string, error) {
+	if opts.IdReusePolicy != nil {
+		switch p := string(*opts.IdReusePolicy); p {
+		case "ALLOW_IF_NO_RUNNING":
+			return "ALLOW_DUPLICATE", nil
+		case "ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY", "ALLOW_IF_PREVIOUS_EXITS_ABNORMALLY":
+			return "ALLOW_DUPLICATE_FAILED_ONLY", nil
+		case "DISALLOW_REUSE":
+			return "REJECT_DUPLICATE", nil
+		case "ALLOW_TERMINATE_IF_RUNNING":
+			return "TERMINATE_IF_RUNNING", nil
+		default:
+			return "", Errorf(CodeInvalidArgument, "unknown idReusePolicy %q", p)
+		}
+	}
+	if opts.WorkflowIDReusePolicy != nil {
+		switch p := string(*opts.WorkflowIDReusePolicy); p {
+		case "ALLOW_DUPLICATE", "ALLOW_DUPLICATE_FAILED_ONLY", "REJECT_DUPLICATE", "TERMINATE_IF_RUNNING":
+			return p, nil
+		default:
+			return "", Errorf(CodeInvalidArgument, "unknown workflowIDReusePolicy %q", p)
+		}
+	}
+	return "ALLOW_DUPLICATE", nil
+}
+
+// mergeConfig overlays the non-nil fields of override on base.
+func mergeConfig(base iwfapi.WorkflowConfig, override *iwfapi.WorkflowConfig) iwfapi.WorkflowConfig {
+	if override == nil {
+		return base
+	}
+	o := *override
+	if o.DisableSystemSearchAttribute != nil {
+		base.DisableSystemSearchAttribute = o.DisableSystemSearchAttribute
+	}
+	if o.ExecutingStateIdMode != nil {
+		base.ExecutingStateIdMode = o.ExecutingStateIdMode
+	}
+	if o.ContinueAsNewThreshold != nil {
+		base.ContinueAsNewThreshold = o.ContinueAsNewThreshold
+	}
+	if o.ContinueAsNewPageSizeInBytes != nil {
+		base.ContinueAsNewPageSizeInBytes = o.ContinueAsNewPageSizeInBytes
+	}
+	if o.OptimizeActivity != nil {
+		base.OptimizeActivity = o.OptimizeActivity
+	}
+	if o.OptimizeTimer != nil {
+		base.OptimizeTimer = o.OptimizeTimer
+	}
+	return base
+}
+
+// SignalWorkflow appends a message to a signal channel (POST /api/v1/workflow/signal).
+func (e *Engine) SignalWorkflow(ctx context.Context, req iwfapi.WorkflowSignalRequest) error {
+	if strings.HasPrefix(req.SignalChannelName, reservedChannelPrefix) {
+		return Errorf(CodeInvalidArgument, "signal channel names starting with %s are reserved", reservedChannelPrefix)
+	}
+	value, err := encodeValue(req.SignalValue)
+	if err != nil {
+		return err
+	}
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+		msg := &Message{RunID: run.RunID, Kind: ChannelSignal, Channel: req.SignalChannelName, Value: value, CreatedAt: e.cfg.Clock.Now()}
+		if err := tx.MessageAppend(ctx, []*Message{msg}); err != nil {
+			return err
+		}
+		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "SignalReceived", map[string]any{"channel": req.SignalChannelName})}); err != nil {
+			return err
+		}
+		return e.deliver(ctx, tx, fx, run, "")
+	})
+}
+
+// PublishToInternalChannel appends messages to internal channels
+// (POST /api/v1/workflow/publishToInternalChannel).
+func (e *Engine) PublishToInternalChannel(ctx context.Context, req iwfapi.PublishToInternalChannelRequest) error {
+	msgs := slice(req.Messages)
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+		if err := e.publish(ctx, tx, run, "", msgs); err != nil {
+			return err
+		}
+		return e.deliver(ctx, tx, fx, run, "")
+	})
+}
+
+// StopWorkflow cancels, terminates or fails a run (POST /api/v1/workflow/stop).
+func (e *Engine) StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error {
+	stopType := "CANCEL"
+	if req.StopType != nil && *req.StopType != "" {
+		stopType = string(*req.StopType)
+	}
+	var status RunStatus
+	var errType string
+	switch stopType {
+	case "CANCEL":
+		status = RunCanceled
+	case "TERMINATE":
+		status = RunTerminated
+	case "FAIL":
+		status, errType = RunFailed, errClientAPIFailing
+	default:
+		return Errorf(CodeInvalidArgument, "unsupported stopType %q", stopType)
+	}
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+		msg := ""
+		if status == RunFailed {
+			msg = deref(req.Reason)
+		}
+		return e.closeRun(ctx, tx, fx, run, rd, status, errType, msg)
+	})
+}
+
+// GetWorkflow describes a run (POST /api/v1/workflow/get).
+func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
+	resp, _, err := e.describe(ctx, req.WorkflowId, deref(req.WorkflowRunId), deref(req.NeedsResults))
+	return resp, err
+}
+
+// GetWorkflowWithWait waits for a run to close and describes it with its
+// results (POST /api/v1/workflow/getWithWait).
+func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
+	wait := e.waitBudget(deref(req.WaitTimeSeconds))
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	runID := deref(req.WorkflowRunId)
+	for {
+		resp, id, err := e.describe(ctx, req.WorkflowId, runID, true)
+		if err != nil {
+			return resp, err
+		}
+		if resp.WorkflowStatus != iwfapi.WorkflowStatus(RunRunning) {
+			return resp, nil
+		}
+		runID = id
+		changed, unsubscribe := e.waits.subscribe(id)
+		// Re-check after subscribing so that a close in between is not missed.
+		resp, _, err = e.describe(ctx, req.WorkflowId, runID, true)
+		if err != nil || resp.WorkflowStatus != iwfapi.WorkflowStatus(RunRunning) {
+			unsubscribe()
+			return resp, err
+		}
+		recheck := time.NewTimer(crossNodeRecheck)
+		select {
+		case <-changed:
+		case <-recheck.C:
+		case <-deadline.C:
+			unsubscribe()
+			recheck.Stop()
+			return iwfapi.WorkflowGetResponse{}, Errorf(CodeLongPollTimeout, "workflow is still running, waiting has exceeded timeout limit, please retry")
+		case <-ctx.Done():
+			unsubscribe()
+			recheck.Stop()
+			return iwfapi.WorkflowGetResponse{}, ctx.Err()
+		}
+		recheck.Stop()
+		unsubscribe()
+	}
+}
+
+// crossNodeRecheck is how often a long poll re-reads the store, to see
+// changes made by other server processes.
+const crossNodeRecheck = 500 * time.Millisecond
+
+func (e *Engine) waitBudget(requestSeconds int32) time.Duration {
+	wait := e.cfg.MaxWait
+	if requestSeconds > 0 {
+		if d := time.Duration(requestSeconds) * time.Second; d < wait {
+			wait = d
+		}
+	}
+	return wait
+}
+
+func (e *Engine) describe(ctx context.Context, workflowID, runID string, withResults bool) (iwfapi.WorkflowGetResponse, string, error) {
+	var resp iwfapi.WorkflowGetResponse
+	var id string
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		var err error
+		id, err = resolveRun(ctx, tx, workflowID, runID)
+		if err != nil {
+			return err
+		}
+		run, err := tx.RunGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		resp.WorkflowRunId = run.RunID
+		resp.WorkflowStatus = iwfapi.WorkflowStatus(run.Status)
+		if run.Status == RunRunning || !withResults {
+			return nil
+		}
+		rd, err := decodeRun(run)
+		if err != nil {
+			return err
+		}
+		switch {
+		case run.Status == RunCompleted || (run.Status == RunFailed && rd.ErrorType == errStateDecisionFailing):
+			if len(rd.Outputs) > 0 {
+				resp.Results = ptr(rd.Outputs)
+			}
+		}
+		if run.Status == RunFailed {
+			if rd.ErrorType != "" {
+				resp.ErrorType = ptr(iwfapi.WorkflowErrorType(rd.ErrorType))
+			}
+			if rd.ErrorMsg != "" {
+				resp.ErrorMessage = ptr(rd.ErrorMsg)
+			}
+		}
+		return nil
+	})
+	return resp, id, err
+}
+
+// GetDataAttributes reads data attributes, also of closed runs
+// (POST /api/v1/workflow/dataobjects/get).
+func (e *Engine) GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDataObjectsRequest) (iwfapi.WorkflowGetDataObjectsResponse, error) {
+	var resp iwfapi.WorkflowGetDataObjectsResponse
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		if err != nil {
+			return err
+		}
+		keys := slice(req.Keys)
+		if len(keys) == 0 {
+			keys = nil
+		}
+		attrs, err := tx.DataAttributeGet(ctx, id, keys)
+		if err != nil {
+			return err
+		}
+		if kvs := fromStoreDataAttributes(attrs); len(kvs) > 0 {
+			resp.Objects = &kvs
+		}
+		return nil
+	})
+	return resp, err
+}
+
+// SetDataAttributes upserts data attributes (POST /api/v1/workflow/dataobjects/set).
+func (e *Engine) SetDataAttributes(ctx context.Context, req iwfapi.WorkflowSetDataObjectsRequest) error {
+	attrs, err := toStoreDataAttributes(slice(req.Objects))
+	if err != nil {
+		return err
+	}
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+		if len(attrs) == 0 {
+			return nil
+		}
+		if err := tx.DataAttributeUpsert(ctx, run.RunID, attrs); err != nil {
+			return err
+		}
+		return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "DataAttributesSet", map[string]any{"keys": attributeKeys(attrs)})})
+	})
+}
+
+// GetSearchAttributes reads the requested search attributes, typed as the
+// caller asks (POST /api/v1/workflow/searchattributes/get).
+func (e *Engine) GetSearchAttributes(ctx context.Context, req iwfapi.WorkflowGetSearchAttributesRequest) (iwfapi.WorkflowGetSearchAttributesResponse, error) {
+	var resp iwfapi.WorkflowGetSearchAttributesResponse
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		if err != nil {
+			return err
+		}
+		wanted := slice(req.Keys)
+		if len(wanted) == 0 {
+			return nil
+		}
+		keys := make([]string, 0, len(wanted))
+		for _, k := range wanted {
+			keys = append(keys, deref(k.Key))
+		}
+		attrs, err := tx.SearchAttributeGet(ctx, id, keys)
+		if err != nil {
+			return err
+		}
+		byKey := make(map[string]*SearchAttribute, len(attrs))
+		for _, a := range attrs {
+			byKey[a.Key] = a
+		}
+		var out []iwfapi.SearchAttribute
+		for _, k := range wanted {
+			a, ok := byKey[deref(k.Key)]
+			if !ok {
+				continue
+			}
+			out = append(out, readSearchAttribute(a))
+		}
+		if len(out) > 0 {
+			resp.SearchAttributes = &out
+		}
+		return nil
+	})
+	return resp, err
+}
+
+// SetSearchAttributes upserts search attributes (POST /api/v1/workflow/searchattributes/set).
+func (e *Engine) SetSearchAttributes(ctx context.Context, req iwfapi.WorkflowSetSearchAttributesRequest) error {
+	attrs, err := e.toStoreSearchAttributes(slice(req.SearchAttributes))
+	if err != nil {
+		return err
+	}
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+		if len(attrs) == 0 {
+			return nil
+		}
+		if err := tx.SearchAttributeUpsert(ctx, run.RunID, attrs); err != nil {
+			return err
+		}
+		return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "SearchAttributesSet", map[string]any{"keys": searchAttributeKeys(attrs)})})
+	})
+}
+
+// TriggerContinueAsNew is accepted for compatibility: runs here never need
+// continue-as-new, so it only checks that the run is running
+// (POST /api/v1/workflow/triggerContinueAsNew).
+func (e *Engine) TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerContinueAsNewRequest) error {
+	return e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		if err != nil {
+			return err
+		}
+		run, err := tx.RunGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		if run.Status != RunRunning {
+			return Errorf(CodeWorkflowNotExists, "workflow %s run %s is already closed", run.WorkflowID, run.RunID)
+		}
+		return nil
+	})
+}
+
+func attributeKeys(attrs []*Attribute) []string {
+	keys := make([]string, len(attrs))
+	for i, a := range attrs {
+		keys[i] = a.Key
+	}
+	return keys
+}
+
+func searchAttributeKeys(attrs []*SearchAttribute) []string {
+	keys := make([]string, len(attrs))
+	for i, a := range attrs {
+		keys[i] = a.Key
+	}
+	return keys
+}

@@ -1,0 +1,106 @@
+// Package workerclient calls the user's worker over HTTP: the waitUntil,
+// execute and rpc endpoints of iWF's worker API. It implements
+// engine.WorkerClient and owns nothing else (no retries: the engine decides
+// about attempts).
+package workerclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// Worker API paths, relative to the run's iwfWorkerUrl.
+const (
+	WaitUntilPath = "/api/v1/workflowState/start"
+	ExecutePath   = "/api/v1/workflowState/decide"
+	RPCPath       = "/api/v1/workflowWorker/rpc"
+)
+
+// maxResponseBytes bounds a worker answer.
+const maxResponseBytes = 16 << 20
+
+// Client is an HTTP engine.WorkerClient.
+type Client struct {
+	http    *http.Client
+	headers http.Header
+}
+
+// New returns a client that adds headers to every call. Per-call deadlines
+// come from the caller's context.
+func New(headers http.Header) *Client {
+	transport := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 512,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	return &Client{http: &http.Client{Transport: transport}, headers: headers.Clone()}
+}
+
+var _ engine.WorkerClient = (*Client)(nil)
+
+// WaitUntil calls the worker's waitUntil endpoint.
+func (c *Client) WaitUntil(ctx context.Context, baseURL string, req *iwfapi.WorkflowStateStartRequest) (*iwfapi.WorkflowStateStartResponse, error) {
+	var resp iwfapi.WorkflowStateStartResponse
+	return &resp, c.call(ctx, baseURL+WaitUntilPath, req, &resp)
+}
+
+// Execute calls the worker's execute endpoint.
+func (c *Client) Execute(ctx context.Context, baseURL string, req *iwfapi.WorkflowStateDecideRequest) (*iwfapi.WorkflowStateDecideResponse, error) {
+	var resp iwfapi.WorkflowStateDecideResponse
+	return &resp, c.call(ctx, baseURL+ExecutePath, req, &resp)
+}
+
+// RPC calls the worker's rpc endpoint.
+func (c *Client) RPC(ctx context.Context, baseURL string, req *iwfapi.WorkflowWorkerRpcRequest) (*iwfapi.WorkflowWorkerRpcResponse, error) {
+	var resp iwfapi.WorkflowWorkerRpcResponse
+	return &resp, c.call(ctx, baseURL+RPCPath, req, &resp)
+}
+
+func (c *Client) call(ctx context.Context, url string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return &engine.WorkerCallError{Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return &engine.WorkerCallError{Err: err}
+	}
+	for k, vs := range c.headers {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return &engine.WorkerCallError{Err: err, Timeout: errors.Is(err, context.DeadlineExceeded)}
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return &engine.WorkerCallError{Status: resp.StatusCode, Err: err, Timeout: errors.Is(err, context.DeadlineExceeded)}
+	}
+	if len(raw) > maxResponseBytes {
+		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw[:1024], Err: fmt.Errorf("worker response exceeds %d bytes", maxResponseBytes)}
+	}
+	if resp.StatusCode != http.StatusOK {
+		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw, Err: fmt.Errorf("%s", resp.Status)}
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw, Err: fmt.Errorf("decoding worker response: %w", err)}
+	}
+	return nil
+}
