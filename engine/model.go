@@ -36,16 +36,16 @@ const (
 
 // runData is the engine-owned part of a run row (Run.Data).
 type runData struct {
-	WorkerURL string                       `json:"workerUrl"`
-	Start     iwfapi.WorkflowStartRequest  `json:"start"`
-	Config    iwfapi.WorkflowConfig        `json:"config"`
-	RequestID string                       `json:"requestId,omitempty"`
-	TimeoutAt int64                        `json:"timeoutAt,omitempty"` // unix ms, 0 = none
-	Counters  map[string]int               `json:"counters,omitempty"`  // executions started per stateId
-	Graceful  bool                         `json:"graceful,omitempty"`  // graceful completion requested
+	WorkerURL string                         `json:"workerUrl"`
+	Start     iwfapi.WorkflowStartRequest    `json:"start"`
+	Config    iwfapi.WorkflowConfig          `json:"config"`
+	RequestID string                         `json:"requestId,omitempty"`
+	TimeoutAt int64                          `json:"timeoutAt,omitempty"` // unix ms, 0 = none
+	Counters  map[string]int                 `json:"counters,omitempty"`  // executions started per stateId
+	Graceful  bool                           `json:"graceful,omitempty"`  // graceful completion requested
 	Outputs   []iwfapi.StateCompletionOutput `json:"outputs,omitempty"`
-	ErrorType string                       `json:"errorType,omitempty"`
-	ErrorMsg  string                       `json:"errorMessage,omitempty"`
+	ErrorType string                         `json:"errorType,omitempty"`
+	ErrorMsg  string                         `json:"errorMessage,omitempty"`
 	// Completions are the published state completions for
 	// waitForStateCompletion, by key ("id:<execId>" or "key:<stateId>:<waitForKey>").
 	Completions map[string]iwfapi.StateCompletionOutput `json:"completions,omitempty"`

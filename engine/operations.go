@@ -1,0 +1,390 @@
+package engine
+
+import (
+	"context"
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// InvokeRPC calls the worker's RPC handler with the run's attributes and
+// channel sizes, then applies the answer's writes, publishes and new states
+// atomically before answering (POST /api/v1/workflow/rpc).
+func (e *Engine) InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (iwfapi.WorkflowRpcResponse, error) {
+	if isLocking(req.DataAttributesLoadingPolicy) || isLocking(req.SearchAttributesLoadingPolicy) {
+		return iwfapi.WorkflowRpcResponse{}, Errorf(CodeUnimplemented, "locking persistence loading policies are not supported yet")
+	}
+	var run *Run
+	var rd *runData
+	var wreq iwfapi.WorkflowWorkerRpcRequest
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		if err != nil {
+			return err
+		}
+		if run, err = tx.RunGet(ctx, id); err != nil {
+			return err
+		}
+		if rd, err = decodeRun(run); err != nil {
+			return err
+		}
+		das, err := loadDataAttributes(ctx, tx, id, req.DataAttributesLoadingPolicy)
+		if err != nil {
+			return err
+		}
+		sas, err := loadSearchAttributes(ctx, tx, id, req.SearchAttributesLoadingPolicy)
+		if err != nil {
+			return err
+		}
+		signals, err := channelInfos(ctx, tx, id, ChannelSignal)
+		if err != nil {
+			return err
+		}
+		internals, err := channelInfos(ctx, tx, id, ChannelInternal)
+		if err != nil {
+			return err
+		}
+		wreq = iwfapi.WorkflowWorkerRpcRequest{
+			Context:              iwfapi.Context{WorkflowId: run.WorkflowID, WorkflowRunId: run.RunID, WorkflowStartedTimestamp: run.StartedAt.Unix()},
+			WorkflowType:         run.WorkflowType,
+			RpcName:              req.RpcName,
+			Input:                req.Input,
+			DataAttributes:       nonEmpty(das),
+			SearchAttributes:     nonEmpty(sas),
+			SignalChannelInfos:   &signals,
+			InternalChannelInfos: &internals,
+		}
+		return nil
+	})
+	if err != nil {
+		return iwfapi.WorkflowRpcResponse{}, err
+	}
+	timeout := e.waitBudget(deref(req.TimeoutSeconds))
+	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	resp, err := e.worker.RPC(callCtx, rd.WorkerURL, &wreq)
+	if err != nil {
+		return iwfapi.WorkflowRpcResponse{}, rpcWorkerError(err)
+	}
+	if d := resp.StateDecision; d != nil {
+		closing := d.ConditionalClose != nil
+		for _, m := range slice(d.NextStates) {
+			closing = closing || isReserved(m.StateId)
+		}
+		if closing {
+			return iwfapi.WorkflowRpcResponse{}, &Error{Code: CodeWorkerAPIError, Message: "closing workflow in RPC is not supported yet", Worker: &WorkerErrorInfo{}}
+		}
+	}
+	mutates := len(slice(resp.UpsertDataAttributes)) > 0 || len(slice(resp.UpsertSearchAttributes)) > 0 ||
+		len(slice(resp.PublishToInterStateChannel)) > 0 || (resp.StateDecision != nil && len(slice(resp.StateDecision.NextStates)) > 0)
+	if mutates {
+		err := e.mutateRun(ctx, run.WorkflowID, run.RunID, func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+			if err := e.applyUpserts(ctx, tx, run, "", slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataAttributes), slice(resp.PublishToInterStateChannel)); err != nil {
+				return err
+			}
+			if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "RPCApplied", map[string]any{"rpcName": req.RpcName, "decision": resp.StateDecision})}); err != nil {
+				return err
+			}
+			if err := e.deliver(ctx, tx, fx, run, ""); err != nil {
+				return err
+			}
+			if resp.StateDecision != nil {
+				return e.startStates(ctx, tx, fx, run, rd, slice(resp.StateDecision.NextStates), e.cfg.Clock.Now())
+			}
+			return nil
+		})
+		if err != nil {
+			return iwfapi.WorkflowRpcResponse{}, err
+		}
+	}
+	return iwfapi.WorkflowRpcResponse{Output: resp.Output}, nil
+}
+
+func isLocking(p *iwfapi.PersistenceLoadingPolicy) bool {
+	if p == nil || p.PersistenceLoadingType == nil {
+		return false
+	}
+	t := *p.PersistenceLoadingType
+	return t == iwfapi.PersistenceLoadingTypeLoadPartialWithExclusiveLock || t == iwfapi.PersistenceLoadingTypeLoadAllWithPartialLock
+}
+
+func channelInfos(ctx context.Context, tx ReadTx, runID string, kind ChannelKind) (map[string]iwfapi.ChannelInfo, error) {
+	counts, err := tx.MessageCounts(ctx, runID, kind)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]iwfapi.ChannelInfo, len(counts))
+	for ch, n := range counts {
+		out[ch] = iwfapi.ChannelInfo{Size: ptr(int32(n))}
+	}
+	return out, nil
+}
+
+// rpcWorkerError builds the 420 answer for a failed RPC worker call.
+func rpcWorkerError(err error) error {
+	info := &WorkerErrorInfo{}
+	var ce *WorkerCallError
+	if !errors.As(err, &ce) || ce.Status == 0 {
+		return &Error{Code: CodeWorkerAPIError, Message: err.Error(), Worker: info, Err: err}
+	}
+	info.Status = ce.Status
+	if ce.Status == 200 {
+		return &Error{Code: CodeWorkerAPIError, Message: "invalid worker response: " + truncate(string(ce.Body), 500), Worker: info}
+	}
+	var body iwfapi.WorkerErrorResponse
+	if jerr := json.Unmarshal(ce.Body, &body); jerr != nil {
+		return &Error{Code: CodeWorkerAPIError, Message: "unable to decode worker response body to WorkerErrorResponse: body" + string(ce.Body), Worker: info}
+	}
+	info.ErrorType, info.Detail = deref(body.ErrorType), deref(body.Detail)
+	return &Error{Code: CodeWorkerAPIError, Message: fmt.Sprintf("worker API error, status:%d, errorType:%s", ce.Status, info.ErrorType), Worker: info}
+}
+
+// SkipTimer completes a pending timer command of a state execution now; a
+// skipped timer is reported FIRED (POST /api/v1/workflow/timer/skip).
+func (e *Engine) SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequest) error {
+	if deref(req.TimerCommandId) == "" && req.TimerCommandIndex == nil {
+		return Errorf(CodeInvalidArgument, "invalid request - must provide either a timerCommandId or index")
+	}
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+		notFound := Errorf(CodeInvalidArgument, "invalid request - requested timer command doesn't exist")
+		x, err := tx.ExecutionGet(ctx, run.RunID, req.WorkflowStateExecutionId)
+		if errors.Is(err, ErrNotFound) {
+			return notFound
+		}
+		if err != nil {
+			return err
+		}
+		xd, err := decodeExec(x)
+		if err != nil {
+			return err
+		}
+		var timers []iwfapi.TimerCommand
+		if xd.Commands != nil {
+			timers = slice(xd.Commands.TimerCommands)
+		}
+		idx := -1
+		if id := deref(req.TimerCommandId); id != "" {
+			for i, t := range timers {
+				if deref(t.CommandId) == id {
+					idx = i
+					break
+				}
+			}
+			if idx < 0 {
+				return notFound
+			}
+		} else {
+			idx = int(*req.TimerCommandIndex)
+			if idx < 0 || idx >= len(timers) || x.Status != ExecWaiting || xd.Done[idx] {
+				return notFound
+			}
+		}
+		if x.Status != ExecWaiting || xd.Done[idx] {
+			return nil // by id, a timer that is no longer pending: nothing to do
+		}
+		xd.FireAt[idx] = 0
+		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, "TimerSkipped", map[string]any{"index": idx})}); err != nil {
+			return err
+		}
+		if _, err := e.evaluate(ctx, tx, fx, run, x, xd); err != nil {
+			return err
+		}
+		x.Data = encode(xd)
+		return tx.ExecutionUpdate(ctx, x)
+	})
+}
+
+// UpdateConfig overwrites the run's workflow config field by field
+// (POST /api/v1/workflow/config/update). As in iWF, optimizeTimer is not
+// updated.
+func (e *Engine) UpdateConfig(ctx context.Context, req iwfapi.WorkflowConfigUpdateRequest) error {
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+		c := req.WorkflowConfig
+		c.OptimizeTimer = nil
+		rd.Config = mergeConfig(rd.Config, &c)
+		return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "ConfigUpdated", c)})
+	})
+}
+
+// WaitForStateCompletion waits until a watched state execution's execute
+// call succeeded and returns its real completion record
+// (POST /api/v1/workflow/waitForStateCompletion).
+func (e *Engine) WaitForStateCompletion(ctx context.Context, req iwfapi.WorkflowWaitForStateCompletionRequest) (iwfapi.WorkflowWaitForStateCompletionResponse, error) {
+	var key string
+	switch {
+	case deref(req.WaitForKey) != "":
+		if deref(req.StateId) == "" {
+			return iwfapi.WorkflowWaitForStateCompletionResponse{}, Errorf(CodeInvalidArgument, "stateId is required with waitForKey")
+		}
+		key = "key:" + *req.StateId + ":" + *req.WaitForKey
+	case deref(req.StateExecutionId) != "":
+		key = "id:" + *req.StateExecutionId
+	default:
+		return iwfapi.WorkflowWaitForStateCompletionResponse{}, Errorf(CodeInvalidArgument, "either stateExecutionId or stateId with waitForKey is required")
+	}
+	if req.WorkflowId == "" {
+		return iwfapi.WorkflowWaitForStateCompletionResponse{}, errNoWorkflowID()
+	}
+	deadline := time.NewTimer(e.waitBudget(deref(req.WaitTimeSeconds)))
+	defer deadline.Stop()
+	changed, unsubscribe := e.waits.subscribe(workflowKey(req.WorkflowId))
+	defer unsubscribe()
+	for {
+		var found *iwfapi.StateCompletionOutput
+		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+			id, err := resolveRun(ctx, tx, req.WorkflowId, "")
+			if CodeOf(err) == CodeWorkflowNotExists {
+				return nil // an unknown workflow just times out, as in iWF
+			}
+			if err != nil {
+				return err
+			}
+			run, err := tx.RunGet(ctx, id)
+			if err != nil {
+				return err
+			}
+			rd, err := decodeRun(run)
+			if err != nil {
+				return err
+			}
+			if c, ok := rd.Completions[key]; ok {
+				found = &c
+			}
+			return nil
+		})
+		if err != nil {
+			return iwfapi.WorkflowWaitForStateCompletionResponse{}, err
+		}
+		if found != nil {
+			return iwfapi.WorkflowWaitForStateCompletionResponse{StateCompletionOutput: found}, nil
+		}
+		recheck := time.NewTimer(crossNodeRecheck)
+		select {
+		case <-changed:
+		case <-recheck.C:
+		case <-deadline.C:
+			recheck.Stop()
+			return iwfapi.WorkflowWaitForStateCompletionResponse{}, Errorf(CodeLongPollTimeout, "waiting has exceeded timeout limit, please retry")
+		case <-ctx.Done():
+			recheck.Stop()
+			return iwfapi.WorkflowWaitForStateCompletionResponse{}, ctx.Err()
+		}
+		recheck.Stop()
+	}
+}
+
+// dumpDocument is the JSON snapshot that internal/dump pages through.
+type dumpDocument struct {
+	WorkflowID       string                         `json:"workflowId"`
+	RunID            string                         `json:"workflowRunId"`
+	Status           RunStatus                      `json:"status"`
+	Counters         map[string]int                 `json:"stateExecutionCounters"`
+	Executions       []dumpExecution                `json:"stateExecutions"`
+	Outputs          []iwfapi.StateCompletionOutput `json:"stateOutputs,omitempty"`
+	SignalsReceived  map[string]iwfapi.ChannelInfo  `json:"signalChannels"`
+	InternalChannels map[string]iwfapi.ChannelInfo  `json:"internalChannels"`
+	DataAttributes   []iwfapi.KeyValue              `json:"dataAttributes,omitempty"`
+	SearchAttributes []json.RawMessage              `json:"searchAttributes,omitempty"`
+	Config           iwfapi.WorkflowConfig          `json:"config"`
+	History          []dumpEvent                    `json:"history"`
+}
+
+type dumpExecution struct {
+	ExecutionID string          `json:"stateExecutionId"`
+	StateID     string          `json:"stateId"`
+	Status      ExecutionStatus `json:"status"`
+	Data        json.RawMessage `json:"data"`
+}
+
+type dumpEvent struct {
+	ID          int64           `json:"id"`
+	At          time.Time       `json:"at"`
+	Type        string          `json:"type"`
+	ExecutionID string          `json:"stateExecutionId,omitempty"`
+	Data        json.RawMessage `json:"data,omitempty"`
+}
+
+// DumpWorkflow pages through a JSON snapshot of a run: its executions,
+// buffers, attributes and history (POST /api/v1/workflow/internal/dump).
+func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error) {
+	var doc dumpDocument
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		id, err := resolveRun(ctx, tx, req.WorkflowId, req.WorkflowRunId)
+		if err != nil {
+			return err
+		}
+		run, err := tx.RunGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		rd, err := decodeRun(run)
+		if err != nil {
+			return err
+		}
+		doc = dumpDocument{WorkflowID: run.WorkflowID, RunID: run.RunID, Status: run.Status, Counters: rd.Counters, Outputs: rd.Outputs, Config: rd.Config}
+		execs, err := tx.ExecutionList(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, x := range execs {
+			doc.Executions = append(doc.Executions, dumpExecution{ExecutionID: x.ExecutionID, StateID: x.StateID, Status: x.Status, Data: x.Data})
+		}
+		if doc.SignalsReceived, err = channelInfos(ctx, tx, id, ChannelSignal); err != nil {
+			return err
+		}
+		if doc.InternalChannels, err = channelInfos(ctx, tx, id, ChannelInternal); err != nil {
+			return err
+		}
+		das, err := tx.DataAttributeGet(ctx, id, nil)
+		if err != nil {
+			return err
+		}
+		doc.DataAttributes = fromStoreDataAttributes(das)
+		sas, err := tx.SearchAttributeGet(ctx, id, nil)
+		if err != nil {
+			return err
+		}
+		for _, a := range sas {
+			doc.SearchAttributes = append(doc.SearchAttributes, a.Raw)
+		}
+		events, err := tx.HistoryList(ctx, id, 0, 0)
+		if err != nil {
+			return err
+		}
+		for _, ev := range events {
+			doc.History = append(doc.History, dumpEvent{ID: ev.ID, At: ev.At, Type: ev.Type, ExecutionID: ev.ExecutionID, Data: ev.Data})
+		}
+		return nil
+	})
+	if err != nil {
+		return iwfapi.WorkflowDumpResponse{}, err
+	}
+	data := encode(doc)
+	pageSize := int(req.PageSizeInBytes)
+	if pageSize <= 0 {
+		pageSize = 1 << 20
+	}
+	total := (len(data) + pageSize - 1) / pageSize
+	if int(req.PageNum) < 0 || int(req.PageNum) >= total {
+		return iwfapi.WorkflowDumpResponse{}, Errorf(CodeInvalidArgument, "pageNum %d is out of range: the dump has %d pages", req.PageNum, total)
+	}
+	start := int(req.PageNum) * pageSize
+	end := min(start+pageSize, len(data))
+	sum := md5.Sum(data)
+	return iwfapi.WorkflowDumpResponse{JsonData: string(data[start:end]), TotalPages: int32(total), Checksum: hex.EncodeToString(sum[:])}, nil
+}
+
+// SearchWorkflows is not implemented yet (POST /api/v1/workflow/search).
+func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchRequest) (iwfapi.WorkflowSearchResponse, error) {
+	return iwfapi.WorkflowSearchResponse{}, Errorf(CodeUnimplemented, "search is not supported yet")
+}
+
+// ResetWorkflow is not implemented yet (POST /api/v1/workflow/reset).
+func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error) {
+	return iwfapi.WorkflowResetResponse{}, Errorf(CodeUnimplemented, "reset is not supported yet")
+}
