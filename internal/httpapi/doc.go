@@ -1,0 +1,10 @@
+// Package httpapi owns the REST API of iwf-server: iWF's v1 server endpoints
+// served by the strict server generated from api/openapi.yaml, request
+// validation against the embedded spec, the one table that maps engine
+// error codes to HTTP statuses and iWF ErrorResponse bodies, and the
+// per-request middleware (request id, access log, panic recovery, body limit).
+//
+// It imports package engine (for its error codes) and the generated
+// api/iwfapi only. The engine is reached through Service, an interface
+// declared here, so that the HTTP layer can be tested on its own.
+package httpapi

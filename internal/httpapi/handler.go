@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+	"github.com/go-chi/chi/v5"
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// DefaultMaxBodyBytes is the request body limit when Options.MaxBodyBytes is 0.
+const DefaultMaxBodyBytes = 4 << 20
+
+// HelloText is the plain-text answer of GET /, as in iWF.
+const HelloText = "Hello World from iWF server!"
+
+// encodedObjectLoadPath is in the spec but not served, as in iWF.
+const encodedObjectLoadPath = "/api/v1/workflow/encodedobject/load"
+
+// Options configure NewHandler.
+type Options struct {
+	// Logger receives the access log, failed requests and panics. The zero
+	// value logs nothing.
+	Logger zerolog.Logger
+	// MaxBodyBytes limits the size of request bodies; larger ones are
+	// answered with 413. Zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+}
+
+// handler holds what the middleware and the error handlers share.
+type handler struct {
+	log    zerolog.Logger
+	router routers.Router
+}
+
+// NewHandler returns the REST API of iwf-server served by svc: the
+// generated routes of iwfapi behind request-id, access-log, recovery,
+// body-limit and validation middleware.
+func NewHandler(svc Service, opts Options) (http.Handler, error) {
+	if svc == nil {
+		return nil, errors.New("httpapi: a Service is required")
+	}
+	if opts.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("httpapi: MaxBodyBytes must not be negative, got %d", opts.MaxBodyBytes)
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	spec, err := iwfapi.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: load the embedded spec: %w", err)
+	}
+	// Route by path alone, whatever host the server is reached at.
+	spec.Servers = nil
+	router, err := legacy.NewRouter(spec)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: build the validation router: %w", err)
+	}
+	h := &handler{log: opts.Logger, router: router}
+
+	server := NewServer(svc)
+	server.log = func(err error) { h.log.Error().Err(err).Msg("health check failed") }
+
+	r := chi.NewRouter()
+	r.Use(requestID, accessLog(h.log), recoverer(h.log), readBody(opts.MaxBodyBytes), unrouted, h.validate)
+	r.NotFound(notFound)
+	r.MethodNotAllowed(methodNotAllowed)
+	r.Get("/", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte(HelloText))
+	})
+	strict := iwfapi.NewStrictHandlerWithOptions(server, nil, iwfapi.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc:  h.handleRequestError,
+		ResponseErrorHandlerFunc: h.handleServiceError,
+	})
+	return iwfapi.HandlerWithOptions(strict, iwfapi.ChiServerOptions{
+		BaseRouter:       r,
+		ErrorHandlerFunc: h.handleRequestError,
+	}), nil
+}
+
+// handleRequestError answers requests that the generated code cannot
+// decode. Validation normally catches them first.
+func (h *handler) handleRequestError(w http.ResponseWriter, _ *http.Request, err error) {
+	writeError(w, http.StatusBadRequest, "invalid request schema: "+err.Error())
+}
+
+// notFound answers unknown paths.
+func notFound(w http.ResponseWriter, r *http.Request) {
+	writeError(w, http.StatusNotFound, fmt.Sprintf("not found: %s %s", r.Method, r.URL.Path))
+}
+
+// methodNotAllowed answers known paths called with the wrong method.
+func methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	if rctx := chi.RouteContext(r.Context()); rctx != nil && rctx.Routes != nil {
+		var allowed []string
+		for _, m := range []string{http.MethodGet, http.MethodPost} {
+			if rctx.Routes.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				allowed = append(allowed, m)
+			}
+		}
+		if len(allowed) > 0 {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+		}
+	}
+	writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s", r.Method, r.URL.Path))
+}
+
+// unrouted answers the paths that the spec lists but iWF does not serve.
+func unrouted(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == encodedObjectLoadPath {
+			writeError(w, http.StatusNotFound, encodedObjectLoadDetail)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// validationOptions make kin-openapi check requests without rewriting them
+// (defaults are the engine's business) and keep values out of messages.
+var validationOptions = &openapi3filter.Options{
+	AuthenticationFunc:      openapi3filter.NoopAuthenticationFunc,
+	SkipSettingDefaults:     true,
+	SchemaValidationOptions: []openapi3.SchemaValidationOption{openapi3.DisableSchemaErrorDetails()},
+}
+
+// validate checks requests for known operations against the embedded spec
+// and answers 400 with a detail naming the problem. Requests for unknown
+// paths or methods pass through to the router's 404 and 405.
+func (h *handler) validate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route, params, err := h.router.FindRoute(r)
+		if err != nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		if route.Operation != nil && route.Operation.RequestBody != nil && !isJSON(r.Header.Get("Content-Type")) {
+			// iWF decodes every body as JSON whatever its Content-Type
+			// (curl -d sends application/x-www-form-urlencoded); so do we.
+			r.Header.Set("Content-Type", "application/json")
+		}
+		input := &openapi3filter.RequestValidationInput{
+			Request:    r,
+			PathParams: params,
+			Route:      route,
+			Options:    validationOptions,
+		}
+		if err := openapi3filter.ValidateRequest(r.Context(), input); err != nil {
+			writeError(w, http.StatusBadRequest, validationDetail(err))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
+// validationDetail says in one line what is wrong with a request. It keeps
+// iWF's "invalid request schema" wording as a prefix.
+func validationDetail(err error) string {
+	const prefix = "invalid request schema: "
+	var re *openapi3filter.RequestError
+	if !errors.As(err, &re) {
+		return prefix + err.Error()
+	}
+	var (
+		pe *openapi3filter.ParseError
+		se *openapi3.SchemaError
+	)
+	switch {
+	case errors.Is(re.Err, openapi3filter.ErrInvalidRequired) && re.RequestBody != nil:
+		return prefix + "the request body is required"
+	case errors.As(re.Err, &pe):
+		return prefix + "malformed JSON: " + pe.Error()
+	case errors.As(re.Err, &se):
+		if p := se.JSONPointer(); len(p) > 0 {
+			return fmt.Sprintf("%s/%s: %s", prefix, strings.Join(p, "/"), schemaReason(se))
+		}
+		return prefix + schemaReason(se)
+	}
+	return prefix + re.Error()
+}
+
+// schemaReason is a SchemaError's message without its location prefix.
+func schemaReason(se *openapi3.SchemaError) string {
+	if se.Reason != "" && se.Origin == nil {
+		return se.Reason
+	}
+	msg := se.Error()
+	if i := strings.Index(msg, `": `); strings.HasPrefix(msg, `Error at "`) && i > 0 {
+		msg = msg[i+3:]
+	}
+	return msg
+}

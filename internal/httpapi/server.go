@@ -1,0 +1,217 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"os"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// Server implements the generated strict-server interface: every handler
+// hands the decoded request to the Service and wraps its answer in the
+// generated response type. Errors are returned as they are; the strict
+// server passes them to the error table (handleServiceError).
+type Server struct {
+	svc Service
+	log errorLogger
+}
+
+// errorLogger logs failed health checks.
+type errorLogger func(err error)
+
+var _ iwfapi.StrictServerInterface = (*Server)(nil)
+
+// NewServer returns a Server that serves the API with svc.
+func NewServer(svc Service) *Server { return &Server{svc: svc, log: func(error) {}} }
+
+// emptyResponse is the "{}" body of the endpoints without a result.
+var emptyResponse = iwfapi.EmptyResponse{}
+
+// StartWorkflow serves POST /api/v1/workflow/start.
+func (s *Server) StartWorkflow(ctx context.Context, req iwfapi.StartWorkflowRequestObject) (iwfapi.StartWorkflowResponseObject, error) {
+	resp, err := s.svc.StartWorkflow(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.StartWorkflow200JSONResponse(resp), nil
+}
+
+// SignalWorkflow serves POST /api/v1/workflow/signal.
+func (s *Server) SignalWorkflow(ctx context.Context, req iwfapi.SignalWorkflowRequestObject) (iwfapi.SignalWorkflowResponseObject, error) {
+	if err := s.svc.SignalWorkflow(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.SignalWorkflow200JSONResponse(emptyResponse), nil
+}
+
+// PublishToInternalChannel serves POST /api/v1/workflow/publishToInternalChannel.
+func (s *Server) PublishToInternalChannel(ctx context.Context, req iwfapi.PublishToInternalChannelRequestObject) (iwfapi.PublishToInternalChannelResponseObject, error) {
+	if err := s.svc.PublishToInternalChannel(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.PublishToInternalChannel200JSONResponse(emptyResponse), nil
+}
+
+// StopWorkflow serves POST /api/v1/workflow/stop.
+func (s *Server) StopWorkflow(ctx context.Context, req iwfapi.StopWorkflowRequestObject) (iwfapi.StopWorkflowResponseObject, error) {
+	if err := s.svc.StopWorkflow(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.StopWorkflow200JSONResponse(emptyResponse), nil
+}
+
+// GetWorkflowDataObjects serves POST /api/v1/workflow/dataobjects/get.
+func (s *Server) GetWorkflowDataObjects(ctx context.Context, req iwfapi.GetWorkflowDataObjectsRequestObject) (iwfapi.GetWorkflowDataObjectsResponseObject, error) {
+	resp, err := s.svc.GetDataAttributes(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.GetWorkflowDataObjects200JSONResponse(resp), nil
+}
+
+// SetWorkflowDataObjects serves POST /api/v1/workflow/dataobjects/set.
+func (s *Server) SetWorkflowDataObjects(ctx context.Context, req iwfapi.SetWorkflowDataObjectsRequestObject) (iwfapi.SetWorkflowDataObjectsResponseObject, error) {
+	if err := s.svc.SetDataAttributes(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.SetWorkflowDataObjects200JSONResponse(emptyResponse), nil
+}
+
+// GetWorkflowSearchAttributes serves POST /api/v1/workflow/searchattributes/get.
+func (s *Server) GetWorkflowSearchAttributes(ctx context.Context, req iwfapi.GetWorkflowSearchAttributesRequestObject) (iwfapi.GetWorkflowSearchAttributesResponseObject, error) {
+	resp, err := s.svc.GetSearchAttributes(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.GetWorkflowSearchAttributes200JSONResponse(resp), nil
+}
+
+// SetWorkflowSearchAttributes serves POST /api/v1/workflow/searchattributes/set.
+func (s *Server) SetWorkflowSearchAttributes(ctx context.Context, req iwfapi.SetWorkflowSearchAttributesRequestObject) (iwfapi.SetWorkflowSearchAttributesResponseObject, error) {
+	if err := s.svc.SetSearchAttributes(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.SetWorkflowSearchAttributes200JSONResponse(emptyResponse), nil
+}
+
+// LoadEncodedObject serves POST /api/v1/workflow/encodedobject/load, which
+// iWF does not route either: it always answers 404. (NewHandler answers this
+// path before validation; this method keeps the interface complete.)
+func (s *Server) LoadEncodedObject(context.Context, iwfapi.LoadEncodedObjectRequestObject) (iwfapi.LoadEncodedObjectResponseObject, error) {
+	return iwfapi.LoadEncodedObject404JSONResponse{Detail: ptr(encodedObjectLoadDetail)}, nil
+}
+
+// encodedObjectLoadDetail explains the 404 of encodedobject/load.
+const encodedObjectLoadDetail = "not found: /api/v1/workflow/encodedobject/load is not offered by this server (no external payload storage)"
+
+// GetWorkflow serves POST /api/v1/workflow/get.
+func (s *Server) GetWorkflow(ctx context.Context, req iwfapi.GetWorkflowRequestObject) (iwfapi.GetWorkflowResponseObject, error) {
+	resp, err := s.svc.GetWorkflow(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.GetWorkflow200JSONResponse(resp), nil
+}
+
+// GetWorkflowWithWait serves POST /api/v1/workflow/getWithWait.
+func (s *Server) GetWorkflowWithWait(ctx context.Context, req iwfapi.GetWorkflowWithWaitRequestObject) (iwfapi.GetWorkflowWithWaitResponseObject, error) {
+	resp, err := s.svc.GetWorkflowWithWait(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.GetWorkflowWithWait200JSONResponse(resp), nil
+}
+
+// SearchWorkflows serves POST /api/v1/workflow/search.
+func (s *Server) SearchWorkflows(ctx context.Context, req iwfapi.SearchWorkflowsRequestObject) (iwfapi.SearchWorkflowsResponseObject, error) {
+	resp, err := s.svc.SearchWorkflows(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.SearchWorkflows200JSONResponse(resp), nil
+}
+
+// ResetWorkflow serves POST /api/v1/workflow/reset.
+func (s *Server) ResetWorkflow(ctx context.Context, req iwfapi.ResetWorkflowRequestObject) (iwfapi.ResetWorkflowResponseObject, error) {
+	resp, err := s.svc.ResetWorkflow(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.ResetWorkflow200JSONResponse(resp), nil
+}
+
+// ExecuteWorkflowRpc serves POST /api/v1/workflow/rpc.
+func (s *Server) ExecuteWorkflowRpc(ctx context.Context, req iwfapi.ExecuteWorkflowRpcRequestObject) (iwfapi.ExecuteWorkflowRpcResponseObject, error) { //nolint:revive // generated name
+	resp, err := s.svc.InvokeRPC(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.ExecuteWorkflowRpc200JSONResponse(resp), nil
+}
+
+// SkipTimer serves POST /api/v1/workflow/timer/skip.
+func (s *Server) SkipTimer(ctx context.Context, req iwfapi.SkipTimerRequestObject) (iwfapi.SkipTimerResponseObject, error) {
+	if err := s.svc.SkipTimer(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.SkipTimer200JSONResponse(emptyResponse), nil
+}
+
+// UpdateWorkflowConfig serves POST /api/v1/workflow/config/update.
+func (s *Server) UpdateWorkflowConfig(ctx context.Context, req iwfapi.UpdateWorkflowConfigRequestObject) (iwfapi.UpdateWorkflowConfigResponseObject, error) {
+	if err := s.svc.UpdateConfig(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.UpdateWorkflowConfig200JSONResponse(emptyResponse), nil
+}
+
+// DumpWorkflowInternal serves POST /api/v1/workflow/internal/dump.
+func (s *Server) DumpWorkflowInternal(ctx context.Context, req iwfapi.DumpWorkflowInternalRequestObject) (iwfapi.DumpWorkflowInternalResponseObject, error) {
+	resp, err := s.svc.DumpWorkflow(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.DumpWorkflowInternal200JSONResponse(resp), nil
+}
+
+// WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.
+func (s *Server) WaitForStateCompletion(ctx context.Context, req iwfapi.WaitForStateCompletionRequestObject) (iwfapi.WaitForStateCompletionResponseObject, error) {
+	resp, err := s.svc.WaitForStateCompletion(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.WaitForStateCompletion200JSONResponse(resp), nil
+}
+
+// TriggerContinueAsNew serves POST /api/v1/workflow/triggerContinueAsNew.
+func (s *Server) TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerContinueAsNewRequestObject) (iwfapi.TriggerContinueAsNewResponseObject, error) {
+	if err := s.svc.TriggerContinueAsNew(ctx, *req.Body); err != nil {
+		return nil, err
+	}
+	return iwfapi.TriggerContinueAsNew200JSONResponse(emptyResponse), nil
+}
+
+// HealthCheck serves GET /info/healthcheck: iWF's HealthInfo when the
+// Service is healthy, 503 with an ErrorResponse otherwise.
+func (s *Server) HealthCheck(ctx context.Context, _ iwfapi.HealthCheckRequestObject) (iwfapi.HealthCheckResponseObject, error) {
+	if err := s.svc.Healthy(ctx); err != nil {
+		s.log(err)
+		return healthCheckUnavailable{}, nil
+	}
+	hostname, _ := os.Hostname()
+	return iwfapi.HealthCheck200JSONResponse{Condition: ptr("OK"), Hostname: &hostname, Duration: ptr(int32(0))}, nil
+}
+
+// healthCheckUnavailable is the 503 answer of a failed health check. The
+// spec declares only 200 for the health check, so the type is ours.
+type healthCheckUnavailable struct{}
+
+// VisitHealthCheckResponse implements iwfapi.HealthCheckResponseObject.
+func (healthCheckUnavailable) VisitHealthCheckResponse(w http.ResponseWriter) error {
+	writeJSON(w, http.StatusServiceUnavailable, iwfapi.ErrorResponse{
+		Detail:    ptr("unhealthy: the store does not answer"),
+		SubStatus: ptr(iwfapi.ErrorSubStatusUncategorized),
+	})
+	return nil
+}

@@ -1,0 +1,54 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// Service is what the REST API needs from the engine: one method per
+// endpoint, taking and returning the generated wire types. Errors should be
+// *engine.Error values; their code selects the HTTP status and the iWF
+// subStatus (see errorTable). Any other error is answered as an internal
+// error (500) and logged.
+type Service interface {
+	// StartWorkflow serves POST /api/v1/workflow/start.
+	StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequest) (iwfapi.WorkflowStartResponse, error)
+	// SignalWorkflow serves POST /api/v1/workflow/signal.
+	SignalWorkflow(ctx context.Context, req iwfapi.WorkflowSignalRequest) error
+	// PublishToInternalChannel serves POST /api/v1/workflow/publishToInternalChannel.
+	PublishToInternalChannel(ctx context.Context, req iwfapi.PublishToInternalChannelRequest) error
+	// StopWorkflow serves POST /api/v1/workflow/stop.
+	StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error
+	// GetDataAttributes serves POST /api/v1/workflow/dataobjects/get.
+	GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDataObjectsRequest) (iwfapi.WorkflowGetDataObjectsResponse, error)
+	// SetDataAttributes serves POST /api/v1/workflow/dataobjects/set.
+	SetDataAttributes(ctx context.Context, req iwfapi.WorkflowSetDataObjectsRequest) error
+	// GetSearchAttributes serves POST /api/v1/workflow/searchattributes/get.
+	GetSearchAttributes(ctx context.Context, req iwfapi.WorkflowGetSearchAttributesRequest) (iwfapi.WorkflowGetSearchAttributesResponse, error)
+	// SetSearchAttributes serves POST /api/v1/workflow/searchattributes/set.
+	SetSearchAttributes(ctx context.Context, req iwfapi.WorkflowSetSearchAttributesRequest) error
+	// GetWorkflow serves POST /api/v1/workflow/get.
+	GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error)
+	// GetWorkflowWithWait serves POST /api/v1/workflow/getWithWait.
+	GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error)
+	// SearchWorkflows serves POST /api/v1/workflow/search.
+	SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchRequest) (iwfapi.WorkflowSearchResponse, error)
+	// ResetWorkflow serves POST /api/v1/workflow/reset.
+	ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error)
+	// InvokeRPC serves POST /api/v1/workflow/rpc.
+	InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (iwfapi.WorkflowRpcResponse, error)
+	// SkipTimer serves POST /api/v1/workflow/timer/skip.
+	SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequest) error
+	// UpdateConfig serves POST /api/v1/workflow/config/update.
+	UpdateConfig(ctx context.Context, req iwfapi.WorkflowConfigUpdateRequest) error
+	// DumpWorkflow serves POST /api/v1/workflow/internal/dump.
+	DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error)
+	// WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.
+	WaitForStateCompletion(ctx context.Context, req iwfapi.WorkflowWaitForStateCompletionRequest) (iwfapi.WorkflowWaitForStateCompletionResponse, error)
+	// TriggerContinueAsNew serves POST /api/v1/workflow/triggerContinueAsNew.
+	TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerContinueAsNewRequest) error
+	// Healthy reports whether the store answers (nil when it does); it
+	// serves GET /info/healthcheck.
+	Healthy(ctx context.Context) error
+}
