@@ -24,6 +24,11 @@ type dispatcher struct {
 	mu    sync.Mutex
 	queue taskHeap
 	known map[int64]bool // tasks in the heap or running, to avoid duplicates
+	// again holds tasks rescheduled while they were running (a retry with
+	// backoff); they go back to the heap when the run ends.
+	again map[int64]*Task
+	// running marks the tasks being processed.
+	running map[int64]bool
 	wake  chan struct{}
 	work  chan *Task
 }
@@ -31,7 +36,9 @@ type dispatcher struct {
 func newDispatcher(e *Engine) *dispatcher {
 	return &dispatcher{
 		e:     e,
-		known: map[int64]bool{},
+		known:   map[int64]bool{},
+		again:   map[int64]*Task{},
+		running: map[int64]bool{},
 		wake:  make(chan struct{}, 1),
 		work:  make(chan *Task, e.cfg.Concurrency),
 	}
@@ -44,6 +51,10 @@ func (d *dispatcher) schedule(tasks ...*Task) {
 	}
 	d.mu.Lock()
 	for _, t := range tasks {
+		if d.running[t.ID] {
+			d.again[t.ID] = t
+			continue
+		}
 		if d.known[t.ID] {
 			continue
 		}
@@ -65,6 +76,14 @@ func (d *dispatcher) nudge() {
 // done forgets a task once it has run.
 func (d *dispatcher) done(t *Task) {
 	d.mu.Lock()
+	delete(d.running, t.ID)
+	if next, ok := d.again[t.ID]; ok {
+		delete(d.again, t.ID)
+		heap.Push(&d.queue, next)
+		d.mu.Unlock()
+		d.nudge()
+		return
+	}
 	delete(d.known, t.ID)
 	d.mu.Unlock()
 }
@@ -131,15 +150,19 @@ func (d *dispatcher) worker(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case t := <-d.work:
+			d.mu.Lock()
+			d.running[t.ID] = true
+			d.mu.Unlock()
 			if err := d.e.processTask(ctx, t); err != nil && ctx.Err() == nil {
 				// Store trouble: keep the task (this process still holds its
 				// lease) and try again shortly.
-				t.DueAt = d.e.cfg.Clock.Now().Add(time.Second)
+				retry := *t
+				retry.DueAt = d.e.cfg.Clock.Now().Add(time.Second)
 				d.mu.Lock()
-				heap.Push(&d.queue, t)
+				if _, rescheduled := d.again[t.ID]; !rescheduled {
+					d.again[t.ID] = &retry
+				}
 				d.mu.Unlock()
-				d.nudge()
-				continue
 			}
 			d.done(t)
 		}
