@@ -29,18 +29,18 @@ type dispatcher struct {
 	again map[int64]*Task
 	// running marks the tasks being processed.
 	running map[int64]bool
-	wake  chan struct{}
-	work  chan *Task
+	wake    chan struct{}
+	work    chan *Task
 }
 
 func newDispatcher(e *Engine) *dispatcher {
 	return &dispatcher{
-		e:     e,
+		e:       e,
 		known:   map[int64]bool{},
 		again:   map[int64]*Task{},
 		running: map[int64]bool{},
-		wake:  make(chan struct{}, 1),
-		work:  make(chan *Task, e.cfg.Concurrency),
+		wake:    make(chan struct{}, 1),
+		work:    make(chan *Task, e.cfg.Concurrency),
 	}
 }
 
