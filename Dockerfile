@@ -1,0 +1,25 @@
+# syntax=docker/dockerfile:1
+# Build: docker build -t iwf-server .
+# Run:   docker run -p 8801:8801 -v iwf-data:/data iwf-server
+#        (or -e IWF_DB=postgres://user:pass@host:5432/iwf for PostgreSQL)
+
+FROM golang:1.26 AS build
+WORKDIR /src
+# Module downloads are cached in their own layer.
+COPY go.mod go.sum ./
+RUN go mod download
+COPY . .
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/iwf-server ./cmd/iwf-server
+# The data directory, owned by the non-root user of the final stage.
+RUN mkdir -p /out/data && chown 65532:65532 /out/data
+
+FROM gcr.io/distroless/static-debian12:nonroot
+COPY --from=build /out/iwf-server /usr/local/bin/iwf-server
+COPY --from=build --chown=65532:65532 /out/data /data
+USER 65532:65532
+ENV IWF_ADDR=:8801 \
+    IWF_DB=sqlite:///data/iwf.db \
+    IWF_LOG_FORMAT=json
+VOLUME ["/data"]
+EXPOSE 8801
+ENTRYPOINT ["/usr/local/bin/iwf-server"]
