@@ -44,6 +44,17 @@ type runData struct {
 	Counters  map[string]int                 `json:"counters,omitempty"`  // executions started per stateId
 	Graceful  bool                           `json:"graceful,omitempty"`  // graceful completion requested
 	Outputs   []iwfapi.StateCompletionOutput `json:"outputs,omitempty"`
+	// Executing counts the live executions per stateId that the system
+	// search attribute IwfExecutingStateIds lists; ExecutingWritten is the
+	// value last written to it.
+	Executing        map[string]int `json:"executing,omitempty"`
+	ExecutingWritten []string       `json:"executingWritten,omitempty"`
+	// RetriedBy is the run that retries this failed run (workflow retry
+	// policy); getWithWait without a run id follows it.
+	RetriedBy string `json:"retriedBy,omitempty"`
+	// RetryAttempt counts the runs of one start request under a workflow
+	// retry policy (1 for the first).
+	RetryAttempt int `json:"retryAttempt,omitempty"`
 	ErrorType string                         `json:"errorType,omitempty"`
 	ErrorMsg  string                         `json:"errorMessage,omitempty"`
 	// Completions are the published state completions for
@@ -65,6 +76,8 @@ type execData struct {
 	Done        []bool                  `json:"done,omitempty"`
 	Values      []*iwfapi.EncodedObject `json:"values,omitempty"`
 	StateLocals *[]iwfapi.KeyValue      `json:"stateLocals,omitempty"`
+	// Counted says the execution is listed in IwfExecutingStateIds.
+	Counted bool `json:"counted,omitempty"`
 	// Results is what the execute call receives as commandResults (nil when
 	// waitUntil was skipped).
 	Results *iwfapi.CommandResults `json:"results,omitempty"`

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -96,8 +98,15 @@ func (e *Engine) startStates(ctx context.Context, tx Tx, fx *txEffects, run *Run
 		x := &Execution{RunID: run.RunID, ExecutionID: id, StateID: m.StateId, CreatedAt: now}
 		kind := TaskWaitUntil
 		x.Status = ExecWaitUntil
-		if skipsWaitUntil(m.StateOptions) {
+		skip := skipsWaitUntil(m.StateOptions)
+		if skip {
 			kind, x.Status = TaskExecute, ExecExecute
+		}
+		if xd.Counted = countsAsExecuting(rd.Config, skip); xd.Counted {
+			if rd.Executing == nil {
+				rd.Executing = map[string]int{}
+			}
+			rd.Executing[m.StateId]++
 		}
 		x.Data = encode(xd)
 		execs = append(execs, x)
@@ -119,6 +128,7 @@ func (e *Engine) closeRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, r
 	run.Status = status
 	run.ClosedAt = e.cfg.Clock.Now()
 	rd.ErrorType, rd.ErrorMsg = errType, errMsg
+	rd.Executing = nil
 	live, err := tx.ExecutionList(ctx, run.RunID, LiveStatuses...)
 	if err != nil {
 		return err
@@ -139,7 +149,10 @@ func (e *Engine) closeRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, r
 	if errMsg != "" {
 		data["errorMessage"] = errMsg
 	}
-	return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "WorkflowClosed", data)})
+	if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "WorkflowClosed", data)}); err != nil {
+		return err
+	}
+	return e.chainNext(ctx, tx, fx, run, rd)
 }
 
 // publish appends internal-channel messages in order.
@@ -824,6 +837,7 @@ func (e *Engine) applyExecute(ctx context.Context, t *Task, resp *iwfapi.Workflo
 			return e.failForInvalidAnswer(ctx, tx, fx, run, rd, err)
 		}
 		x.Status = ExecCompleted
+		finished(rd, x, xd)
 		if err := tx.ExecutionUpdate(ctx, x); err != nil {
 			return err
 		}
@@ -1038,6 +1052,7 @@ func (e *Engine) attemptFailed(ctx context.Context, t *Task, callErr error) erro
 			}
 		} else if deref(o.ExecuteApiFailurePolicy) == iwfapi.ExecuteApiFailurePolicyProceedToConfiguredState && deref(o.ExecuteApiFailureProceedStateId) != "" {
 			x.Status = ExecFailed
+			finished(rd, x, xd)
 			if err := tx.ExecutionUpdate(ctx, x); err != nil {
 				return err
 			}
@@ -1056,4 +1071,47 @@ func (e *Engine) attemptFailed(ctx context.Context, t *Task, callErr error) erro
 		}
 		return e.saveRun(ctx, tx, fx, run, rd)
 	})
+}
+
+// countsAsExecuting says whether a new execution is listed in the system
+// search attribute IwfExecutingStateIds under the run's executingStateIdMode.
+func countsAsExecuting(c iwfapi.WorkflowConfig, skipWaitUntil bool) bool {
+	if deref(c.DisableSystemSearchAttribute) {
+		return false
+	}
+	switch deref(c.ExecutingStateIdMode) {
+	case iwfapi.ExecutingStateIdModeDisabled:
+		return false
+	case iwfapi.ExecutingStateIdModeEnabledForAll:
+		return true
+	default:
+		return !skipWaitUntil
+	}
+}
+
+// finished takes an execution that leaves the live phases out of the
+// executing-state count.
+func finished(rd *runData, x *Execution, xd *execData) {
+	if xd.Counted && rd.Executing[x.StateID] > 0 {
+		rd.Executing[x.StateID]--
+		if rd.Executing[x.StateID] == 0 {
+			delete(rd.Executing, x.StateID)
+		}
+	}
+}
+
+// executingStateIDs writes IwfExecutingStateIds when the set of counted
+// executing stateIds changed since it was last written.
+func (e *Engine) executingStateIDs(ctx context.Context, tx Tx, run *Run, rd *runData) error {
+	ids := make([]string, 0, len(rd.Executing))
+	for id := range rd.Executing {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	if slices.Equal(ids, rd.ExecutingWritten) {
+		return nil
+	}
+	rd.ExecutingWritten = ids
+	sa := iwfapi.SearchAttribute{Key: ptr(SystemSAExecutingStateIDs), ValueType: ptr(iwfapi.SearchAttributeValueTypeKeywordArray), StringArrayValue: &ids}
+	return tx.SearchAttributeUpsert(ctx, run.RunID, []*SearchAttribute{{Key: SystemSAExecutingStateIDs, ValueType: "KEYWORD_ARRAY", Raw: encode(sa), Strings: ids}})
 }

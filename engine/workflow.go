@@ -63,6 +63,9 @@ func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn fun
 }
 
 func (e *Engine) saveRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+	if err := e.executingStateIDs(ctx, tx, run, rd); err != nil {
+		return err
+	}
 	run.Data = encode(rd)
 	fx.runs = append(fx.runs, run.RunID, workflowKey(run.WorkflowID))
 	return tx.RunUpdate(ctx, run)
@@ -83,8 +86,9 @@ func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequ
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "workflowTimeoutSeconds must not be negative")
 	}
 	opts := deref(req.WorkflowStartOptions)
-	if deref(opts.CronSchedule) != "" {
-		return iwfapi.WorkflowStartResponse{}, Errorf(CodeUnimplemented, "cronSchedule is not supported yet")
+	sched, err := parseCron(deref(opts.CronSchedule))
+	if err != nil {
+		return iwfapi.WorkflowStartResponse{}, err
 	}
 	if d := deref(opts.WorkflowStartDelaySeconds); d < 0 {
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "workflowStartDelaySeconds must not be negative")
@@ -149,61 +153,20 @@ func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequ
 				return Errorf(CodeAlreadyStarted, "workflow %s already has a run %s (%s) and the id reuse policy %s forbids another", req.WorkflowId, prev.RunID, prev.Status, policy)
 			}
 		}
-		run := &Run{
-			RunID:        uuid.NewString(),
-			WorkflowID:   req.WorkflowId,
-			WorkflowType: req.IwfWorkflowType,
-			Status:       RunRunning,
-			StartedAt:    now,
+		due := now.Add(time.Duration(deref(opts.WorkflowStartDelaySeconds)) * time.Second)
+		if sched != nil {
+			due = sched.Next(now)
 		}
-		rd := &runData{
-			WorkerURL: strings.TrimRight(req.IwfWorkerUrl, "/"),
-			Start:     req,
-			Config:    mergeConfig(iwfapi.WorkflowConfig{ContinueAsNewThreshold: ptr(int32(100))}, opts.WorkflowConfigOverride),
-			Counters:  map[string]int{},
-		}
-		if started := opts.WorkflowAlreadyStartedOptions; started != nil {
-			rd.RequestID = deref(started.RequestId)
-		}
+		var timeoutAt int64
 		if req.WorkflowTimeoutSeconds > 0 {
-			rd.TimeoutAt = unixMs(now.Add(time.Duration(req.WorkflowTimeoutSeconds) * time.Second))
+			timeoutAt = unixMs(now.Add(time.Duration(req.WorkflowTimeoutSeconds) * time.Second))
 		}
-		run.Data = encode(rd)
-		if err := tx.RunInsert(ctx, run); err != nil {
+		run, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: timeoutAt}, initialDAs, initialSAs)
+		if err != nil {
 			return err
-		}
-		if err := tx.WorkflowSetCurrentRun(ctx, req.WorkflowId, run.RunID); err != nil {
-			return err
-		}
-		if len(initialDAs) > 0 {
-			if err := tx.DataAttributeUpsert(ctx, run.RunID, initialDAs); err != nil {
-				return err
-			}
-		}
-		sas := append([]*SearchAttribute{systemTypeAttribute(req.IwfWorkflowType)}, initialSAs...)
-		if err := tx.SearchAttributeUpsert(ctx, run.RunID, sas); err != nil {
-			return err
-		}
-		events := []*HistoryEvent{e.event(run, "", "WorkflowStarted", map[string]any{
-			"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateId),
-		})}
-		if err := tx.HistoryAppend(ctx, events); err != nil {
-			return err
-		}
-		if rd.TimeoutAt > 0 {
-			if err := e.insertTasks(ctx, tx, fx, e.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
-				return err
-			}
-		}
-		if req.StartStateId != nil && *req.StartStateId != "" {
-			due := now.Add(time.Duration(deref(opts.WorkflowStartDelaySeconds)) * time.Second)
-			move := iwfapi.StateMovement{StateId: *req.StartStateId, StateInput: req.StateInput, StateOptions: req.StateOptions}
-			if err := e.startStates(ctx, tx, fx, run, rd, []iwfapi.StateMovement{move}, due); err != nil {
-				return err
-			}
 		}
 		out.WorkflowRunId = ptr(run.RunID)
-		return e.saveRun(ctx, tx, fx, run, rd)
+		return nil
 	})
 	return out, err
 }
@@ -323,7 +286,7 @@ func (e *Engine) StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopReques
 
 // GetWorkflow describes a run (POST /api/v1/workflow/get).
 func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
-	resp, _, err := e.describe(ctx, req.WorkflowId, deref(req.WorkflowRunId), deref(req.NeedsResults))
+	resp, _, _, err := e.describe(ctx, req.WorkflowId, deref(req.WorkflowRunId), deref(req.NeedsResults))
 	return resp, err
 }
 
@@ -334,10 +297,15 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	runID := deref(req.WorkflowRunId)
+	follow := runID == "" // follow workflow retries when no run is named
 	for {
-		resp, id, err := e.describe(ctx, req.WorkflowId, runID, true)
+		resp, id, retriedBy, err := e.describe(ctx, req.WorkflowId, runID, true)
 		if err != nil {
 			return resp, err
+		}
+		if follow && retriedBy != "" {
+			runID = retriedBy
+			continue
 		}
 		if resp.WorkflowStatus != iwfapi.WorkflowStatus(RunRunning) {
 			return resp, nil
@@ -345,8 +313,8 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 		runID = id
 		changed, unsubscribe := e.waits.subscribe(id)
 		// Re-check after subscribing so that a close in between is not missed.
-		resp, _, err = e.describe(ctx, req.WorkflowId, runID, true)
-		if err != nil || resp.WorkflowStatus != iwfapi.WorkflowStatus(RunRunning) {
+		resp, _, retriedBy, err = e.describe(ctx, req.WorkflowId, runID, true)
+		if err != nil || (resp.WorkflowStatus != iwfapi.WorkflowStatus(RunRunning) && !(follow && retriedBy != "")) {
 			unsubscribe()
 			return resp, err
 		}
@@ -382,9 +350,11 @@ func (e *Engine) waitBudget(requestSeconds int32) time.Duration {
 	return wait
 }
 
-func (e *Engine) describe(ctx context.Context, workflowID, runID string, withResults bool) (iwfapi.WorkflowGetResponse, string, error) {
+// describe reads a run for get and getWithWait. It also returns the run's
+// id and the run that retries it, if any.
+func (e *Engine) describe(ctx context.Context, workflowID, runID string, withResults bool) (iwfapi.WorkflowGetResponse, string, string, error) {
 	var resp iwfapi.WorkflowGetResponse
-	var id string
+	var id, retriedBy string
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
 		var err error
 		id, err = resolveRun(ctx, tx, workflowID, runID)
@@ -397,12 +367,16 @@ func (e *Engine) describe(ctx context.Context, workflowID, runID string, withRes
 		}
 		resp.WorkflowRunId = run.RunID
 		resp.WorkflowStatus = iwfapi.WorkflowStatus(run.Status)
-		if run.Status == RunRunning || !withResults {
+		if run.Status == RunRunning {
 			return nil
 		}
 		rd, err := decodeRun(run)
 		if err != nil {
 			return err
+		}
+		retriedBy = rd.RetriedBy
+		if !withResults {
+			return nil
 		}
 		switch {
 		case run.Status == RunCompleted || (run.Status == RunFailed && rd.ErrorType == errStateDecisionFailing):
@@ -420,7 +394,7 @@ func (e *Engine) describe(ctx context.Context, workflowID, runID string, withRes
 		}
 		return nil
 	})
-	return resp, id, err
+	return resp, id, retriedBy, err
 }
 
 // GetDataAttributes reads data attributes, also of closed runs
@@ -557,4 +531,74 @@ func searchAttributeKeys(attrs []*SearchAttribute) []string {
 		keys[i] = a.Key
 	}
 	return keys
+}
+
+// runChain carries what a new run inherits from the request or the run it
+// follows (workflow retry, cron).
+type runChain struct {
+	due          time.Time // when the start state becomes due
+	timeoutAt    int64     // unix ms; 0 = no workflow timeout
+	retryAttempt int       // 1 for the first run of a start request
+}
+
+// createRun inserts a run of a start request, points the workflow id at it
+// and schedules its start state. The caller holds the workflow row lock.
+func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi.WorkflowStartRequest, chain runChain, das []*Attribute, sas []*SearchAttribute) (*Run, error) {
+	now := e.cfg.Clock.Now()
+	opts := deref(req.WorkflowStartOptions)
+	run := &Run{
+		RunID:        uuid.NewString(),
+		WorkflowID:   req.WorkflowId,
+		WorkflowType: req.IwfWorkflowType,
+		Status:       RunRunning,
+		StartedAt:    now,
+	}
+	if chain.retryAttempt == 0 {
+		chain.retryAttempt = 1
+	}
+	rd := &runData{
+		WorkerURL:    strings.TrimRight(req.IwfWorkerUrl, "/"),
+		Start:        req,
+		Config:       mergeConfig(iwfapi.WorkflowConfig{ContinueAsNewThreshold: ptr(int32(100))}, opts.WorkflowConfigOverride),
+		Counters:     map[string]int{},
+		TimeoutAt:    chain.timeoutAt,
+		RetryAttempt: chain.retryAttempt,
+	}
+	if started := opts.WorkflowAlreadyStartedOptions; started != nil {
+		rd.RequestID = deref(started.RequestId)
+	}
+	run.Data = encode(rd)
+	if err := tx.RunInsert(ctx, run); err != nil {
+		return nil, err
+	}
+	if err := tx.WorkflowSetCurrentRun(ctx, req.WorkflowId, run.RunID); err != nil {
+		return nil, err
+	}
+	if len(das) > 0 {
+		if err := tx.DataAttributeUpsert(ctx, run.RunID, das); err != nil {
+			return nil, err
+		}
+	}
+	all := append([]*SearchAttribute{systemTypeAttribute(req.IwfWorkflowType)}, sas...)
+	if err := tx.SearchAttributeUpsert(ctx, run.RunID, all); err != nil {
+		return nil, err
+	}
+	events := []*HistoryEvent{e.event(run, "", "WorkflowStarted", map[string]any{
+		"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateId), "retryAttempt": chain.retryAttempt,
+	})}
+	if err := tx.HistoryAppend(ctx, events); err != nil {
+		return nil, err
+	}
+	if rd.TimeoutAt > 0 {
+		if err := e.insertTasks(ctx, tx, fx, e.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
+			return nil, err
+		}
+	}
+	if req.StartStateId != nil && *req.StartStateId != "" {
+		move := iwfapi.StateMovement{StateId: *req.StartStateId, StateInput: req.StateInput, StateOptions: req.StateOptions}
+		if err := e.startStates(ctx, tx, fx, run, rd, []iwfapi.StateMovement{move}, chain.due); err != nil {
+			return nil, err
+		}
+	}
+	return run, e.saveRun(ctx, tx, fx, run, rd)
 }

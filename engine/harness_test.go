@@ -1,0 +1,276 @@
+package engine_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+	"github.com/iwf-server/iwf-server/internal/store/sqlite"
+	"github.com/iwf-server/iwf-server/internal/workerclient"
+)
+
+// forEachStore runs a test against the engine on SQLite and on PostgreSQL.
+func forEachStore(t *testing.T, fn func(t *testing.T, h *harness)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "iwf.db")
+		st, err := sqlite.Open(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Migrate(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		fn(t, newHarness(t, st))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		st := pgtest.NewStore(t)
+		fn(t, newHarness(t, st))
+	})
+}
+
+// harness is an engine on a real store plus a real HTTP test worker.
+type harness struct {
+	t      *testing.T
+	eng    *engine.Engine
+	worker *testWorker
+}
+
+func newHarness(t *testing.T, st engine.Store) *harness {
+	t.Helper()
+	w := newTestWorker(t)
+	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	eng, err := engine.New(st, engine.Config{
+		WorkerClient:  workerclient.New(nil),
+		PollInterval:  50 * time.Millisecond,
+		LeaseDuration: 2 * time.Second,
+		MaxWait:       20 * time.Second,
+		Concurrency:   32,
+		Logger:        &logger,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		eng.Close(ctx)
+	})
+	return &harness{t: t, eng: eng, worker: w}
+}
+
+// stateHandlers are one state's worker callbacks. A nil WaitUntil answers
+// with no commands.
+type stateHandlers struct {
+	WaitUntil func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int)
+	Execute   func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int)
+}
+
+// testWorker is a real HTTP worker that dispatches to per-state handlers of
+// the test and counts calls per "<state>.<api>".
+type testWorker struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	states map[string]stateHandlers
+	rpcs   map[string]func(iwfapi.WorkflowWorkerRpcRequest) (iwfapi.WorkflowWorkerRpcResponse, int)
+	calls  map[string]int
+}
+
+func newTestWorker(t *testing.T) *testWorker {
+	w := &testWorker{states: map[string]stateHandlers{}, calls: map[string]int{}, rpcs: map[string]func(iwfapi.WorkflowWorkerRpcRequest) (iwfapi.WorkflowWorkerRpcResponse, int){}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/workflowState/start", func(rw http.ResponseWriter, r *http.Request) {
+		var req iwfapi.WorkflowStateStartRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(rw, err.Error(), 400)
+			return
+		}
+		h := w.handlers(req.WorkflowStateId, "waitUntil")
+		if h.WaitUntil == nil {
+			writeJSON(rw, 200, iwfapi.WorkflowStateStartResponse{})
+			return
+		}
+		resp, code := h.WaitUntil(req)
+		writeJSON(rw, code, resp)
+	})
+	mux.HandleFunc("POST /api/v1/workflowState/decide", func(rw http.ResponseWriter, r *http.Request) {
+		var req iwfapi.WorkflowStateDecideRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(rw, err.Error(), 400)
+			return
+		}
+		h := w.handlers(req.WorkflowStateId, "execute")
+		if h.Execute == nil {
+			writeJSON(rw, 500, iwfapi.WorkerErrorResponse{Detail: ptr("no execute for " + req.WorkflowStateId)})
+			return
+		}
+		resp, code := h.Execute(req)
+		writeJSON(rw, code, resp)
+	})
+	mux.HandleFunc("POST /api/v1/workflowWorker/rpc", func(rw http.ResponseWriter, r *http.Request) {
+		var req iwfapi.WorkflowWorkerRpcRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(rw, err.Error(), 400)
+			return
+		}
+		w.mu.Lock()
+		w.calls[req.RpcName+".rpc"]++
+		h := w.rpcs[req.RpcName]
+		w.mu.Unlock()
+		if h == nil {
+			writeJSON(rw, 404, iwfapi.WorkerErrorResponse{Detail: ptr("no rpc " + req.RpcName)})
+			return
+		}
+		resp, code := h(req)
+		writeJSON(rw, code, resp)
+	})
+	w.srv = httptest.NewServer(mux)
+	t.Cleanup(w.srv.Close)
+	return w
+}
+
+func (w *testWorker) handlers(stateID, api string) stateHandlers {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.calls[stateID+"."+api]++
+	return w.states[stateID]
+}
+
+func (w *testWorker) state(id string, h stateHandlers) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.states[id] = h
+}
+
+func (w *testWorker) rpc(name string, h func(iwfapi.WorkflowWorkerRpcRequest) (iwfapi.WorkflowWorkerRpcResponse, int)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rpcs[name] = h
+}
+
+func (w *testWorker) count(key string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.calls[key]
+}
+
+func writeJSON(rw http.ResponseWriter, code int, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	rw.WriteHeader(code)
+	json.NewEncoder(rw).Encode(v)
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func obj(s string) *iwfapi.EncodedObject {
+	return &iwfapi.EncodedObject{Encoding: ptr("json"), Data: ptr(s)}
+}
+
+// start starts a workflow with the test worker and returns its run id.
+func (h *harness) start(id, startState string, input *iwfapi.EncodedObject, mod ...func(*iwfapi.WorkflowStartRequest)) string {
+	h.t.Helper()
+	req := iwfapi.WorkflowStartRequest{
+		WorkflowId: id, IwfWorkflowType: "TestWorkflow", IwfWorkerUrl: h.worker.srv.URL,
+		WorkflowTimeoutSeconds: 60, StateInput: input,
+	}
+	if startState != "" {
+		req.StartStateId = ptr(startState)
+	}
+	for _, m := range mod {
+		m(&req)
+	}
+	resp, err := h.eng.StartWorkflow(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("start %s: %v", id, err)
+	}
+	return *resp.WorkflowRunId
+}
+
+// result waits for the workflow to close and returns getWithWait's answer.
+func (h *harness) result(id string) iwfapi.WorkflowGetResponse {
+	h.t.Helper()
+	resp, err := h.eng.GetWorkflowWithWait(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: id})
+	if err != nil {
+		h.t.Fatalf("getWithWait %s: %v", id, err)
+	}
+	return resp
+}
+
+// eventually polls cond until it holds or 10 s pass.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (h *harness) status(id string) iwfapi.WorkflowStatus {
+	h.t.Helper()
+	resp, err := h.eng.GetWorkflow(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: id})
+	if err != nil {
+		h.t.Fatalf("get %s: %v", id, err)
+	}
+	return resp.WorkflowStatus
+}
+
+func next(stateID string, input *iwfapi.EncodedObject, opts ...func(*iwfapi.StateMovement)) iwfapi.StateMovement {
+	m := iwfapi.StateMovement{StateId: stateID, StateInput: input}
+	for _, o := range opts {
+		o(&m)
+	}
+	return m
+}
+
+func decide(moves ...iwfapi.StateMovement) iwfapi.WorkflowStateDecideResponse {
+	return iwfapi.WorkflowStateDecideResponse{StateDecision: &iwfapi.StateDecision{NextStates: &moves}}
+}
+
+func skipWaitUntil(m *iwfapi.StateMovement) {
+	m.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprint(err))
+	}
+	return string(b)
+}
+
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+func mustUnmarshal(t *testing.T, s string, v any) {
+	t.Helper()
+	if err := json.Unmarshal([]byte(s), v); err != nil {
+		t.Fatalf("unmarshal %q: %v", s, err)
+	}
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
