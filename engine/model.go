@@ -54,9 +54,9 @@ type runData struct {
 	RetriedBy string `json:"retriedBy,omitempty"`
 	// RetryAttempt counts the runs of one start request under a workflow
 	// retry policy (1 for the first).
-	RetryAttempt int `json:"retryAttempt,omitempty"`
-	ErrorType string                         `json:"errorType,omitempty"`
-	ErrorMsg  string                         `json:"errorMessage,omitempty"`
+	RetryAttempt int    `json:"retryAttempt,omitempty"`
+	ErrorType    string `json:"errorType,omitempty"`
+	ErrorMsg     string `json:"errorMessage,omitempty"`
 	// Completions are the published state completions for
 	// waitForStateCompletion, by key ("id:<execId>" or "key:<stateId>:<waitForKey>").
 	Completions map[string]iwfapi.StateCompletionOutput `json:"completions,omitempty"`
