@@ -49,6 +49,9 @@ type runData struct {
 	// value last written to it.
 	Executing        map[string]int `json:"executing,omitempty"`
 	ExecutingWritten []string       `json:"executingWritten,omitempty"`
+	// Locks are the held data ("da:<key>") and search ("sa:<key>")
+	// attribute locks.
+	Locks map[string]lockHolder `json:"locks,omitempty"`
 	// RetriedBy is the run that retries this failed run (workflow retry
 	// policy); getWithWait without a run id follows it.
 	RetriedBy string `json:"retriedBy,omitempty"`

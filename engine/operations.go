@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 )
 
@@ -16,9 +18,34 @@ import (
 // channel sizes, then applies the answer's writes, publishes and new states
 // atomically before answering (POST /api/v1/workflow/rpc).
 func (e *Engine) InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (iwfapi.WorkflowRpcResponse, error) {
-	if isLocking(req.DataAttributesLoadingPolicy) || isLocking(req.SearchAttributesLoadingPolicy) {
-		return iwfapi.WorkflowRpcResponse{}, Errorf(CodeUnimplemented, "locking persistence loading policies are not supported yet")
+	holder := ""
+	if keys := lockKeys(req.DataAttributesLoadingPolicy, req.SearchAttributesLoadingPolicy); len(keys) > 0 {
+		holder = "rpc:" + uuid.NewString()
+		expires := e.cfg.Clock.Now().Add(e.waitBudget(deref(req.TimeoutSeconds)) + e.cfg.LeaseDuration)
+		err := e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+			if !tryLock(rd, keys, holder, unixMs(expires), unixMs(e.cfg.Clock.Now())) {
+				return Errorf(CodeLocked, "requested data or search attributes are being locked by other operations")
+			}
+			return nil
+		})
+		if err != nil {
+			return iwfapi.WorkflowRpcResponse{}, err
+		}
 	}
+	resp, err := e.invokeRPC(ctx, req, holder)
+	if err != nil && holder != "" {
+		// Release the locks; the run may have closed meanwhile.
+		_ = e.mutateRun(context.WithoutCancel(ctx), req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+			unlock(rd, holder)
+			return nil
+		})
+	}
+	return resp, err
+}
+
+// invokeRPC calls the worker and applies the answer; holder names the RPC's
+// locks ("" for a non-locking RPC), released with the answer.
+func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, holder string) (iwfapi.WorkflowRpcResponse, error) {
 	var run *Run
 	var rd *runData
 	var wreq iwfapi.WorkflowWorkerRpcRequest
@@ -82,8 +109,12 @@ func (e *Engine) InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (
 	}
 	mutates := len(slice(resp.UpsertDataAttributes)) > 0 || len(slice(resp.UpsertSearchAttributes)) > 0 ||
 		len(slice(resp.PublishToInterStateChannel)) > 0 || (resp.StateDecision != nil && len(slice(resp.StateDecision.NextStates)) > 0)
-	if mutates {
+	if mutates || holder != "" {
 		err := e.mutateRun(ctx, run.WorkflowID, run.RunID, func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+			unlock(rd, holder)
+			if !mutates {
+				return nil
+			}
 			if err := e.applyUpserts(ctx, tx, run, "", slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataAttributes), slice(resp.PublishToInterStateChannel)); err != nil {
 				return err
 			}

@@ -129,6 +129,7 @@ func (e *Engine) closeRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, r
 	run.ClosedAt = e.cfg.Clock.Now()
 	rd.ErrorType, rd.ErrorMsg = errType, errMsg
 	rd.Executing = nil
+	rd.Locks = nil
 	live, err := tx.ExecutionList(ctx, run.RunID, LiveStatuses...)
 	if err != nil {
 		return err
@@ -650,6 +651,19 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 	if s == nil {
 		return e.staleTask(ctx, t)
 	}
+	if keys := lockKeys(loadingPolicies(s.xd.Options, waitUntil)); len(keys) > 0 && !holdsAll(s.rd, keys, apiLockHolder(t.ExecutionID, t.Kind)) {
+		acquired, err := e.acquireAPILocks(ctx, t, keys)
+		if err != nil || !acquired {
+			return err
+		}
+		// Load again: the previous holder may have written the keys.
+		if s, err = e.snapshot(ctx, t, want); err != nil {
+			return err
+		}
+		if s == nil {
+			return e.staleTask(ctx, t)
+		}
+	}
 	wctx := iwfapi.Context{
 		WorkflowId:               s.run.WorkflowID,
 		WorkflowRunId:            s.run.RunID,
@@ -744,6 +758,7 @@ func (e *Engine) applyWaitUntil(ctx context.Context, t *Task, resp *iwfapi.Workf
 		if err != nil || !ok {
 			return err
 		}
+		unlock(rd, apiLockHolder(t.ExecutionID, t.Kind))
 		if err := e.applyUpserts(ctx, tx, run, x.ExecutionID, slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataObjects), slice(resp.PublishToInterStateChannel)); err != nil {
 			return e.failForInvalidAnswer(ctx, tx, fx, run, rd, err)
 		}
@@ -833,6 +848,7 @@ func (e *Engine) applyExecute(ctx context.Context, t *Task, resp *iwfapi.Workflo
 			}
 			rd.Completions[key] = iwfapi.StateCompletionOutput{CompletedStateId: x.StateID, CompletedStateExecutionId: x.ExecutionID}
 		}
+		unlock(rd, apiLockHolder(t.ExecutionID, t.Kind))
 		if err := e.applyUpserts(ctx, tx, run, x.ExecutionID, slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataObjects), slice(resp.PublishToInterStateChannel)); err != nil {
 			return e.failForInvalidAnswer(ctx, tx, fx, run, rd, err)
 		}
@@ -1035,6 +1051,7 @@ func (e *Engine) attemptFailed(ctx context.Context, t *Task, callErr error) erro
 		if err != nil {
 			return err
 		}
+		unlock(rd, apiLockHolder(t.ExecutionID, t.Kind))
 		o := deref(xd.Options)
 		if waitUntil {
 			proceed := deref(o.WaitUntilApiFailurePolicy) == iwfapi.WaitUntilApiFailurePolicyProceedOnFailure
@@ -1048,7 +1065,10 @@ func (e *Engine) attemptFailed(ctx context.Context, t *Task, callErr error) erro
 				if err := tx.ExecutionUpdate(ctx, x); err != nil {
 					return err
 				}
-				return e.insertTasks(ctx, tx, fx, e.newTask(run, x.ExecutionID, TaskExecute, now))
+				if err := e.insertTasks(ctx, tx, fx, e.newTask(run, x.ExecutionID, TaskExecute, now)); err != nil {
+					return err
+				}
+				return e.saveRun(ctx, tx, fx, run, rd)
 			}
 		} else if deref(o.ExecuteApiFailurePolicy) == iwfapi.ExecuteApiFailurePolicyProceedToConfiguredState && deref(o.ExecuteApiFailureProceedStateId) != "" {
 			x.Status = ExecFailed
