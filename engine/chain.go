@@ -46,7 +46,7 @@ func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 		if max := deref(p.MaximumAttempts); max <= 0 || rd.RetryAttempt < int(max) {
 			due := now.Add(workflowBackoff(p, rd.RetryAttempt))
 			if rd.TimeoutAt == 0 || unixMs(due) < rd.TimeoutAt {
-				next, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: rd.TimeoutAt, retryAttempt: rd.RetryAttempt + 1}, das, sas)
+				next, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: rd.TimeoutAt, retryAttempt: rd.RetryAttempt + 1}, das, sas)
 				if err != nil {
 					return err
 				}
@@ -64,7 +64,7 @@ func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 	if req.WorkflowTimeoutSeconds > 0 {
 		timeoutAt = unixMs(due.Add(time.Duration(req.WorkflowTimeoutSeconds) * time.Second))
 	}
-	next, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: timeoutAt}, das, sas)
+	next, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: timeoutAt}, das, sas)
 	if err != nil {
 		return err
 	}

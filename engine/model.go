@@ -52,6 +52,9 @@ type runData struct {
 	// Locks are the held data ("da:<key>") and search ("sa:<key>")
 	// attribute locks.
 	Locks map[string]lockHolder `json:"locks,omitempty"`
+	// PendingSkips are timer skips re-applied by a reset before their
+	// execution reached its timers.
+	PendingSkips []iwfapi.WorkflowSkipTimerRequest `json:"pendingSkips,omitempty"`
 	// RetriedBy is the run that retries this failed run (workflow retry
 	// policy); getWithWait without a run id follows it.
 	RetriedBy string `json:"retriedBy,omitempty"`
@@ -79,6 +82,10 @@ type execData struct {
 	Done        []bool                  `json:"done,omitempty"`
 	Values      []*iwfapi.EncodedObject `json:"values,omitempty"`
 	StateLocals *[]iwfapi.KeyValue      `json:"stateLocals,omitempty"`
+	// Batch is the id of the first execution started by the same decision;
+	// that first execution carries the Checkpoint a reset restores.
+	Batch      string      `json:"batch,omitempty"`
+	Checkpoint *checkpoint `json:"checkpoint,omitempty"`
 	// Counted says the execution is listed in IwfExecutingStateIds.
 	Counted bool `json:"counted,omitempty"`
 	// Results is what the execute call receives as commandResults (nil when
@@ -134,3 +141,12 @@ func slice[T any](p *[]T) []T {
 func unixMs(t time.Time) int64 { return t.UnixMilli() }
 
 func isReserved(stateID string) bool { return strings.HasPrefix(stateID, reservedStatePrefix) }
+
+// checkpoint is the run's progress just before a decision started a batch
+// of state executions: what a STATE_ID / STATE_EXECUTION_ID reset rolls
+// back to.
+type checkpoint struct {
+	Counters map[string]int `json:"counters"`
+	Outputs  int            `json:"outputs"`
+	Graceful bool           `json:"graceful,omitempty"`
+}

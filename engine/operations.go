@@ -115,19 +115,10 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, h
 			if !mutates {
 				return nil
 			}
-			if err := e.applyUpserts(ctx, tx, run, "", slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataAttributes), slice(resp.PublishToInterStateChannel)); err != nil {
-				return err
-			}
-			if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "RPCApplied", map[string]any{"rpcName": req.RpcName, "decision": resp.StateDecision})}); err != nil {
-				return err
-			}
-			if err := e.deliver(ctx, tx, fx, run, ""); err != nil {
-				return err
-			}
-			if resp.StateDecision != nil {
-				return e.startStates(ctx, tx, fx, run, rd, slice(resp.StateDecision.NextStates), e.cfg.Clock.Now())
-			}
-			return nil
+			return e.applyInput(ctx, tx, fx, run, rd, externalInput{RPC: &rpcMutation{
+				Name: req.RpcName, Locking: holder != "", UpsertSearchAttributes: resp.UpsertSearchAttributes,
+				UpsertDataAttributes: resp.UpsertDataAttributes, Publish: resp.PublishToInterStateChannel, Decision: resp.StateDecision,
+			}}, false)
 		})
 		if err != nil {
 			return iwfapi.WorkflowRpcResponse{}, err
@@ -181,65 +172,14 @@ func (e *Engine) SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequ
 	if deref(req.TimerCommandId) == "" && req.TimerCommandIndex == nil {
 		return Errorf(CodeInvalidArgument, "invalid request - must provide either a timerCommandId or index")
 	}
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		notFound := Errorf(CodeInvalidArgument, "invalid request - requested timer command doesn't exist")
-		x, err := tx.ExecutionGet(ctx, run.RunID, req.WorkflowStateExecutionId)
-		if errors.Is(err, ErrNotFound) {
-			return notFound
-		}
-		if err != nil {
-			return err
-		}
-		xd, err := decodeExec(x)
-		if err != nil {
-			return err
-		}
-		var timers []iwfapi.TimerCommand
-		if xd.Commands != nil {
-			timers = slice(xd.Commands.TimerCommands)
-		}
-		idx := -1
-		if id := deref(req.TimerCommandId); id != "" {
-			for i, t := range timers {
-				if deref(t.CommandId) == id {
-					idx = i
-					break
-				}
-			}
-			if idx < 0 {
-				return notFound
-			}
-		} else {
-			idx = int(*req.TimerCommandIndex)
-			if idx < 0 || idx >= len(timers) || x.Status != ExecWaiting || xd.Done[idx] {
-				return notFound
-			}
-		}
-		if x.Status != ExecWaiting || xd.Done[idx] {
-			return nil // by id, a timer that is no longer pending: nothing to do
-		}
-		xd.FireAt[idx] = 0
-		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, "TimerSkipped", map[string]any{"index": idx})}); err != nil {
-			return err
-		}
-		if _, err := e.evaluate(ctx, tx, fx, run, x, xd); err != nil {
-			return err
-		}
-		x.Data = encode(xd)
-		return tx.ExecutionUpdate(ctx, x)
-	})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{SkipTimer: &req})
 }
 
 // UpdateConfig overwrites the run's workflow config field by field
 // (POST /api/v1/workflow/config/update). As in iWF, optimizeTimer is not
 // updated.
 func (e *Engine) UpdateConfig(ctx context.Context, req iwfapi.WorkflowConfigUpdateRequest) error {
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		c := req.WorkflowConfig
-		c.OptimizeTimer = nil
-		rd.Config = mergeConfig(rd.Config, &c)
-		return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "ConfigUpdated", c)})
-	})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{Config: &req})
 }
 
 // WaitForStateCompletion waits until a watched state execution's execute
@@ -415,7 +355,3 @@ func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchR
 	return iwfapi.WorkflowSearchResponse{}, Errorf(CodeUnimplemented, "search is not supported yet")
 }
 
-// ResetWorkflow is not implemented yet (POST /api/v1/workflow/reset).
-func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error) {
-	return iwfapi.WorkflowResetResponse{}, Errorf(CodeUnimplemented, "reset is not supported yet")
-}

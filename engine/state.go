@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -88,6 +89,8 @@ func (e *Engine) startStates(ctx context.Context, tx Tx, fx *txEffects, run *Run
 		return nil
 	}
 	now := e.cfg.Clock.Now()
+	cp := &checkpoint{Counters: maps.Clone(rd.Counters), Outputs: len(rd.Outputs), Graceful: rd.Graceful}
+	batch := ""
 	execs := make([]*Execution, 0, len(moves))
 	tasks := make([]*Task, 0, len(moves))
 	events := make([]*HistoryEvent, 0, len(moves))
@@ -95,6 +98,10 @@ func (e *Engine) startStates(ctx context.Context, tx Tx, fx *txEffects, run *Run
 		rd.Counters[m.StateId]++
 		id := m.StateId + "-" + strconv.Itoa(rd.Counters[m.StateId])
 		xd := execData{Input: m.StateInput, Options: m.StateOptions, WaitForKey: deref(m.WaitForKey)}
+		if batch == "" {
+			batch, xd.Checkpoint = id, cp
+		}
+		xd.Batch = batch
 		x := &Execution{RunID: run.RunID, ExecutionID: id, StateID: m.StateId, CreatedAt: now}
 		kind := TaskWaitUntil
 		x.Status = ExecWaitUntil
@@ -779,6 +786,9 @@ func (e *Engine) applyWaitUntil(ctx context.Context, t *Task, resp *iwfapi.Workf
 			}
 		}
 		x.Status = ExecWaiting
+		if len(rd.PendingSkips) > 0 {
+			applyPendingSkips(rd, x, xd)
+		}
 		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, "WaitUntilCompleted", map[string]any{"attempt": t.Attempt, "commands": n})}); err != nil {
 			return err
 		}

@@ -161,7 +161,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequ
 		if req.WorkflowTimeoutSeconds > 0 {
 			timeoutAt = unixMs(now.Add(time.Duration(req.WorkflowTimeoutSeconds) * time.Second))
 		}
-		run, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: timeoutAt}, initialDAs, initialSAs)
+		run, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: timeoutAt}, initialDAs, initialSAs)
 		if err != nil {
 			return err
 		}
@@ -229,32 +229,13 @@ func (e *Engine) SignalWorkflow(ctx context.Context, req iwfapi.WorkflowSignalRe
 	if strings.HasPrefix(req.SignalChannelName, reservedChannelPrefix) {
 		return Errorf(CodeInvalidArgument, "signal channel names starting with %s are reserved", reservedChannelPrefix)
 	}
-	value, err := encodeValue(req.SignalValue)
-	if err != nil {
-		return err
-	}
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		msg := &Message{RunID: run.RunID, Kind: ChannelSignal, Channel: req.SignalChannelName, Value: value, CreatedAt: e.cfg.Clock.Now()}
-		if err := tx.MessageAppend(ctx, []*Message{msg}); err != nil {
-			return err
-		}
-		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "SignalReceived", map[string]any{"channel": req.SignalChannelName})}); err != nil {
-			return err
-		}
-		return e.deliver(ctx, tx, fx, run, "")
-	})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{Signal: &req})
 }
 
 // PublishToInternalChannel appends messages to internal channels
 // (POST /api/v1/workflow/publishToInternalChannel).
 func (e *Engine) PublishToInternalChannel(ctx context.Context, req iwfapi.PublishToInternalChannelRequest) error {
-	msgs := slice(req.Messages)
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		if err := e.publish(ctx, tx, run, "", msgs); err != nil {
-			return err
-		}
-		return e.deliver(ctx, tx, fx, run, "")
-	})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{Publish: &req})
 }
 
 // StopWorkflow cancels, terminates or fails a run (POST /api/v1/workflow/stop).
@@ -424,19 +405,7 @@ func (e *Engine) GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDa
 
 // SetDataAttributes upserts data attributes (POST /api/v1/workflow/dataobjects/set).
 func (e *Engine) SetDataAttributes(ctx context.Context, req iwfapi.WorkflowSetDataObjectsRequest) error {
-	attrs, err := toStoreDataAttributes(slice(req.Objects))
-	if err != nil {
-		return err
-	}
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		if len(attrs) == 0 {
-			return nil
-		}
-		if err := tx.DataAttributeUpsert(ctx, run.RunID, attrs); err != nil {
-			return err
-		}
-		return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "DataAttributesSet", map[string]any{"keys": attributeKeys(attrs)})})
-	})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{SetData: &req})
 }
 
 // GetSearchAttributes reads the requested search attributes, typed as the
@@ -482,19 +451,7 @@ func (e *Engine) GetSearchAttributes(ctx context.Context, req iwfapi.WorkflowGet
 
 // SetSearchAttributes upserts search attributes (POST /api/v1/workflow/searchattributes/set).
 func (e *Engine) SetSearchAttributes(ctx context.Context, req iwfapi.WorkflowSetSearchAttributesRequest) error {
-	attrs, err := e.toStoreSearchAttributes(slice(req.SearchAttributes))
-	if err != nil {
-		return err
-	}
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		if len(attrs) == 0 {
-			return nil
-		}
-		if err := tx.SearchAttributeUpsert(ctx, run.RunID, attrs); err != nil {
-			return err
-		}
-		return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "SearchAttributesSet", map[string]any{"keys": searchAttributeKeys(attrs)})})
-	})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{SetSearch: &req})
 }
 
 // TriggerContinueAsNew is accepted for compatibility: runs here never need
@@ -517,22 +474,6 @@ func (e *Engine) TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerCon
 	})
 }
 
-func attributeKeys(attrs []*Attribute) []string {
-	keys := make([]string, len(attrs))
-	for i, a := range attrs {
-		keys[i] = a.Key
-	}
-	return keys
-}
-
-func searchAttributeKeys(attrs []*SearchAttribute) []string {
-	keys := make([]string, len(attrs))
-	for i, a := range attrs {
-		keys[i] = a.Key
-	}
-	return keys
-}
-
 // runChain carries what a new run inherits from the request or the run it
 // follows (workflow retry, cron).
 type runChain struct {
@@ -543,7 +484,7 @@ type runChain struct {
 
 // createRun inserts a run of a start request, points the workflow id at it
 // and schedules its start state. The caller holds the workflow row lock.
-func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi.WorkflowStartRequest, chain runChain, das []*Attribute, sas []*SearchAttribute) (*Run, error) {
+func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi.WorkflowStartRequest, chain runChain, das []*Attribute, sas []*SearchAttribute) (*Run, *runData, error) {
 	now := e.cfg.Clock.Now()
 	opts := deref(req.WorkflowStartOptions)
 	run := &Run{
@@ -569,36 +510,36 @@ func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi
 	}
 	run.Data = encode(rd)
 	if err := tx.RunInsert(ctx, run); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := tx.WorkflowSetCurrentRun(ctx, req.WorkflowId, run.RunID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(das) > 0 {
 		if err := tx.DataAttributeUpsert(ctx, run.RunID, das); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	all := append([]*SearchAttribute{systemTypeAttribute(req.IwfWorkflowType)}, sas...)
 	if err := tx.SearchAttributeUpsert(ctx, run.RunID, all); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	events := []*HistoryEvent{e.event(run, "", "WorkflowStarted", map[string]any{
 		"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateId), "retryAttempt": chain.retryAttempt,
 	})}
 	if err := tx.HistoryAppend(ctx, events); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if rd.TimeoutAt > 0 {
 		if err := e.insertTasks(ctx, tx, fx, e.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if req.StartStateId != nil && *req.StartStateId != "" {
 		move := iwfapi.StateMovement{StateId: *req.StartStateId, StateInput: req.StateInput, StateOptions: req.StateOptions}
 		if err := e.startStates(ctx, tx, fx, run, rd, []iwfapi.StateMovement{move}, chain.due); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	return run, e.saveRun(ctx, tx, fx, run, rd)
+	return run, rd, e.saveRun(ctx, tx, fx, run, rd)
 }
