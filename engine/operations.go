@@ -354,4 +354,3 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchRequest) (iwfapi.WorkflowSearchResponse, error) {
 	return iwfapi.WorkflowSearchResponse{}, Errorf(CodeUnimplemented, "search is not supported yet")
 }
-
