@@ -1,0 +1,132 @@
+// Package pgtest connects tests to a PostgreSQL server and gives each test
+// its own migrated postgres.Store in a fresh schema, dropped when the test
+// ends. The store conformance suite and the engine's end-to-end tests use it.
+//
+// The server is IWF_TEST_POSTGRES_URL when set, else DefaultURL when a server
+// answers there. When none is reachable, tests that need it are skipped with
+// a message saying how to enable them; with IWF_TEST_POSTGRES_REQUIRED=1
+// (as in CI) they fail instead.
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
+)
+
+// DefaultURL is probed when IWF_TEST_POSTGRES_URL is not set.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// The environment variables read by URL.
+const (
+	EnvURL      = "IWF_TEST_POSTGRES_URL"
+	EnvRequired = "IWF_TEST_POSTGRES_REQUIRED"
+)
+
+var probe struct {
+	once sync.Once
+	url  string
+	err  error
+}
+
+// URL returns the URL of the test PostgreSQL server: IWF_TEST_POSTGRES_URL
+// when set, else DefaultURL when a server answers there within about a
+// second. Otherwise it skips the test, or fails it when
+// IWF_TEST_POSTGRES_REQUIRED=1. The probe runs once per process.
+func URL(t testing.TB) string {
+	t.Helper()
+	probe.once.Do(func() {
+		if u := os.Getenv(EnvURL); u != "" {
+			probe.url = u
+			return
+		}
+		probe.url, probe.err = DefaultURL, reachable(DefaultURL)
+	})
+	if probe.err != nil {
+		msg := fmt.Sprintf("PostgreSQL suite skipped: set %s or start PostgreSQL on 127.0.0.1:5432 (%v)", EnvURL, probe.err)
+		if os.Getenv(EnvRequired) == "1" {
+			t.Fatalf("%s=1 but PostgreSQL is unreachable: %v", EnvRequired, probe.err)
+		}
+		t.Skip(msg)
+	}
+	return probe.url
+}
+
+// reachable dials the server and pings it, within about a second.
+func reachable(url string) error {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return err
+	}
+	addr := net.JoinHostPort(cfg.Host, fmt.Sprint(cfg.Port))
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return err
+	}
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx)
+}
+
+// NewStore opens a postgres.Store on the test server in a new schema with a
+// random name, migrates it, and registers a cleanup that closes the store
+// and drops the schema. It skips (or fails) the test like URL.
+func NewStore(t testing.TB) *postgres.Store {
+	t.Helper()
+	url := URL(t)
+	schema := NewSchemaName()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		DropSchema(t, url, schema)
+	})
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return s
+}
+
+// NewSchemaName returns a fresh schema name, "iwf_test_" and random hex.
+func NewSchemaName() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "iwf_test_" + hex.EncodeToString(b[:])
+}
+
+// DropSchema drops a schema and everything in it, reporting failures as test
+// errors.
+func DropSchema(t testing.TB, url, schema string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+		return
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DROP SCHEMA IF EXISTS `+pgx.Identifier{schema}.Sanitize()+` CASCADE`); err != nil {
+		t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+	}
+}

@@ -1,0 +1,299 @@
+// Package postgres is the engine.Store for PostgreSQL, shared by any number
+// of server processes.
+//
+// It owns the PostgreSQL schema (the numbered migrations embedded from
+// migrations/), every SQL statement run against it, and the conversion
+// between engine rows and PostgreSQL values. It imports the engine package
+// for the contract and pgx; nothing else of this module.
+//
+// Concurrency: Update transactions run at READ COMMITTED and serialise on
+// the rows they lock (WorkflowLock and RunLock are SELECT ... FOR UPDATE), so
+// two processes never apply conflicting changes to one workflow. Deadlocks
+// and serialization failures are retried transparently. TaskClaim leases
+// tasks with FOR UPDATE SKIP LOCKED, so concurrent claimers neither block
+// each other nor receive the same task. View transactions are REPEATABLE
+// READ, READ ONLY: one consistent snapshot.
+//
+// Statements are prepared and cached per connection by pgx; batches are
+// written with one multi-row statement (unnest of arrays) each.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// Store is the PostgreSQL implementation of engine.Store, on a pgx
+// connection pool. It is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	schema string
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	schema string
+}
+
+// WithSchema keeps the store's tables in the given schema: every connection
+// of the pool gets it as its only search_path, and Migrate creates the schema
+// when absent. Without it the connection's default search_path applies
+// (normally "public").
+func WithSchema(name string) Option {
+	return func(o *options) { o.schema = name }
+}
+
+// Open connects to the database at url (a PostgreSQL URL or keyword/value
+// connection string, as understood by pgxpool, including pool_max_conns and
+// the other pool_* parameters) and checks that it answers. Open does not
+// create the schema: call Migrate before using the store.
+func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if o.schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	return &Store{pool: pool, schema: o.schema}, nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// Close closes every connection of the pool, waiting for the ones in use to
+// be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// maxAttempts bounds how often Update and the task statements run after a
+// deadlock or serialization failure.
+const maxAttempts = 5
+
+// retryable reports whether err is a transient conflict after which the
+// whole transaction may simply run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "40001", // serialization_failure
+			"40P01": // deadlock_detected
+			return true
+		}
+	}
+	return false
+}
+
+// retry runs op until it succeeds, fails with a non-retryable error, or has
+// run maxAttempts times, with a short randomised pause between attempts.
+func retry(ctx context.Context, op func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := op()
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return err
+		}
+		pause := time.Duration(attempt) * time.Millisecond
+		pause += rand.N(pause)
+		timer := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return err
+		case <-timer.C:
+		}
+	}
+}
+
+// Update runs fn in a READ COMMITTED transaction and commits it when fn
+// returns nil. When the transaction fails with a deadlock or serialization
+// failure, Update rolls it back and runs fn again, up to a few times; fn must
+// therefore have no effects outside tx. A panic in fn rolls the transaction
+// back and propagates.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	return retry(ctx, func() error { return s.update(ctx, fn) })
+}
+
+func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			// Also when ctx is cancelled: the connection goes back to the
+			// pool clean (pgx closes it when the rollback fails).
+			tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(ctx, &txn{tx: tx}); err != nil {
+		return err
+	}
+	done = true
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("postgres: commit: %w", err)
+	}
+	return nil
+}
+
+// View runs fn in a REPEATABLE READ, READ ONLY transaction: every read sees
+// the same snapshot.
+func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
+	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	return fn(ctx, &txn{tx: tx})
+}
+
+// $1 owner, $2 now, $3 lease duration, $4 due before, $5 limit (NULL: none).
+// Expired leases first, then unleased tasks up to the limit, each oldest due
+// first and each from its partial index. Each part locks exactly the rows it
+// returns, skipping rows that other transactions hold. The SET expressions
+// read the row as it was, so the attempt advances exactly when the claimed
+// task was leased (that is, its lease expired).
+const sqlTaskClaim = `WITH expired AS (
+		SELECT id FROM tasks
+		WHERE lease_owner IS NOT NULL AND lease_expires_at < $2::bigint AND due_at <= $4::bigint
+		ORDER BY due_at, id
+		LIMIT $5::bigint
+		FOR UPDATE SKIP LOCKED
+	), unleased AS (
+		SELECT id FROM tasks
+		WHERE lease_owner IS NULL AND due_at <= $4::bigint
+		ORDER BY due_at, id
+		LIMIT $5::bigint - (SELECT count(*) FROM expired)
+		FOR UPDATE SKIP LOCKED
+	)
+	UPDATE tasks SET
+		attempt = attempt + CASE WHEN lease_owner IS NULL THEN 0 ELSE 1 END,
+		lease_owner = $1,
+		lease_expires_at = GREATEST(due_at, $2::bigint) + $3::bigint
+	WHERE id IN (SELECT id FROM expired UNION ALL SELECT id FROM unleased)
+	RETURNING ` + taskColumns
+
+// TaskClaim leases due tasks to params.Owner and returns them oldest due
+// first. When more tasks are claimable than params.Limit (<= 0: no limit),
+// tasks whose lease expired are taken before unleased ones. Tasks locked by
+// a concurrent claim or transaction are skipped, not waited for.
+func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*engine.Task, error) {
+	if p.Owner == "" {
+		return nil, errors.New("postgres: TaskClaim: empty owner")
+	}
+	var limit *int64
+	if p.Limit > 0 {
+		l := int64(p.Limit)
+		limit = &l
+	}
+	var tasks []*engine.Task
+	err := retry(ctx, func() error {
+		rows, err := s.pool.Query(ctx, sqlTaskClaim, p.Owner, toMs(p.Now), p.LeaseDuration.Milliseconds(), toMs(p.DueBefore), limit)
+		if err != nil {
+			return err
+		}
+		tasks, err = scanTasks(rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: TaskClaim: %w", err)
+	}
+	// RETURNING yields rows in no defined order.
+	sort.Slice(tasks, func(i, j int) bool {
+		if !tasks[i].DueAt.Equal(tasks[j].DueAt) {
+			return tasks[i].DueAt.Before(tasks[j].DueAt)
+		}
+		return tasks[i].ID < tasks[j].ID
+	})
+	return tasks, nil
+}
+
+// TaskRenewLeases extends every lease held by owner to
+// max(DueAt, now) + duration.
+func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time, duration time.Duration) (int64, error) {
+	var n int64
+	err := retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, `UPDATE tasks SET lease_expires_at = GREATEST(due_at, $1::bigint) + $2::bigint
+			WHERE lease_owner = $3`, toMs(now), duration.Milliseconds(), owner)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: TaskRenewLeases: %w", err)
+	}
+	return n, nil
+}
+
+// TaskReleaseLeases clears every lease not held by keepOwner (all leases
+// when keepOwner is ""). Like the expiry of a lease, releasing it advances
+// the task's Attempt: the previous owner may have called the worker already.
+func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64, error) {
+	var n int64
+	err := retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, `UPDATE tasks SET lease_owner = NULL, lease_expires_at = 0, attempt = attempt + 1
+			WHERE lease_owner IS NOT NULL AND lease_owner <> $1`, keepOwner)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("postgres: TaskReleaseLeases: %w", err)
+	}
+	return n, nil
+}
+
+// toMs converts a time to unix milliseconds; the zero time is 0.
+func toMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMs converts unix milliseconds to a UTC time; 0 is the zero time.
+func fromMs(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// nullString binds "" as NULL.
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,682 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+const (
+	runColumns  = `run_id, workflow_id, workflow_type, status, started_at, closed_at, data`
+	execColumns = `run_id, execution_id, state_id, status, created_at, data`
+	msgColumns  = `id, run_id, kind, channel, value, created_at`
+	taskColumns = `id, run_id, workflow_id, execution_id, kind, due_at, attempt, first_attempt_at, lease_owner, lease_expires_at, data`
+	histColumns = `id, run_id, at, type, execution_id, data`
+	saColumns   = `key, value_type, raw, string_value, int_value, double_value, bool_value, time_value`
+)
+
+// txn implements engine.Tx (and engine.ReadTx) on a pgx transaction.
+type txn struct {
+	tx pgx.Tx
+}
+
+var _ engine.Tx = (*txn)(nil)
+
+func notFound(err error) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return engine.ErrNotFound
+	}
+	return err
+}
+
+func wrap(op string, err error) error {
+	if err == nil || errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("postgres: %s: %w", op, err)
+}
+
+// mustAffect turns "no row changed" into engine.ErrNotFound.
+func mustAffect(tag pgconn.CommandTag, err error) error {
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return engine.ErrNotFound
+	}
+	return nil
+}
+
+// collect reads every row with scan.
+func collect[T any](rows pgx.Rows, err error, scan func(pgx.Rows) (*T, error)) ([]*T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// insertIDs runs a multi-row INSERT ... RETURNING id and returns the new IDs
+// in insertion order: identity values are drawn row by row, in order, so
+// sorting them ascending restores that order whatever order RETURNING uses.
+func insertIDs(ctx context.Context, tx pgx.Tx, n int, sql string, args ...any) ([]int64, error) {
+	rows, err := tx.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, err
+	}
+	if len(ids) != n {
+		return nil, fmt.Errorf("inserted %d rows, want %d", len(ids), n)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+// ---------------------------------------------------------------------------
+// workflows
+
+// WorkflowGetCurrentRun implements engine.ReadTx.
+func (t *txn) WorkflowGetCurrentRun(ctx context.Context, workflowID string) (string, error) {
+	var runID string
+	err := notFound(t.tx.QueryRow(ctx, `SELECT current_run_id FROM workflows WHERE workflow_id = $1`, workflowID).Scan(&runID))
+	if err == nil && runID == "" {
+		err = engine.ErrNotFound
+	}
+	return runID, wrap("WorkflowGetCurrentRun", err)
+}
+
+// WorkflowLock implements engine.Tx. It first tries to create the row (the
+// creator holds it until commit; a concurrent creator waits for that), and
+// otherwise locks the existing row with SELECT ... FOR UPDATE.
+func (t *txn) WorkflowLock(ctx context.Context, workflowID string) (string, error) {
+	var runID string
+	err := t.tx.QueryRow(ctx, `INSERT INTO workflows (workflow_id) VALUES ($1)
+		ON CONFLICT (workflow_id) DO NOTHING RETURNING current_run_id`, workflowID).Scan(&runID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = t.tx.QueryRow(ctx, `SELECT current_run_id FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&runID)
+	}
+	return runID, wrap("WorkflowLock", err)
+}
+
+// WorkflowSetCurrentRun implements engine.Tx; it creates the workflow row
+// when absent.
+func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO workflows (workflow_id, current_run_id) VALUES ($1, $2)
+		ON CONFLICT (workflow_id) DO UPDATE SET current_run_id = EXCLUDED.current_run_id`, workflowID, runID)
+	return wrap("WorkflowSetCurrentRun", err)
+}
+
+// ---------------------------------------------------------------------------
+// runs
+
+func scanRun(row pgx.Row) (*engine.Run, error) {
+	var (
+		r                   engine.Run
+		status              string
+		startedAt, closedAt int64
+	)
+	if err := row.Scan(&r.RunID, &r.WorkflowID, &r.WorkflowType, &status, &startedAt, &closedAt, &r.Data); err != nil {
+		return nil, notFound(err)
+	}
+	r.Status = engine.RunStatus(status)
+	r.StartedAt, r.ClosedAt = fromMs(startedAt), fromMs(closedAt)
+	return &r, nil
+}
+
+// RunGet implements engine.ReadTx.
+func (t *txn) RunGet(ctx context.Context, runID string) (*engine.Run, error) {
+	r, err := scanRun(t.tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID))
+	return r, wrap("RunGet", err)
+}
+
+// RunLock implements engine.Tx with SELECT ... FOR UPDATE.
+func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
+	r, err := scanRun(t.tx.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1 FOR UPDATE`, runID))
+	return r, wrap("RunLock", err)
+}
+
+// RunInsert implements engine.Tx.
+func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status), toMs(r.StartedAt), toMs(r.ClosedAt), r.Data)
+	return wrap("RunInsert", err)
+}
+
+// RunUpdate implements engine.Tx; it returns engine.ErrNotFound when the run
+// does not exist.
+func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
+	return wrap("RunUpdate", mustAffect(t.tx.Exec(ctx, `UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4`,
+		string(r.Status), toMs(r.ClosedAt), r.Data, r.RunID)))
+}
+
+// ---------------------------------------------------------------------------
+// executions
+
+func scanExecution(row pgx.Row) (*engine.Execution, error) {
+	var (
+		e         engine.Execution
+		status    string
+		createdAt int64
+	)
+	if err := row.Scan(&e.RunID, &e.ExecutionID, &e.StateID, &status, &createdAt, &e.Data); err != nil {
+		return nil, notFound(err)
+	}
+	e.Status = engine.ExecutionStatus(status)
+	e.CreatedAt = fromMs(createdAt)
+	return &e, nil
+}
+
+func statusStrings(statuses []engine.ExecutionStatus) []string {
+	out := make([]string, len(statuses))
+	for i, s := range statuses {
+		out[i] = string(s)
+	}
+	return out
+}
+
+func kindStrings(kinds []engine.TaskKind) []string {
+	out := make([]string, len(kinds))
+	for i, k := range kinds {
+		out[i] = string(k)
+	}
+	return out
+}
+
+// ExecutionGet implements engine.ReadTx.
+func (t *txn) ExecutionGet(ctx context.Context, runID, executionID string) (*engine.Execution, error) {
+	e, err := scanExecution(t.tx.QueryRow(ctx, `SELECT `+execColumns+` FROM executions WHERE run_id = $1 AND execution_id = $2`, runID, executionID))
+	return e, wrap("ExecutionGet", err)
+}
+
+// ExecutionList implements engine.ReadTx.
+func (t *txn) ExecutionList(ctx context.Context, runID string, statuses ...engine.ExecutionStatus) ([]*engine.Execution, error) {
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	if len(statuses) == 0 {
+		rows, err = t.tx.Query(ctx, `SELECT `+execColumns+` FROM executions WHERE run_id = $1 ORDER BY id`, runID)
+	} else {
+		rows, err = t.tx.Query(ctx, `SELECT `+execColumns+` FROM executions WHERE run_id = $1 AND status = ANY($2) ORDER BY id`,
+			runID, statusStrings(statuses))
+	}
+	out, err := collect(rows, err, func(r pgx.Rows) (*engine.Execution, error) { return scanExecution(r) })
+	return out, wrap("ExecutionList", err)
+}
+
+// ExecutionCount implements engine.ReadTx; no statuses counts them all.
+func (t *txn) ExecutionCount(ctx context.Context, runID string, statuses ...engine.ExecutionStatus) (int, error) {
+	var n int
+	var err error
+	if len(statuses) == 0 {
+		err = t.tx.QueryRow(ctx, `SELECT count(*) FROM executions WHERE run_id = $1`, runID).Scan(&n)
+	} else {
+		err = t.tx.QueryRow(ctx, `SELECT count(*) FROM executions WHERE run_id = $1 AND status = ANY($2)`,
+			runID, statusStrings(statuses)).Scan(&n)
+	}
+	return n, wrap("ExecutionCount", err)
+}
+
+// ExecutionInsert implements engine.Tx with one multi-row INSERT.
+func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Execution) error {
+	if len(executions) == 0 {
+		return nil
+	}
+	n := len(executions)
+	var (
+		runIDs, execIDs, stateIDs, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		created                             = make([]int64, n)
+		data                                = make([][]byte, n)
+	)
+	for i, e := range executions {
+		runIDs[i], execIDs[i], stateIDs[i], statuses[i] = e.RunID, e.ExecutionID, e.StateID, string(e.Status)
+		created[i], data[i] = toMs(e.CreatedAt), e.Data
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO executions (`+execColumns+`)
+		SELECT r, e, s, st, c, d
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[]) WITH ORDINALITY AS u(r, e, s, st, c, d, o)
+		ORDER BY o`, runIDs, execIDs, stateIDs, statuses, created, data)
+	return wrap("ExecutionInsert", err)
+}
+
+// ExecutionUpdate implements engine.Tx; it returns engine.ErrNotFound when
+// the execution does not exist.
+func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
+	return wrap("ExecutionUpdate", mustAffect(t.tx.Exec(ctx,
+		`UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4`,
+		string(e.Status), e.Data, e.RunID, e.ExecutionID)))
+}
+
+// ---------------------------------------------------------------------------
+// messages
+
+// MessagePeek implements engine.ReadTx.
+func (t *txn) MessagePeek(ctx context.Context, runID string, kind engine.ChannelKind, channel string, limit int) ([]*engine.Message, error) {
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+msgColumns+` FROM messages
+		WHERE run_id = $1 AND kind = $2 AND channel = $3 ORDER BY id LIMIT $4`, runID, int32(kind), channel, lim)
+	out, err := collect(rows, err, func(r pgx.Rows) (*engine.Message, error) {
+		var (
+			m         engine.Message
+			kind      int32
+			createdAt int64
+		)
+		if err := r.Scan(&m.ID, &m.RunID, &kind, &m.Channel, &m.Value, &createdAt); err != nil {
+			return nil, err
+		}
+		m.Kind, m.CreatedAt = engine.ChannelKind(kind), fromMs(createdAt)
+		return &m, nil
+	})
+	return out, wrap("MessagePeek", err)
+}
+
+// MessageCounts implements engine.ReadTx.
+func (t *txn) MessageCounts(ctx context.Context, runID string, kind engine.ChannelKind) (map[string]int, error) {
+	rows, err := t.tx.Query(ctx, `SELECT channel, count(*) FROM messages WHERE run_id = $1 AND kind = $2 GROUP BY channel`,
+		runID, int32(kind))
+	if err != nil {
+		return nil, wrap("MessageCounts", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var (
+			ch string
+			n  int64
+		)
+		if err := rows.Scan(&ch, &n); err != nil {
+			return nil, wrap("MessageCounts", err)
+		}
+		out[ch] = int(n)
+	}
+	return out, wrap("MessageCounts", rows.Err())
+}
+
+// MessageAppend implements engine.Tx with one multi-row INSERT.
+func (t *txn) MessageAppend(ctx context.Context, messages []*engine.Message) error {
+	if len(messages) == 0 {
+		return nil
+	}
+	n := len(messages)
+	var (
+		runIDs, channels = make([]string, n), make([]string, n)
+		kinds            = make([]int32, n)
+		values           = make([][]byte, n)
+		created          = make([]int64, n)
+	)
+	for i, m := range messages {
+		runIDs[i], kinds[i], channels[i], values[i], created[i] = m.RunID, int32(m.Kind), m.Channel, m.Value, toMs(m.CreatedAt)
+	}
+	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO messages (run_id, kind, channel, value, created_at)
+		SELECT r, k, c, v, t
+		FROM unnest($1::text[], $2::int[], $3::text[], $4::bytea[], $5::bigint[]) WITH ORDINALITY AS u(r, k, c, v, t, o)
+		ORDER BY o
+		RETURNING id`, runIDs, kinds, channels, values, created)
+	if err != nil {
+		return wrap("MessageAppend", err)
+	}
+	for i, m := range messages {
+		m.ID = ids[i]
+	}
+	return nil
+}
+
+// MessageDelete implements engine.Tx.
+func (t *txn) MessageDelete(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := t.tx.Exec(ctx, `DELETE FROM messages WHERE id = ANY($1)`, ids)
+	return wrap("MessageDelete", err)
+}
+
+// ---------------------------------------------------------------------------
+// attributes
+
+// DataAttributeGet implements engine.ReadTx.
+func (t *txn) DataAttributeGet(ctx context.Context, runID string, keys []string) ([]*engine.Attribute, error) {
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	switch {
+	case keys == nil:
+		rows, err = t.tx.Query(ctx, `SELECT key, value FROM data_attributes WHERE run_id = $1 ORDER BY key`, runID)
+	case len(keys) == 0:
+		return nil, nil
+	default:
+		rows, err = t.tx.Query(ctx, `SELECT key, value FROM data_attributes WHERE run_id = $1 AND key = ANY($2) ORDER BY key`, runID, keys)
+	}
+	out, err := collect(rows, err, func(r pgx.Rows) (*engine.Attribute, error) {
+		var a engine.Attribute
+		return &a, r.Scan(&a.Key, &a.Value)
+	})
+	return out, wrap("DataAttributeGet", err)
+}
+
+// lastByKey drops all but the last occurrence of every key, keeping order:
+// one INSERT ... ON CONFLICT DO UPDATE may not touch a row twice.
+func lastByKey[T any](items []T, key func(T) string) []T {
+	seen := make(map[string]int, len(items))
+	for i, it := range items {
+		seen[key(it)] = i
+	}
+	if len(seen) == len(items) {
+		return items
+	}
+	out := make([]T, 0, len(seen))
+	for i, it := range items {
+		if seen[key(it)] == i {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// DataAttributeUpsert implements engine.Tx with one multi-row upsert. A key
+// given twice takes its last value.
+func (t *txn) DataAttributeUpsert(ctx context.Context, runID string, attrs []*engine.Attribute) error {
+	attrs = lastByKey(attrs, func(a *engine.Attribute) string { return a.Key })
+	if len(attrs) == 0 {
+		return nil
+	}
+	keys, values := make([]string, len(attrs)), make([][]byte, len(attrs))
+	for i, a := range attrs {
+		keys[i], values[i] = a.Key, a.Value
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO data_attributes (run_id, key, value)
+		SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS u(k, v)
+		ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value`, runID, keys, values)
+	return wrap("DataAttributeUpsert", err)
+}
+
+// SearchAttributeGet implements engine.ReadTx.
+func (t *txn) SearchAttributeGet(ctx context.Context, runID string, keys []string) ([]*engine.SearchAttribute, error) {
+	var (
+		rows pgx.Rows
+		err  error
+	)
+	switch {
+	case keys == nil:
+		rows, err = t.tx.Query(ctx, `SELECT `+saColumns+` FROM search_attributes WHERE run_id = $1 ORDER BY key`, runID)
+	case len(keys) == 0:
+		return nil, nil
+	default:
+		rows, err = t.tx.Query(ctx, `SELECT `+saColumns+` FROM search_attributes WHERE run_id = $1 AND key = ANY($2) ORDER BY key`, runID, keys)
+	}
+	var arrays map[string]*engine.SearchAttribute
+	out, err := collect(rows, err, func(r pgx.Rows) (*engine.SearchAttribute, error) {
+		var (
+			a  engine.SearchAttribute
+			tm *int64
+		)
+		if err := r.Scan(&a.Key, &a.ValueType, &a.Raw, &a.String, &a.Int, &a.Double, &a.Bool, &tm); err != nil {
+			return nil, err
+		}
+		if tm != nil {
+			v := fromMs(*tm)
+			a.Time = &v
+		}
+		if a.ValueType == "KEYWORD_ARRAY" {
+			a.Strings = []string{}
+			if arrays == nil {
+				arrays = map[string]*engine.SearchAttribute{}
+			}
+			arrays[a.Key] = &a
+		}
+		return &a, nil
+	})
+	if err != nil || len(arrays) == 0 {
+		return out, wrap("SearchAttributeGet", err)
+	}
+	arrayKeys := make([]string, 0, len(arrays))
+	for k := range arrays {
+		arrayKeys = append(arrayKeys, k)
+	}
+	rows, err = t.tx.Query(ctx, `SELECT key, value FROM search_attribute_strings
+		WHERE run_id = $1 AND key = ANY($2) ORDER BY key, pos`, runID, arrayKeys)
+	if err != nil {
+		return nil, wrap("SearchAttributeGet", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, value string
+		if err := rows.Scan(&key, &value); err != nil {
+			return nil, wrap("SearchAttributeGet", err)
+		}
+		arrays[key].Strings = append(arrays[key].Strings, value)
+	}
+	return out, wrap("SearchAttributeGet", rows.Err())
+}
+
+// SearchAttributeUpsert implements engine.Tx: one upsert of the attributes,
+// then the KEYWORD_ARRAY elements of the given keys are replaced, all sent
+// in one round trip. A key given twice takes its last value.
+func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*engine.SearchAttribute) error {
+	attrs = lastByKey(attrs, func(a *engine.SearchAttribute) string { return a.Key })
+	if len(attrs) == 0 {
+		return nil
+	}
+	n := len(attrs)
+	var (
+		keys, types = make([]string, n), make([]string, n)
+		raws        = make([][]byte, n)
+		strs        = make([]*string, n)
+		ints        = make([]*int64, n)
+		doubles     = make([]*float64, n)
+		bools       = make([]*bool, n)
+		times       = make([]*int64, n)
+
+		elemKeys   []string
+		elemPos    []int32
+		elemValues []string
+	)
+	for i, a := range attrs {
+		keys[i], types[i], raws[i] = a.Key, a.ValueType, a.Raw
+		strs[i], ints[i], doubles[i], bools[i] = a.String, a.Int, a.Double, a.Bool
+		if a.Time != nil {
+			v := toMs(*a.Time)
+			times[i] = &v
+		}
+		for j, v := range a.Strings {
+			elemKeys, elemPos, elemValues = append(elemKeys, a.Key), append(elemPos, int32(j)), append(elemValues, v)
+		}
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO search_attributes (run_id, `+saColumns+`)
+		SELECT $1, k, vt, r, s, i, d, b, t
+		FROM unnest($2::text[], $3::text[], $4::bytea[], $5::text[], $6::bigint[], $7::float8[], $8::bool[], $9::bigint[])
+			AS u(k, vt, r, s, i, d, b, t)
+		ON CONFLICT (run_id, key) DO UPDATE SET value_type = EXCLUDED.value_type, raw = EXCLUDED.raw,
+			string_value = EXCLUDED.string_value, int_value = EXCLUDED.int_value, double_value = EXCLUDED.double_value,
+			bool_value = EXCLUDED.bool_value, time_value = EXCLUDED.time_value`,
+		runID, keys, types, raws, strs, ints, doubles, bools, times)
+	b.Queue(`DELETE FROM search_attribute_strings WHERE run_id = $1 AND key = ANY($2)`, runID, keys)
+	if len(elemKeys) > 0 {
+		b.Queue(`INSERT INTO search_attribute_strings (run_id, key, pos, value)
+			SELECT $1, k, p, v FROM unnest($2::text[], $3::int[], $4::text[]) AS u(k, p, v)`,
+			runID, elemKeys, elemPos, elemValues)
+	}
+	return wrap("SearchAttributeUpsert", t.tx.SendBatch(ctx, b).Close())
+}
+
+// ---------------------------------------------------------------------------
+// tasks
+
+func scanTask(row pgx.Rows) (*engine.Task, error) {
+	var (
+		tk                      engine.Task
+		kind                    string
+		attempt                 int32
+		due, first, leaseExpiry int64
+		owner                   *string
+	)
+	if err := row.Scan(&tk.ID, &tk.RunID, &tk.WorkflowID, &tk.ExecutionID, &kind, &due, &attempt,
+		&first, &owner, &leaseExpiry, &tk.Data); err != nil {
+		return nil, err
+	}
+	tk.Kind, tk.Attempt = engine.TaskKind(kind), int(attempt)
+	tk.DueAt, tk.FirstAttemptAt, tk.LeaseExpiresAt = fromMs(due), fromMs(first), fromMs(leaseExpiry)
+	if owner != nil {
+		tk.LeaseOwner = *owner
+	}
+	return &tk, nil
+}
+
+func scanTasks(rows pgx.Rows) ([]*engine.Task, error) {
+	return collect(rows, nil, scanTask)
+}
+
+// TaskList implements engine.ReadTx.
+func (t *txn) TaskList(ctx context.Context, runID string) ([]*engine.Task, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+taskColumns+` FROM tasks WHERE run_id = $1 ORDER BY due_at, id`, runID)
+	out, err := collect(rows, err, scanTask)
+	return out, wrap("TaskList", err)
+}
+
+// TaskInsert implements engine.Tx with one multi-row INSERT. A task may be
+// inserted leased.
+func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
+	if len(tasks) == 0 {
+		return nil
+	}
+	n := len(tasks)
+	var (
+		runIDs, wfIDs, execIDs, kinds = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		due, first, expiry            = make([]int64, n), make([]int64, n), make([]int64, n)
+		attempts                      = make([]int32, n)
+		owners                        = make([]*string, n)
+		data                          = make([][]byte, n)
+	)
+	for i, tk := range tasks {
+		runIDs[i], wfIDs[i], execIDs[i], kinds[i] = tk.RunID, tk.WorkflowID, tk.ExecutionID, string(tk.Kind)
+		due[i], first[i], expiry[i] = toMs(tk.DueAt), toMs(tk.FirstAttemptAt), toMs(tk.LeaseExpiresAt)
+		attempts[i], owners[i], data[i] = int32(tk.Attempt), nullString(tk.LeaseOwner), tk.Data
+	}
+	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO tasks (run_id, workflow_id, execution_id, kind, due_at, attempt,
+			first_attempt_at, lease_owner, lease_expires_at, data)
+		SELECT r, w, e, k, du, a, f, lo, le, d
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::bigint[], $8::text[],
+			$9::bigint[], $10::bytea[]) WITH ORDINALITY AS u(r, w, e, k, du, a, f, lo, le, d, o)
+		ORDER BY o
+		RETURNING id`, runIDs, wfIDs, execIDs, kinds, due, attempts, first, owners, expiry, data)
+	if err != nil {
+		return wrap("TaskInsert", err)
+	}
+	for i, tk := range tasks {
+		tk.ID = ids[i]
+	}
+	return nil
+}
+
+// TaskDelete implements engine.Tx.
+func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM tasks WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2::text`, id, nullString(owner))
+	return tag.RowsAffected() > 0, wrap("TaskDelete", err)
+}
+
+// TaskReschedule implements engine.Tx.
+func (t *txn) TaskReschedule(ctx context.Context, tk *engine.Task, owner string) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE tasks SET due_at = $1, attempt = $2, lease_owner = $3, lease_expires_at = $4
+		WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text`,
+		toMs(tk.DueAt), int32(tk.Attempt), nullString(tk.LeaseOwner), toMs(tk.LeaseExpiresAt), tk.ID, nullString(owner))
+	return tag.RowsAffected() > 0, wrap("TaskReschedule", err)
+}
+
+// TaskDeleteByRun implements engine.Tx.
+func (t *txn) TaskDeleteByRun(ctx context.Context, runID string, kinds ...engine.TaskKind) error {
+	var err error
+	if len(kinds) == 0 {
+		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1`, runID)
+	} else {
+		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1 AND kind = ANY($2)`, runID, kindStrings(kinds))
+	}
+	return wrap("TaskDeleteByRun", err)
+}
+
+// TaskDeleteByExecution implements engine.Tx.
+func (t *txn) TaskDeleteByExecution(ctx context.Context, runID, executionID string, kinds ...engine.TaskKind) error {
+	var err error
+	if len(kinds) == 0 {
+		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1 AND execution_id = $2`, runID, executionID)
+	} else {
+		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1 AND execution_id = $2 AND kind = ANY($3)`,
+			runID, executionID, kindStrings(kinds))
+	}
+	return wrap("TaskDeleteByExecution", err)
+}
+
+// ---------------------------------------------------------------------------
+// history
+
+// HistoryList implements engine.ReadTx.
+func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limit int) ([]*engine.HistoryEvent, error) {
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+histColumns+` FROM history WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+		runID, afterID, lim)
+	out, err := collect(rows, err, func(r pgx.Rows) (*engine.HistoryEvent, error) {
+		var (
+			e  engine.HistoryEvent
+			at int64
+		)
+		if err := r.Scan(&e.ID, &e.RunID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
+			return nil, err
+		}
+		e.At = fromMs(at)
+		return &e, nil
+	})
+	return out, wrap("HistoryList", err)
+}
+
+// HistoryAppend implements engine.Tx with one multi-row INSERT.
+func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) error {
+	if len(events) == 0 {
+		return nil
+	}
+	n := len(events)
+	var (
+		runIDs, types, execIDs = make([]string, n), make([]string, n), make([]string, n)
+		ats                    = make([]int64, n)
+		data                   = make([][]byte, n)
+	)
+	for i, e := range events {
+		runIDs[i], ats[i], types[i], execIDs[i], data[i] = e.RunID, toMs(e.At), e.Type, e.ExecutionID, e.Data
+	}
+	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO history (run_id, at, type, execution_id, data)
+		SELECT r, a, ty, e, d
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bytea[]) WITH ORDINALITY AS u(r, a, ty, e, d, o)
+		ORDER BY o
+		RETURNING id`, runIDs, ats, types, execIDs, data)
+	if err != nil {
+		return wrap("HistoryAppend", err)
+	}
+	for i, e := range events {
+		e.ID = ids[i]
+	}
+	return nil
+}

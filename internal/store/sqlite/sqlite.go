@@ -1,0 +1,347 @@
+// Package sqlite is the embedded engine.Store: one SQLite database file,
+// accessed through the pure-Go driver modernc.org/sqlite (no cgo).
+//
+// It owns the SQLite schema (the numbered migrations embedded from
+// migrations/), every SQL statement run against it, and the conversion
+// between engine rows and SQLite values. It imports the engine package for
+// the contract and nothing else of this module.
+//
+// The database runs in WAL mode with synchronous=NORMAL: a committed
+// transaction survives a crash of the process (kill -9); after a power loss
+// the last transactions before the crash may be lost. All writes go through
+// one connection whose transactions begin IMMEDIATE, so writers queue in Go
+// instead of failing with SQLITE_BUSY; View transactions use a separate pool
+// of read-only connections and see a consistent snapshot without blocking the
+// writer. Every statement is prepared once per connection.
+//
+// A Store is for one process: SQLite has no row locks across processes, and
+// TaskReleaseLeases is meant to be called at start-up.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/iwf-server/iwf-server/engine"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// MemoryDSN is the dsn of a private in-memory database, for tests only:
+// nothing survives Close, and reads and writes share a single connection.
+const MemoryDSN = ":memory:"
+
+// Store is the SQLite implementation of engine.Store. It is safe for
+// concurrent use.
+type Store struct {
+	w *sql.DB // the single write connection
+	r *sql.DB // read-only connections (the same as w for MemoryDSN)
+
+	mu       sync.Mutex
+	prepared bool
+	wst, rst []*sql.Stmt // prepared statements of w and r, indexed by query
+}
+
+var _ engine.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the SQLite database file at dsn, a file
+// path. MemoryDSN opens a private in-memory database, for tests only. Open
+// does not create the schema: call Migrate before using the store.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	if dsn == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	if strings.ContainsRune(dsn, '?') {
+		return nil, fmt.Errorf("sqlite: %q: the dsn is a file path and may not carry parameters", dsn)
+	}
+	if dsn == MemoryDSN {
+		// One connection, one database: a second connection to ":memory:"
+		// would open another, empty, database.
+		db, err := sql.Open("sqlite", dsn+"?_txlock=immediate&_foreign_keys=0")
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
+		}
+		db.SetMaxOpenConns(1)
+		db.SetMaxIdleConns(1)
+		db.SetConnMaxLifetime(0)
+		db.SetConnMaxIdleTime(0)
+		if err := db.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
+		}
+		return &Store{w: db, r: db}, nil
+	}
+
+	// The writer opens the file first and switches it to WAL, which is a
+	// property of the file that the readers then share.
+	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=0&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := checkWAL(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
+	}
+	r, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_query_only=1")
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
+	}
+	return &Store{w: w, r: r}, nil
+}
+
+func checkWAL(ctx context.Context, db *sql.DB) error {
+	var mode string
+	if err := db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, not WAL", mode)
+	}
+	return nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("sqlite: ping: %w", err)
+	}
+	return nil
+}
+
+// Close closes the database. Transactions in progress fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	for _, st := range append(s.wst, s.rst...) {
+		if st != nil {
+			st.Close()
+		}
+	}
+	s.wst, s.rst, s.prepared = nil, nil, false
+	s.mu.Unlock()
+	err := s.w.Close()
+	if s.r != s.w {
+		if rerr := s.r.Close(); err == nil {
+			err = rerr
+		}
+	}
+	return err
+}
+
+// prepare prepares every statement on both pools, once. It must run outside
+// any transaction: preparing needs a free connection, and the write pool has
+// only one. It fails while the schema is missing.
+func (s *Store) prepare(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.prepared {
+		return nil
+	}
+	wst := make([]*sql.Stmt, len(queries))
+	rst := wst
+	if s.r != s.w {
+		rst = make([]*sql.Stmt, len(queries))
+	}
+	closeAll := func() {
+		for i := range queries {
+			if wst[i] != nil {
+				wst[i].Close()
+			}
+			if s.r != s.w && rst[i] != nil {
+				rst[i].Close()
+			}
+		}
+	}
+	for i, q := range queries {
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("sqlite: preparing statements (was the store migrated?): %w", err)
+		}
+		wst[i] = st
+		if s.r != s.w {
+			if rst[i], err = s.r.PrepareContext(ctx, q); err != nil {
+				closeAll()
+				return fmt.Errorf("sqlite: preparing statements (was the store migrated?): %w", err)
+			}
+		}
+	}
+	s.wst, s.rst, s.prepared = wst, rst, true
+	return nil
+}
+
+// statements returns the prepared statements of w and r.
+func (s *Store) statements(ctx context.Context) (wst, rst []*sql.Stmt, err error) {
+	s.mu.Lock()
+	ok := s.prepared
+	wst, rst = s.wst, s.rst
+	s.mu.Unlock()
+	if ok {
+		return wst, rst, nil
+	}
+	if err := s.prepare(ctx); err != nil {
+		return nil, nil, err
+	}
+	return s.statements(ctx)
+}
+
+// Update runs fn in a read-write (IMMEDIATE) transaction and commits it when
+// fn returns nil. A panic in fn rolls the transaction back and propagates.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) (err error) {
+	wst, _, err := s.statements(ctx)
+	if err != nil {
+		return err
+	}
+	sqlTx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	t := &txn{tx: sqlTx, st: wst}
+	committed := false
+	defer func() {
+		if !committed {
+			sqlTx.Rollback()
+		}
+	}()
+	if err := fn(ctx, t); err != nil {
+		return err
+	}
+	if err := sqlTx.Commit(); err != nil {
+		return fmt.Errorf("sqlite: commit: %w", err)
+	}
+	committed = true
+	return nil
+}
+
+// View runs fn in a read-only transaction on its own snapshot of the
+// database, which concurrent writers do not change.
+func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
+	_, rst, err := s.statements(ctx)
+	if err != nil {
+		return err
+	}
+	sqlTx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("sqlite: begin: %w", err)
+	}
+	defer sqlTx.Rollback()
+	return fn(ctx, &txn{tx: sqlTx, st: rst})
+}
+
+// TaskClaim leases due tasks to params.Owner and returns them oldest due
+// first. When more tasks are claimable than params.Limit (<= 0: no limit),
+// tasks whose lease expired are taken before unleased ones.
+func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*engine.Task, error) {
+	wst, _, err := s.statements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if p.Owner == "" {
+		return nil, errors.New("sqlite: TaskClaim: empty owner")
+	}
+	limit := int64(p.Limit)
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	now := toMs(p.Now)
+	rows, err := wst[qTaskClaim].QueryContext(ctx, p.Owner, now, p.LeaseDuration.Milliseconds(), toMs(p.DueBefore), limit)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: TaskClaim: %w", err)
+	}
+	tasks, err := scanTasks(rows)
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: TaskClaim: %w", err)
+	}
+	// RETURNING yields rows in no defined order.
+	sort.Slice(tasks, func(i, j int) bool {
+		if !tasks[i].DueAt.Equal(tasks[j].DueAt) {
+			return tasks[i].DueAt.Before(tasks[j].DueAt)
+		}
+		return tasks[i].ID < tasks[j].ID
+	})
+	return tasks, nil
+}
+
+// TaskRenewLeases extends every lease held by owner to
+// max(DueAt, now) + duration.
+func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time, duration time.Duration) (int64, error) {
+	wst, _, err := s.statements(ctx)
+	if err != nil {
+		return 0, err
+	}
+	res, err := wst[qTaskRenew].ExecContext(ctx, toMs(now), duration.Milliseconds(), owner)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: TaskRenewLeases: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// TaskReleaseLeases clears every lease not held by keepOwner (all leases
+// when keepOwner is ""). Like the expiry of a lease, releasing it advances
+// the task's Attempt: the previous owner may have called the worker already.
+func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64, error) {
+	wst, _, err := s.statements(ctx)
+	if err != nil {
+		return 0, err
+	}
+	res, err := wst[qTaskRelease].ExecContext(ctx, keepOwner)
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: TaskReleaseLeases: %w", err)
+	}
+	return res.RowsAffected()
+}
+
+// toMs converts a time to unix milliseconds; the zero time is 0.
+func toMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// fromMs converts unix milliseconds to a UTC time; 0 is the zero time.
+func fromMs(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// text binds an opaque payload: nil is NULL, anything else TEXT (also when
+// empty, so that nil and empty stay distinct).
+func text(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
+}
+
+// nullString binds "" as NULL.
+func nullString(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,718 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// queries lists every statement of the store; each is prepared once per
+// connection and addressed by its index. Lists of values (statuses, kinds,
+// keys, ids) are bound as one JSON array and expanded with json_each, so that
+// the text of a statement never depends on the number of values.
+var queries []string
+
+func query(q string) int {
+	queries = append(queries, q)
+	return len(queries) - 1
+}
+
+const (
+	runColumns  = `run_id, workflow_id, workflow_type, status, started_at, closed_at, data`
+	execColumns = `run_id, execution_id, state_id, status, created_at, data`
+	msgColumns  = `id, run_id, kind, channel, value, created_at`
+	taskColumns = `id, run_id, workflow_id, execution_id, kind, due_at, attempt, first_attempt_at, lease_owner, lease_expires_at, data`
+	histColumns = `id, run_id, at, type, execution_id, data`
+	saColumns   = `key, value_type, raw, string_value, int_value, double_value, bool_value, time_value`
+	inJSON      = ` IN (SELECT value FROM json_each(?))`
+)
+
+var (
+	qWorkflowGet  = query(`SELECT current_run_id FROM workflows WHERE workflow_id = ?`)
+	qWorkflowLock = query(`INSERT INTO workflows (workflow_id) VALUES (?)
+		ON CONFLICT (workflow_id) DO UPDATE SET workflow_id = excluded.workflow_id
+		RETURNING current_run_id`)
+	qWorkflowSet = query(`INSERT INTO workflows (workflow_id, current_run_id) VALUES (?, ?)
+		ON CONFLICT (workflow_id) DO UPDATE SET current_run_id = excluded.current_run_id`)
+
+	qRunGet    = query(`SELECT ` + runColumns + ` FROM runs WHERE run_id = ?`)
+	qRunInsert = query(`INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+	qRunUpdate = query(`UPDATE runs SET status = ?, closed_at = ?, data = ? WHERE run_id = ?`)
+
+	qExecGet         = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND execution_id = ?`)
+	qExecList        = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? ORDER BY id`)
+	qExecListStatus  = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND status` + inJSON + ` ORDER BY id`)
+	qExecCount       = query(`SELECT count(*) FROM executions WHERE run_id = ?`)
+	qExecCountStatus = query(`SELECT count(*) FROM executions WHERE run_id = ? AND status` + inJSON)
+	qExecInsert      = query(`INSERT INTO executions (` + execColumns + `) VALUES (?, ?, ?, ?, ?, ?)`)
+	qExecUpdate      = query(`UPDATE executions SET status = ?, data = ? WHERE run_id = ? AND execution_id = ?`)
+
+	qMsgPeek   = query(`SELECT ` + msgColumns + ` FROM messages WHERE run_id = ? AND kind = ? AND channel = ? ORDER BY id LIMIT ?`)
+	qMsgCounts = query(`SELECT channel, count(*) FROM messages WHERE run_id = ? AND kind = ? GROUP BY channel`)
+	qMsgInsert = query(`INSERT INTO messages (run_id, kind, channel, value, created_at) VALUES (?, ?, ?, ?, ?)`)
+	qMsgDelete = query(`DELETE FROM messages WHERE id` + inJSON)
+
+	qDataGetAll  = query(`SELECT key, value FROM data_attributes WHERE run_id = ? ORDER BY key`)
+	qDataGetKeys = query(`SELECT key, value FROM data_attributes WHERE run_id = ? AND key` + inJSON + ` ORDER BY key`)
+	qDataUpsert  = query(`INSERT INTO data_attributes (run_id, key, value) VALUES (?, ?, ?)
+		ON CONFLICT (run_id, key) DO UPDATE SET value = excluded.value`)
+
+	qSearchGetAll  = query(`SELECT ` + saColumns + ` FROM search_attributes WHERE run_id = ? ORDER BY key`)
+	qSearchGetKeys = query(`SELECT ` + saColumns + ` FROM search_attributes WHERE run_id = ? AND key` + inJSON + ` ORDER BY key`)
+	qSearchStrings = query(`SELECT key, value FROM search_attribute_strings WHERE run_id = ? ORDER BY key, pos`)
+	qSearchUpsert  = query(`INSERT INTO search_attributes (run_id, ` + saColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (run_id, key) DO UPDATE SET value_type = excluded.value_type, raw = excluded.raw,
+			string_value = excluded.string_value, int_value = excluded.int_value, double_value = excluded.double_value,
+			bool_value = excluded.bool_value, time_value = excluded.time_value`)
+	qSearchStringsDelete = query(`DELETE FROM search_attribute_strings WHERE run_id = ? AND key = ?`)
+	qSearchStringsInsert = query(`INSERT INTO search_attribute_strings (run_id, key, pos, value) VALUES (?, ?, ?, ?)`)
+
+	qTaskList   = query(`SELECT ` + taskColumns + ` FROM tasks WHERE run_id = ? ORDER BY due_at, id`)
+	qTaskInsert = query(`INSERT INTO tasks (run_id, workflow_id, execution_id, kind, due_at, attempt, first_attempt_at, lease_owner, lease_expires_at, data)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	qTaskDelete     = query(`DELETE FROM tasks WHERE id = ? AND lease_owner IS ?`)
+	qTaskReschedule = query(`UPDATE tasks SET due_at = ?, attempt = ?, lease_owner = ?, lease_expires_at = ?
+		WHERE id = ? AND lease_owner IS ?`)
+	qTaskDeleteRun       = query(`DELETE FROM tasks WHERE run_id = ?`)
+	qTaskDeleteRunKinds  = query(`DELETE FROM tasks WHERE run_id = ? AND kind` + inJSON)
+	qTaskDeleteExec      = query(`DELETE FROM tasks WHERE run_id = ? AND execution_id = ?`)
+	qTaskDeleteExecKinds = query(`DELETE FROM tasks WHERE run_id = ? AND execution_id = ? AND kind` + inJSON)
+	// ?1 owner, ?2 now, ?3 lease duration, ?4 due before, ?5 limit (-1: none).
+	// Expired leases first, then unleased tasks, each oldest due first and
+	// each from its partial index. SET expressions read the row as it was, so
+	// the attempt advances exactly when the claimed task was leased.
+	qTaskClaim = query(`UPDATE tasks SET
+			attempt = attempt + (lease_owner IS NOT NULL),
+			lease_owner = ?1,
+			lease_expires_at = max(due_at, ?2) + ?3
+		WHERE id IN (
+			SELECT id FROM (
+				SELECT id, 0 AS p, due_at FROM (
+					SELECT id, due_at FROM tasks
+					WHERE lease_owner IS NOT NULL AND lease_expires_at < ?2 AND due_at <= ?4
+					ORDER BY due_at, id LIMIT ?5)
+				UNION ALL
+				SELECT id, 1 AS p, due_at FROM (
+					SELECT id, due_at FROM tasks
+					WHERE lease_owner IS NULL AND due_at <= ?4
+					ORDER BY due_at, id LIMIT ?5))
+			ORDER BY p, due_at, id LIMIT ?5)
+		RETURNING ` + taskColumns)
+	qTaskRenew   = query(`UPDATE tasks SET lease_expires_at = max(due_at, ?1) + ?2 WHERE lease_owner = ?3`)
+	qTaskRelease = query(`UPDATE tasks SET lease_owner = NULL, lease_expires_at = 0, attempt = attempt + 1
+		WHERE lease_owner IS NOT NULL AND lease_owner <> ?`)
+
+	qHistList   = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`)
+	qHistInsert = query(`INSERT INTO history (run_id, at, type, execution_id, data) VALUES (?, ?, ?, ?, ?)`)
+)
+
+// txn implements engine.Tx (and engine.ReadTx) on a database/sql transaction.
+type txn struct {
+	tx    *sql.Tx
+	st    []*sql.Stmt // the pool's prepared statements
+	bound []*sql.Stmt // st bound to tx, created on first use
+}
+
+var _ engine.Tx = (*txn)(nil)
+
+func (t *txn) stmt(ctx context.Context, q int) *sql.Stmt {
+	if t.bound == nil {
+		t.bound = make([]*sql.Stmt, len(queries))
+	}
+	if s := t.bound[q]; s != nil {
+		return s
+	}
+	s := t.tx.StmtContext(ctx, t.st[q])
+	t.bound[q] = s
+	return s
+}
+
+func (t *txn) exec(ctx context.Context, q int, args ...any) (sql.Result, error) {
+	return t.stmt(ctx, q).ExecContext(ctx, args...)
+}
+
+func (t *txn) query(ctx context.Context, q int, args ...any) (*sql.Rows, error) {
+	return t.stmt(ctx, q).QueryContext(ctx, args...)
+}
+
+func (t *txn) queryRow(ctx context.Context, q int, args ...any) *sql.Row {
+	return t.stmt(ctx, q).QueryRowContext(ctx, args...)
+}
+
+// jsonList encodes values for a json_each parameter.
+func jsonList[T any](values []T) (string, error) {
+	b, err := json.Marshal(values)
+	return string(b), err
+}
+
+func notFound(err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return engine.ErrNotFound
+	}
+	return err
+}
+
+func wrap(op string, err error) error {
+	if err == nil || errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("sqlite: %s: %w", op, err)
+}
+
+// mustAffect turns "no row changed" into engine.ErrNotFound.
+func mustAffect(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return engine.ErrNotFound
+	}
+	return nil
+}
+
+// affected reports whether a statement changed a row.
+func affected(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// ---------------------------------------------------------------------------
+// workflows
+
+// WorkflowGetCurrentRun implements engine.ReadTx.
+func (t *txn) WorkflowGetCurrentRun(ctx context.Context, workflowID string) (string, error) {
+	var runID string
+	err := notFound(t.queryRow(ctx, qWorkflowGet, workflowID).Scan(&runID))
+	if err == nil && runID == "" {
+		err = engine.ErrNotFound
+	}
+	return runID, wrap("WorkflowGetCurrentRun", err)
+}
+
+// WorkflowLock implements engine.Tx. The write transaction already excludes
+// every other writer, so creating the row is all there is to do.
+func (t *txn) WorkflowLock(ctx context.Context, workflowID string) (string, error) {
+	var runID string
+	err := t.queryRow(ctx, qWorkflowLock, workflowID).Scan(&runID)
+	return runID, wrap("WorkflowLock", err)
+}
+
+// WorkflowSetCurrentRun implements engine.Tx; it creates the workflow row
+// when absent.
+func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error {
+	_, err := t.exec(ctx, qWorkflowSet, workflowID, runID)
+	return wrap("WorkflowSetCurrentRun", err)
+}
+
+// ---------------------------------------------------------------------------
+// runs
+
+func scanRun(row interface{ Scan(...any) error }) (*engine.Run, error) {
+	var (
+		r                   engine.Run
+		status              string
+		startedAt, closedAt int64
+	)
+	if err := row.Scan(&r.RunID, &r.WorkflowID, &r.WorkflowType, &status, &startedAt, &closedAt, &r.Data); err != nil {
+		return nil, notFound(err)
+	}
+	r.Status = engine.RunStatus(status)
+	r.StartedAt, r.ClosedAt = fromMs(startedAt), fromMs(closedAt)
+	return &r, nil
+}
+
+// RunGet implements engine.ReadTx.
+func (t *txn) RunGet(ctx context.Context, runID string) (*engine.Run, error) {
+	r, err := scanRun(t.queryRow(ctx, qRunGet, runID))
+	return r, wrap("RunGet", err)
+}
+
+// RunLock implements engine.Tx. SQLite has one writer at a time, so reading
+// the run inside the write transaction is enough to own it.
+func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
+	r, err := scanRun(t.queryRow(ctx, qRunGet, runID))
+	return r, wrap("RunLock", err)
+}
+
+// RunInsert implements engine.Tx.
+func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
+	_, err := t.exec(ctx, qRunInsert, r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status),
+		toMs(r.StartedAt), toMs(r.ClosedAt), text(r.Data))
+	return wrap("RunInsert", err)
+}
+
+// RunUpdate implements engine.Tx; it returns engine.ErrNotFound when the run
+// does not exist.
+func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
+	return wrap("RunUpdate", mustAffect(t.exec(ctx, qRunUpdate, string(r.Status), toMs(r.ClosedAt), text(r.Data), r.RunID)))
+}
+
+// ---------------------------------------------------------------------------
+// executions
+
+func scanExecution(row interface{ Scan(...any) error }) (*engine.Execution, error) {
+	var (
+		e         engine.Execution
+		status    string
+		createdAt int64
+	)
+	if err := row.Scan(&e.RunID, &e.ExecutionID, &e.StateID, &status, &createdAt, &e.Data); err != nil {
+		return nil, notFound(err)
+	}
+	e.Status = engine.ExecutionStatus(status)
+	e.CreatedAt = fromMs(createdAt)
+	return &e, nil
+}
+
+// ExecutionGet implements engine.ReadTx.
+func (t *txn) ExecutionGet(ctx context.Context, runID, executionID string) (*engine.Execution, error) {
+	e, err := scanExecution(t.queryRow(ctx, qExecGet, runID, executionID))
+	return e, wrap("ExecutionGet", err)
+}
+
+// ExecutionList implements engine.ReadTx.
+func (t *txn) ExecutionList(ctx context.Context, runID string, statuses ...engine.ExecutionStatus) ([]*engine.Execution, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if len(statuses) == 0 {
+		rows, err = t.query(ctx, qExecList, runID)
+	} else {
+		var list string
+		if list, err = jsonList(statuses); err == nil {
+			rows, err = t.query(ctx, qExecListStatus, runID, list)
+		}
+	}
+	if err != nil {
+		return nil, wrap("ExecutionList", err)
+	}
+	defer rows.Close()
+	var out []*engine.Execution
+	for rows.Next() {
+		e, err := scanExecution(rows)
+		if err != nil {
+			return nil, wrap("ExecutionList", err)
+		}
+		out = append(out, e)
+	}
+	return out, wrap("ExecutionList", rows.Err())
+}
+
+// ExecutionCount implements engine.ReadTx; no statuses counts them all.
+func (t *txn) ExecutionCount(ctx context.Context, runID string, statuses ...engine.ExecutionStatus) (int, error) {
+	var n int
+	var err error
+	if len(statuses) == 0 {
+		err = t.queryRow(ctx, qExecCount, runID).Scan(&n)
+	} else {
+		var list string
+		if list, err = jsonList(statuses); err == nil {
+			err = t.queryRow(ctx, qExecCountStatus, runID, list).Scan(&n)
+		}
+	}
+	return n, wrap("ExecutionCount", err)
+}
+
+// ExecutionInsert implements engine.Tx.
+func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Execution) error {
+	for _, e := range executions {
+		if _, err := t.exec(ctx, qExecInsert, e.RunID, e.ExecutionID, e.StateID, string(e.Status), toMs(e.CreatedAt), text(e.Data)); err != nil {
+			return wrap("ExecutionInsert", err)
+		}
+	}
+	return nil
+}
+
+// ExecutionUpdate implements engine.Tx; it returns engine.ErrNotFound when
+// the execution does not exist.
+func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
+	return wrap("ExecutionUpdate", mustAffect(t.exec(ctx, qExecUpdate, string(e.Status), text(e.Data), e.RunID, e.ExecutionID)))
+}
+
+// ---------------------------------------------------------------------------
+// messages
+
+// MessagePeek implements engine.ReadTx.
+func (t *txn) MessagePeek(ctx context.Context, runID string, kind engine.ChannelKind, channel string, limit int) ([]*engine.Message, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := t.query(ctx, qMsgPeek, runID, int(kind), channel, limit)
+	if err != nil {
+		return nil, wrap("MessagePeek", err)
+	}
+	defer rows.Close()
+	var out []*engine.Message
+	for rows.Next() {
+		var (
+			m         engine.Message
+			kind      int
+			createdAt int64
+		)
+		if err := rows.Scan(&m.ID, &m.RunID, &kind, &m.Channel, &m.Value, &createdAt); err != nil {
+			return nil, wrap("MessagePeek", err)
+		}
+		m.Kind, m.CreatedAt = engine.ChannelKind(kind), fromMs(createdAt)
+		out = append(out, &m)
+	}
+	return out, wrap("MessagePeek", rows.Err())
+}
+
+// MessageCounts implements engine.ReadTx.
+func (t *txn) MessageCounts(ctx context.Context, runID string, kind engine.ChannelKind) (map[string]int, error) {
+	rows, err := t.query(ctx, qMsgCounts, runID, int(kind))
+	if err != nil {
+		return nil, wrap("MessageCounts", err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var (
+			ch string
+			n  int
+		)
+		if err := rows.Scan(&ch, &n); err != nil {
+			return nil, wrap("MessageCounts", err)
+		}
+		out[ch] = n
+	}
+	return out, wrap("MessageCounts", rows.Err())
+}
+
+// MessageAppend implements engine.Tx.
+func (t *txn) MessageAppend(ctx context.Context, messages []*engine.Message) error {
+	for _, m := range messages {
+		res, err := t.exec(ctx, qMsgInsert, m.RunID, int(m.Kind), m.Channel, text(m.Value), toMs(m.CreatedAt))
+		if err != nil {
+			return wrap("MessageAppend", err)
+		}
+		if m.ID, err = res.LastInsertId(); err != nil {
+			return wrap("MessageAppend", err)
+		}
+	}
+	return nil
+}
+
+// MessageDelete implements engine.Tx.
+func (t *txn) MessageDelete(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	list, err := jsonList(ids)
+	if err == nil {
+		_, err = t.exec(ctx, qMsgDelete, list)
+	}
+	return wrap("MessageDelete", err)
+}
+
+// ---------------------------------------------------------------------------
+// attributes
+
+// DataAttributeGet implements engine.ReadTx.
+func (t *txn) DataAttributeGet(ctx context.Context, runID string, keys []string) ([]*engine.Attribute, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	switch {
+	case keys == nil:
+		rows, err = t.query(ctx, qDataGetAll, runID)
+	case len(keys) == 0:
+		return nil, nil
+	default:
+		var list string
+		if list, err = jsonList(keys); err == nil {
+			rows, err = t.query(ctx, qDataGetKeys, runID, list)
+		}
+	}
+	if err != nil {
+		return nil, wrap("DataAttributeGet", err)
+	}
+	defer rows.Close()
+	var out []*engine.Attribute
+	for rows.Next() {
+		var a engine.Attribute
+		if err := rows.Scan(&a.Key, &a.Value); err != nil {
+			return nil, wrap("DataAttributeGet", err)
+		}
+		out = append(out, &a)
+	}
+	return out, wrap("DataAttributeGet", rows.Err())
+}
+
+// DataAttributeUpsert implements engine.Tx. A key given twice takes its last
+// value.
+func (t *txn) DataAttributeUpsert(ctx context.Context, runID string, attrs []*engine.Attribute) error {
+	for _, a := range attrs {
+		if _, err := t.exec(ctx, qDataUpsert, runID, a.Key, text(a.Value)); err != nil {
+			return wrap("DataAttributeUpsert", err)
+		}
+	}
+	return nil
+}
+
+// SearchAttributeGet implements engine.ReadTx.
+func (t *txn) SearchAttributeGet(ctx context.Context, runID string, keys []string) ([]*engine.SearchAttribute, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	switch {
+	case keys == nil:
+		rows, err = t.query(ctx, qSearchGetAll, runID)
+	case len(keys) == 0:
+		return nil, nil
+	default:
+		var list string
+		if list, err = jsonList(keys); err == nil {
+			rows, err = t.query(ctx, qSearchGetKeys, runID, list)
+		}
+	}
+	if err != nil {
+		return nil, wrap("SearchAttributeGet", err)
+	}
+	out, arrays, err := scanSearchAttributes(rows)
+	if err != nil || len(arrays) == 0 {
+		return out, wrap("SearchAttributeGet", err)
+	}
+	rows, err = t.query(ctx, qSearchStrings, runID)
+	if err != nil {
+		return nil, wrap("SearchAttributeGet", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var key, value string
+		if err := rows.Scan(&key, &value); err != nil {
+			return nil, wrap("SearchAttributeGet", err)
+		}
+		if a := arrays[key]; a != nil {
+			a.Strings = append(a.Strings, value)
+		}
+	}
+	return out, wrap("SearchAttributeGet", rows.Err())
+}
+
+// scanSearchAttributes reads search attribute rows and returns the
+// KEYWORD_ARRAY ones by key, their Strings still to be filled.
+func scanSearchAttributes(rows *sql.Rows) ([]*engine.SearchAttribute, map[string]*engine.SearchAttribute, error) {
+	defer rows.Close()
+	var (
+		out    []*engine.SearchAttribute
+		arrays map[string]*engine.SearchAttribute
+	)
+	for rows.Next() {
+		var (
+			a  engine.SearchAttribute
+			s  sql.NullString
+			i  sql.NullInt64
+			d  sql.NullFloat64
+			b  sql.NullBool
+			tm sql.NullInt64
+		)
+		if err := rows.Scan(&a.Key, &a.ValueType, &a.Raw, &s, &i, &d, &b, &tm); err != nil {
+			return nil, nil, err
+		}
+		if s.Valid {
+			a.String = &s.String
+		}
+		if i.Valid {
+			a.Int = &i.Int64
+		}
+		if d.Valid {
+			a.Double = &d.Float64
+		}
+		if b.Valid {
+			a.Bool = &b.Bool
+		}
+		if tm.Valid {
+			v := fromMs(tm.Int64)
+			a.Time = &v
+		}
+		if a.ValueType == "KEYWORD_ARRAY" {
+			a.Strings = []string{}
+			if arrays == nil {
+				arrays = map[string]*engine.SearchAttribute{}
+			}
+			arrays[a.Key] = &a
+		}
+		out = append(out, &a)
+	}
+	return out, arrays, rows.Err()
+}
+
+// SearchAttributeUpsert implements engine.Tx. A key given twice takes its
+// last value.
+func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*engine.SearchAttribute) error {
+	for _, a := range attrs {
+		var tm any
+		if a.Time != nil {
+			tm = toMs(*a.Time)
+		}
+		if _, err := t.exec(ctx, qSearchUpsert, runID, a.Key, a.ValueType, text(a.Raw),
+			ptrValue(a.String), ptrValue(a.Int), ptrValue(a.Double), ptrValue(a.Bool), tm); err != nil {
+			return wrap("SearchAttributeUpsert", err)
+		}
+		if _, err := t.exec(ctx, qSearchStringsDelete, runID, a.Key); err != nil {
+			return wrap("SearchAttributeUpsert", err)
+		}
+		for i, v := range a.Strings {
+			if _, err := t.exec(ctx, qSearchStringsInsert, runID, a.Key, i, v); err != nil {
+				return wrap("SearchAttributeUpsert", err)
+			}
+		}
+	}
+	return nil
+}
+
+// ptrValue binds a nil pointer as NULL.
+func ptrValue[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// ---------------------------------------------------------------------------
+// tasks
+
+func scanTasks(rows *sql.Rows) ([]*engine.Task, error) {
+	defer rows.Close()
+	var out []*engine.Task
+	for rows.Next() {
+		var (
+			tk                      engine.Task
+			kind                    string
+			due, first, leaseExpiry int64
+			owner                   sql.NullString
+		)
+		if err := rows.Scan(&tk.ID, &tk.RunID, &tk.WorkflowID, &tk.ExecutionID, &kind, &due, &tk.Attempt,
+			&first, &owner, &leaseExpiry, &tk.Data); err != nil {
+			return nil, err
+		}
+		tk.Kind = engine.TaskKind(kind)
+		tk.DueAt, tk.FirstAttemptAt, tk.LeaseExpiresAt = fromMs(due), fromMs(first), fromMs(leaseExpiry)
+		tk.LeaseOwner = owner.String
+		out = append(out, &tk)
+	}
+	return out, rows.Err()
+}
+
+// TaskList implements engine.ReadTx.
+func (t *txn) TaskList(ctx context.Context, runID string) ([]*engine.Task, error) {
+	rows, err := t.query(ctx, qTaskList, runID)
+	if err != nil {
+		return nil, wrap("TaskList", err)
+	}
+	tasks, err := scanTasks(rows)
+	return tasks, wrap("TaskList", err)
+}
+
+// TaskInsert implements engine.Tx. A task may be inserted leased.
+func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
+	for _, tk := range tasks {
+		res, err := t.exec(ctx, qTaskInsert, tk.RunID, tk.WorkflowID, tk.ExecutionID, string(tk.Kind), toMs(tk.DueAt),
+			tk.Attempt, toMs(tk.FirstAttemptAt), nullString(tk.LeaseOwner), toMs(tk.LeaseExpiresAt), text(tk.Data))
+		if err != nil {
+			return wrap("TaskInsert", err)
+		}
+		if tk.ID, err = res.LastInsertId(); err != nil {
+			return wrap("TaskInsert", err)
+		}
+	}
+	return nil
+}
+
+// TaskDelete implements engine.Tx.
+func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, error) {
+	ok, err := affected(t.exec(ctx, qTaskDelete, id, nullString(owner)))
+	return ok, wrap("TaskDelete", err)
+}
+
+// TaskReschedule implements engine.Tx.
+func (t *txn) TaskReschedule(ctx context.Context, tk *engine.Task, owner string) (bool, error) {
+	ok, err := affected(t.exec(ctx, qTaskReschedule, toMs(tk.DueAt), tk.Attempt, nullString(tk.LeaseOwner),
+		toMs(tk.LeaseExpiresAt), tk.ID, nullString(owner)))
+	return ok, wrap("TaskReschedule", err)
+}
+
+// TaskDeleteByRun implements engine.Tx.
+func (t *txn) TaskDeleteByRun(ctx context.Context, runID string, kinds ...engine.TaskKind) error {
+	var err error
+	if len(kinds) == 0 {
+		_, err = t.exec(ctx, qTaskDeleteRun, runID)
+	} else {
+		var list string
+		if list, err = jsonList(kinds); err == nil {
+			_, err = t.exec(ctx, qTaskDeleteRunKinds, runID, list)
+		}
+	}
+	return wrap("TaskDeleteByRun", err)
+}
+
+// TaskDeleteByExecution implements engine.Tx.
+func (t *txn) TaskDeleteByExecution(ctx context.Context, runID, executionID string, kinds ...engine.TaskKind) error {
+	var err error
+	if len(kinds) == 0 {
+		_, err = t.exec(ctx, qTaskDeleteExec, runID, executionID)
+	} else {
+		var list string
+		if list, err = jsonList(kinds); err == nil {
+			_, err = t.exec(ctx, qTaskDeleteExecKinds, runID, executionID, list)
+		}
+	}
+	return wrap("TaskDeleteByExecution", err)
+}
+
+// ---------------------------------------------------------------------------
+// history
+
+// HistoryList implements engine.ReadTx.
+func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limit int) ([]*engine.HistoryEvent, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := t.query(ctx, qHistList, runID, afterID, limit)
+	if err != nil {
+		return nil, wrap("HistoryList", err)
+	}
+	defer rows.Close()
+	var out []*engine.HistoryEvent
+	for rows.Next() {
+		var (
+			e  engine.HistoryEvent
+			at int64
+		)
+		if err := rows.Scan(&e.ID, &e.RunID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
+			return nil, wrap("HistoryList", err)
+		}
+		e.At = fromMs(at)
+		out = append(out, &e)
+	}
+	return out, wrap("HistoryList", rows.Err())
+}
+
+// HistoryAppend implements engine.Tx.
+func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) error {
+	for _, e := range events {
+		res, err := t.exec(ctx, qHistInsert, e.RunID, toMs(e.At), e.Type, e.ExecutionID, text(e.Data))
+		if err != nil {
+			return wrap("HistoryAppend", err)
+		}
+		if e.ID, err = res.LastInsertId(); err != nil {
+			return wrap("HistoryAppend", err)
+		}
+	}
+	return nil
+}
