@@ -350,7 +350,3 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 	return iwfapi.WorkflowDumpResponse{JsonData: string(data[start:end]), TotalPages: int32(total), Checksum: hex.EncodeToString(sum[:])}, nil
 }
 
-// SearchWorkflows is not implemented yet (POST /api/v1/workflow/search).
-func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchRequest) (iwfapi.WorkflowSearchResponse, error) {
-	return iwfapi.WorkflowSearchResponse{}, Errorf(CodeUnimplemented, "search is not supported yet")
-}
