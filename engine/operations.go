@@ -349,4 +349,3 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 	sum := md5.Sum(data)
 	return iwfapi.WorkflowDumpResponse{JsonData: string(data[start:end]), TotalPages: int32(total), Checksum: hex.EncodeToString(sum[:])}, nil
 }
-
