@@ -1,0 +1,552 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// Config is the server's configuration: the defaults, overridden by the
+// config file, overridden by the environment, overridden by the command line.
+type Config struct {
+	// Addr is the host:port the REST API listens on.
+	Addr string
+	// DB selects the store: sqlite://<path> or postgres://... (postgresql://).
+	DB string
+	// LogFormat is "json" or "console"; empty chooses console when stderr is a
+	// terminal and json otherwise.
+	LogFormat string
+	// LogLevel is a zerolog level: trace, debug, info, warn, error.
+	LogLevel string
+	// MaxWait caps long polls and RPC worker calls (engine.Config.MaxWait).
+	MaxWait time.Duration
+	// WorkerHeaders are sent with every call to a worker.
+	WorkerHeaders http.Header
+	// SearchAttributes declares search attribute names and their types.
+	SearchAttributes map[string]string
+	// MaxBodyBytes limits the size of request bodies.
+	MaxBodyBytes int64
+	// LeaseDuration is how long a claimed task stays leased without renewal.
+	LeaseDuration time.Duration
+	// PollInterval is how often the engine looks for due work it did not create.
+	PollInterval time.Duration
+	// Concurrency bounds the tasks processed at once.
+	Concurrency int
+}
+
+// DefaultConfig returns the configuration used when nothing else is set.
+func DefaultConfig() Config {
+	return Config{
+		Addr:          "127.0.0.1:8801",
+		DB:            "sqlite://iwf.db",
+		LogLevel:      "info",
+		MaxWait:       60 * time.Second,
+		MaxBodyBytes:  4 << 20,
+		LeaseDuration: 30 * time.Second,
+		PollInterval:  time.Second,
+		Concurrency:   256,
+	}
+}
+
+// searchAttributeTypesText lists iWF's SearchAttributeValueType values for
+// error messages.
+const searchAttributeTypesText = "KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL, KEYWORD_ARRAY"
+
+// Validate reports the first setting that cannot work. It is the one place
+// where the configuration is checked.
+func (c Config) Validate() error {
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("addr %q: want host:port: %v", c.Addr, err)
+	}
+	if _, err := parseDB(c.DB); err != nil {
+		return err
+	}
+	switch c.LogFormat {
+	case "", "json", "console":
+	default:
+		return fmt.Errorf("log-format %q: want json or console", c.LogFormat)
+	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	for name, d := range map[string]time.Duration{
+		"max-wait": c.MaxWait, "lease-duration": c.LeaseDuration, "poll-interval": c.PollInterval,
+	} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be positive, got %s", name, d)
+		}
+	}
+	if c.LeaseDuration < 100*time.Millisecond {
+		return fmt.Errorf("lease-duration must be at least 100ms, got %s", c.LeaseDuration)
+	}
+	if c.MaxBodyBytes <= 0 {
+		return fmt.Errorf("max-body-bytes must be positive, got %d", c.MaxBodyBytes)
+	}
+	if c.Concurrency <= 0 {
+		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
+	}
+	for name := range c.WorkerHeaders {
+		if !validHeaderName(name) {
+			return fmt.Errorf("worker-header: invalid header name %q", name)
+		}
+	}
+	for name, typ := range c.SearchAttributes {
+		if name == "" {
+			return errors.New("search-attribute: empty name")
+		}
+		if !validSearchAttributeType(typ) {
+			return fmt.Errorf("search-attribute %s: unknown type %q, want one of %s",
+				name, typ, searchAttributeTypesText)
+		}
+	}
+	return nil
+}
+
+func validSearchAttributeType(t string) bool {
+	return iwfapi.SearchAttributeValueType(t).Valid()
+}
+
+func validHeaderName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		// RFC 9110 token characters.
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return false
+		}
+	}
+	return true
+}
+
+func parseLevel(s string) (zerolog.Level, error) {
+	l, err := zerolog.ParseLevel(strings.ToLower(strings.TrimSpace(s)))
+	if err != nil || s == "" {
+		return 0, fmt.Errorf("log-level %q: want trace, debug, info, warn or error", s)
+	}
+	return l, nil
+}
+
+// dbKind says which store a DB setting selects.
+type dbKind int
+
+const (
+	dbSQLite dbKind = iota + 1
+	dbPostgres
+)
+
+// dbTarget is a parsed DB setting.
+type dbTarget struct {
+	kind dbKind
+	// path is the SQLite file (absolute unless ":memory:"); url is the
+	// PostgreSQL connection URL.
+	path, url string
+}
+
+// String describes where the data lives, without credentials.
+func (t dbTarget) String() string {
+	if t.kind == dbSQLite {
+		return "SQLite " + t.path
+	}
+	u, err := url.Parse(t.url)
+	if err != nil {
+		return "PostgreSQL"
+	}
+	s := "PostgreSQL " + u.Host + u.Path
+	if u.User != nil && u.User.Username() != "" {
+		s += " as " + u.User.Username()
+	}
+	return s
+}
+
+// parseDB parses sqlite://<path> (sqlite:///abs/path.db, sqlite://rel.db,
+// sqlite://:memory:) and postgres:// or postgresql:// URLs.
+func parseDB(s string) (dbTarget, error) {
+	switch {
+	case strings.HasPrefix(s, "sqlite://"):
+		p := strings.TrimPrefix(s, "sqlite://")
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p = p[:i]
+		}
+		if p == "" {
+			return dbTarget{}, fmt.Errorf("db %q: missing file path, e.g. sqlite://iwf.db or sqlite:///var/lib/iwf/iwf.db", s)
+		}
+		if p == ":memory:" {
+			return dbTarget{kind: dbSQLite, path: p}, nil
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return dbTarget{}, fmt.Errorf("db %q: %v", s, err)
+		}
+		return dbTarget{kind: dbSQLite, path: abs}, nil
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		u, err := url.Parse(s)
+		if err != nil {
+			// The error text may contain the password: do not repeat s.
+			return dbTarget{}, errors.New("db: cannot parse the PostgreSQL URL")
+		}
+		if u.Host == "" && u.Query().Get("host") == "" {
+			return dbTarget{}, errors.New("db: the PostgreSQL URL has no host")
+		}
+		return dbTarget{kind: dbPostgres, url: s}, nil
+	}
+	return dbTarget{}, fmt.Errorf("db %q: want sqlite://<path>, postgres://... or postgresql://...", redactDB(s))
+}
+
+// redactDB hides a password in a URL-like string.
+func redactDB(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// setting is one configuration knob, reachable as a flag (--key), an
+// environment variable (env) and a config-file key (key).
+type setting struct {
+	key   string
+	env   string
+	usage string
+	// multi settings are repeatable flags, lists in the environment and
+	// mappings or lists in the file.
+	multi bool
+	// splitEnv splits a multi setting's environment value into entries.
+	splitEnv func(string) []string
+	// joinKV turns a file mapping entry into the entry syntax of the flag.
+	joinKV func(k, v string) string
+	// apply sets the value from entries (one entry unless multi).
+	apply func(c *Config, entries []string) error
+	// def shows the default in the usage text.
+	def func(c Config) string
+}
+
+func durationSetting(key, env, usage string, field func(*Config) *time.Duration) setting {
+	return setting{
+		key: key, env: env, usage: usage + " (a `duration` such as 500ms, 30s, 2m)",
+		apply: func(c *Config, e []string) error {
+			d, err := time.ParseDuration(strings.TrimSpace(e[0]))
+			if err != nil {
+				return fmt.Errorf("invalid duration %q (e.g. 30s, 1m)", e[0])
+			}
+			*field(c) = d
+			return nil
+		},
+		def: func(c Config) string { return field(&c).String() },
+	}
+}
+
+func stringSetting(key, env, usage string, field func(*Config) *string) setting {
+	return setting{
+		key: key, env: env, usage: usage,
+		apply: func(c *Config, e []string) error { *field(c) = strings.TrimSpace(e[0]); return nil },
+		def:   func(c Config) string { return *field(&c) },
+	}
+}
+
+func splitList(s string, seps string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(s, func(r rune) bool { return strings.ContainsRune(seps, r) }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// settings lists every knob once; the flags, the environment variables, the
+// config file and the usage text are derived from it.
+var settings = []setting{
+	stringSetting("addr", "IWF_ADDR", "`host:port` to listen on (port 0 picks a free port)",
+		func(c *Config) *string { return &c.Addr }),
+	stringSetting("db", "IWF_DB", "store `URL`: sqlite://<path> or postgres://user:pass@host:5432/db",
+		func(c *Config) *string { return &c.DB }),
+	{
+		key: "log-format", env: "IWF_LOG_FORMAT",
+		usage: "log `format`: json or console (default: console when stderr is a terminal, else json)",
+		apply: func(c *Config, e []string) error { c.LogFormat = strings.ToLower(strings.TrimSpace(e[0])); return nil },
+		def:   func(c Config) string { return c.LogFormat },
+	},
+	stringSetting("log-level", "IWF_LOG_LEVEL", "log `level`: trace, debug, info, warn, error",
+		func(c *Config) *string { return &c.LogLevel }),
+	durationSetting("max-wait", "IWF_MAX_WAIT", "cap on long polls (getWithWait, waitForStateCompletion) and RPC worker calls",
+		func(c *Config) *time.Duration { return &c.MaxWait }),
+	{
+		key: "worker-header", env: "IWF_WORKER_HEADERS", multi: true,
+		usage:    "`Name: value` header sent with every worker call (repeatable)",
+		splitEnv: func(s string) []string { return splitList(s, ";\n") },
+		joinKV:   func(k, v string) string { return k + ": " + v },
+		apply: func(c *Config, entries []string) error {
+			h := http.Header{}
+			for _, e := range entries {
+				name, value, ok := strings.Cut(e, ":")
+				name = strings.TrimSpace(name)
+				if !ok || name == "" {
+					return fmt.Errorf("invalid header %q, want \"Name: value\"", e)
+				}
+				if !validHeaderName(name) {
+					return fmt.Errorf("invalid header name %q", name)
+				}
+				h.Add(textproto.CanonicalMIMEHeaderKey(name), strings.TrimSpace(value))
+			}
+			c.WorkerHeaders = h
+			return nil
+		},
+		def: func(Config) string { return "" },
+	},
+	{
+		key: "search-attribute", env: "IWF_SEARCH_ATTRIBUTES", multi: true,
+		usage:    "declare a search attribute as `Name=TYPE` (KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL, KEYWORD_ARRAY; repeatable)",
+		splitEnv: func(s string) []string { return splitList(s, ",; \t\n") },
+		joinKV:   func(k, v string) string { return k + "=" + v },
+		apply: func(c *Config, entries []string) error {
+			m := map[string]string{}
+			for _, e := range entries {
+				name, typ, ok := strings.Cut(e, "=")
+				name, typ = strings.TrimSpace(name), strings.ToUpper(strings.TrimSpace(typ))
+				if !ok || name == "" || typ == "" {
+					return fmt.Errorf("invalid search attribute %q, want Name=TYPE", e)
+				}
+				if !validSearchAttributeType(typ) {
+					return fmt.Errorf("search attribute %s: unknown type %q, want one of %s",
+						name, typ, searchAttributeTypesText)
+				}
+				m[name] = typ
+			}
+			c.SearchAttributes = m
+			return nil
+		},
+		def: func(Config) string { return "" },
+	},
+	{
+		key: "max-body-bytes", env: "IWF_MAX_BODY_BYTES", usage: "largest request body accepted, in `bytes`",
+		apply: func(c *Config, e []string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(e[0]), 10, 64)
+			if err != nil {
+				return fmt.Errorf("invalid byte count %q", e[0])
+			}
+			c.MaxBodyBytes = n
+			return nil
+		},
+		def: func(c Config) string { return strconv.FormatInt(c.MaxBodyBytes, 10) },
+	},
+	durationSetting("lease-duration", "IWF_LEASE_DURATION", "how long a claimed task stays leased; a crashed node's work is taken over after it",
+		func(c *Config) *time.Duration { return &c.LeaseDuration }),
+	durationSetting("poll-interval", "IWF_POLL_INTERVAL", "how often to look for due work created elsewhere (other nodes, far timers, expired leases)",
+		func(c *Config) *time.Duration { return &c.PollInterval }),
+	{
+		key: "concurrency", env: "IWF_CONCURRENCY", usage: "`number` of tasks (worker calls, timers) processed at once",
+		apply: func(c *Config, e []string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(e[0]))
+			if err != nil {
+				return fmt.Errorf("invalid number %q", e[0])
+			}
+			c.Concurrency = n
+			return nil
+		},
+		def: func(c Config) string { return strconv.Itoa(c.Concurrency) },
+	},
+}
+
+// fileKeys are the config-file keys; they are the flag names, except that
+// the repeatable settings take plural keys.
+func fileKey(s setting) string {
+	if s.multi {
+		return s.key + "s"
+	}
+	return s.key
+}
+
+// flagValue collects a setting's command-line values.
+type flagValue struct {
+	s       *setting
+	entries []string
+}
+
+func (v *flagValue) String() string { return strings.Join(v.entries, ", ") }
+
+func (v *flagValue) Set(s string) error {
+	if v.s.multi {
+		v.entries = append(v.entries, s)
+	} else {
+		v.entries = []string{s}
+	}
+	// Check the syntax now so that the flag package names the flag.
+	var c Config
+	return v.s.apply(&c, v.entries)
+}
+
+// parseConfig merges defaults, the config file, the environment and args.
+// It returns the command ("serve" or "migrate"), the config file path used
+// (may be empty) and the validated configuration.
+func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut io.Writer) (cmd, file string, cfg Config, err error) {
+	cmd = CommandServe
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		switch args[0] {
+		case CommandServe, CommandMigrate:
+			cmd, args = args[0], args[1:]
+		default:
+			return "", "", cfg, fmt.Errorf("unknown command %q (want serve or migrate)", args[0])
+		}
+	}
+
+	defaults := DefaultConfig()
+	fs := flag.NewFlagSet("iwf-server", flag.ContinueOnError)
+	// Errors are returned, not printed; only -h prints the usage.
+	fs.SetOutput(io.Discard)
+	configFlag := fs.String("config", "", "optional YAML config `file` with the same settings (env IWF_CONFIG)")
+	values := make([]*flagValue, len(settings))
+	for i := range settings {
+		s := &settings[i]
+		values[i] = &flagValue{s: s}
+		usage := s.usage + " (env " + s.env + ")"
+		if d := s.def(defaults); d != "" {
+			usage += " (default " + d + ")"
+		}
+		fs.Var(values[i], s.key, usage)
+	}
+	printUsage := func() {
+		fs.SetOutput(usageOut)
+		fmt.Fprintf(usageOut, "Usage: iwf-server [serve|migrate] [flags]\n\n"+
+			"serve (the default) runs the server; migrate applies the database migrations and exits.\n"+
+			"Precedence: flag > environment > config file > default.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		printUsage()
+		return "", "", cfg, err
+	} else if err != nil {
+		return "", "", cfg, fmt.Errorf("%v (see iwf-server -help)", err)
+	}
+	if fs.NArg() > 0 {
+		return "", "", cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+
+	file = *configFlag
+	if file == "" {
+		file, _ = lookupEnv("IWF_CONFIG")
+	}
+	var fileEntries map[string][]string
+	if file != "" {
+		if fileEntries, err = readConfigFile(file); err != nil {
+			return "", "", cfg, err
+		}
+	}
+
+	cfg = defaults
+	for i, s := range settings {
+		var (
+			entries []string
+			source  string
+		)
+		if v := values[i]; len(v.entries) > 0 {
+			entries, source = v.entries, "--"+s.key
+		} else if ev, ok := lookupEnv(s.env); ok && strings.TrimSpace(ev) != "" {
+			if s.multi {
+				entries = s.splitEnv(ev)
+			} else {
+				entries = []string{ev}
+			}
+			source = s.env
+		} else if fe, ok := fileEntries[fileKey(s)]; ok {
+			entries, source = fe, "config file "+file+": "+fileKey(s)
+		} else {
+			continue
+		}
+		if err := s.apply(&cfg, entries); err != nil {
+			return "", "", cfg, fmt.Errorf("%s: %v", source, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return "", "", cfg, err
+	}
+	return cmd, file, cfg, nil
+}
+
+// readConfigFile reads a YAML config file into entries per key, in the
+// syntax of the corresponding flag.
+func readConfigFile(path string) (map[string][]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config file: %v", err)
+	}
+	var doc yaml.Node
+	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return map[string][]string{}, nil // empty file
+		}
+		return nil, fmt.Errorf("config file %s: %v", path, err)
+	}
+	root := &doc
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		root = root.Content[0]
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("config file %s: want a mapping of settings at the top level", path)
+	}
+	byKey := map[string]*setting{}
+	for i := range settings {
+		byKey[fileKey(settings[i])] = &settings[i]
+	}
+	out := map[string][]string{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, v := root.Content[i], root.Content[i+1]
+		s, ok := byKey[k.Value]
+		if !ok {
+			return nil, fmt.Errorf("config file %s:%d: unknown key %q (known: %s)", path, k.Line, k.Value, knownKeys())
+		}
+		where := fmt.Sprintf("config file %s:%d: %s", path, v.Line, k.Value)
+		switch {
+		case v.Kind == yaml.ScalarNode && !s.multi:
+			out[k.Value] = []string{v.Value}
+		case v.Kind == yaml.MappingNode && s.multi:
+			var entries []string
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				if v.Content[j+1].Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("%s: the value of %q must be a scalar", where, v.Content[j].Value)
+				}
+				entries = append(entries, s.joinKV(v.Content[j].Value, v.Content[j+1].Value))
+			}
+			out[k.Value] = entries
+		case v.Kind == yaml.SequenceNode && s.multi:
+			var entries []string
+			for _, e := range v.Content {
+				if e.Kind != yaml.ScalarNode {
+					return nil, fmt.Errorf("%s: list entries must be scalars", where)
+				}
+				entries = append(entries, e.Value)
+			}
+			out[k.Value] = entries
+		case s.multi:
+			return nil, fmt.Errorf("%s: want a mapping or a list", where)
+		default:
+			return nil, fmt.Errorf("%s: want a single value", where)
+		}
+	}
+	return out, nil
+}
+
+func knownKeys() string {
+	keys := make([]string, 0, len(settings))
+	for _, s := range settings {
+		keys = append(keys, fileKey(s))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}

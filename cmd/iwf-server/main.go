@@ -1,0 +1,45 @@
+// Command iwf-server runs the iWF-compatible workflow server: the REST API
+// of package httpapi over the engine, on an embedded SQLite store or on
+// PostgreSQL. `iwf-server migrate` applies the database migrations and exits.
+//
+// This package owns configuration, wiring, signals and the migrate
+// subcommand; it may import every other package of the module.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	m := NewMain()
+	if err := m.ParseFlags(ctx, os.Args[1:]); errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, "iwf-server:", err)
+		os.Exit(2)
+	}
+	// Run gets a context that signals do not cancel: Close shuts down in order.
+	if err := m.Run(context.WithoutCancel(ctx)); err != nil {
+		fmt.Fprintln(os.Stderr, "iwf-server:", err)
+		_ = m.Close()
+		os.Exit(1)
+	}
+	err := m.Wait(ctx)
+	stop() // a second signal now kills the process at once
+	if cerr := m.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "iwf-server:", err)
+		os.Exit(1)
+	}
+}

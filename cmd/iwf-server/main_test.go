@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+)
+
+// env is a fake environment for LookupEnv.
+type env map[string]string
+
+func (e env) lookup(k string) (string, bool) { v, ok := e[k]; return v, ok }
+
+func writeFile(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "iwf.yaml")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func parse(t *testing.T, args []string, e env) (*Main, error) {
+	t.Helper()
+	m := NewMain()
+	m.LookupEnv = e.lookup
+	m.Stderr = io.Discard
+	return m, m.ParseFlags(context.Background(), args)
+}
+
+func TestConfigDefaults(t *testing.T) {
+	m, err := parse(t, nil, env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Command != CommandServe || m.ConfigFile != "" {
+		t.Errorf("command %q file %q", m.Command, m.ConfigFile)
+	}
+	want := DefaultConfig()
+	if !reflect.DeepEqual(m.Config, want) {
+		t.Errorf("config = %+v, want %+v", m.Config, want)
+	}
+	if want.Addr != "127.0.0.1:8801" || want.DB != "sqlite://iwf.db" || want.MaxWait != time.Minute ||
+		want.MaxBodyBytes != 4<<20 || want.LogLevel != "info" {
+		t.Errorf("defaults changed: %+v", want)
+	}
+}
+
+func TestConfigPrecedence(t *testing.T) {
+	file := writeFile(t, `
+addr: 127.0.0.1:9000        # only in the file
+db: sqlite:///tmp/file.db   # file, overridden by env
+max-wait: 10s               # file, overridden by env, overridden by flag
+log-level: debug            # file, overridden by flag
+concurrency: 8              # only in the file
+worker-headers:
+  X-From: file
+search-attributes:
+  - CustomerId=KEYWORD
+  - Amount=double
+`)
+	e := env{
+		"IWF_CONFIG":         file,
+		"IWF_DB":             "postgres://u:p@db.example:5432/iwf",
+		"IWF_MAX_WAIT":       "20s",
+		"IWF_WORKER_HEADERS": "X-From: env; Authorization: Bearer t0k",
+	}
+	m, err := parse(t, []string{"--max-wait", "30s", "--log-level=warn", "--poll-interval", "250ms"}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := m.Config
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"addr (file)", c.Addr, "127.0.0.1:9000"},
+		{"db (env over file)", c.DB, "postgres://u:p@db.example:5432/iwf"},
+		{"max-wait (flag over env over file)", c.MaxWait, 30 * time.Second},
+		{"log-level (flag over file)", c.LogLevel, "warn"},
+		{"concurrency (file)", c.Concurrency, 8},
+		{"poll-interval (flag)", c.PollInterval, 250 * time.Millisecond},
+		{"lease-duration (default)", c.LeaseDuration, 30 * time.Second},
+		{"worker headers (env over file, whole)", c.WorkerHeaders, http.Header{"X-From": {"env"}, "Authorization": {"Bearer t0k"}}},
+		{"search attributes (file list)", c.SearchAttributes, map[string]string{"CustomerId": "KEYWORD", "Amount": "DOUBLE"}},
+		{"config file", m.ConfigFile, file},
+	}
+	for _, ch := range checks {
+		if !reflect.DeepEqual(ch.got, ch.want) {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+
+	// Repeatable flags replace the environment's list.
+	m, err = parse(t, []string{"--worker-header", "X-A: 1", "--worker-header", "X-A: 2", "--search-attribute", "N=INT"}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (http.Header{"X-A": {"1", "2"}}); !reflect.DeepEqual(m.Config.WorkerHeaders, want) {
+		t.Errorf("worker headers = %v, want %v", m.Config.WorkerHeaders, want)
+	}
+	if want := map[string]string{"N": "INT"}; !reflect.DeepEqual(m.Config.SearchAttributes, want) {
+		t.Errorf("search attributes = %v, want %v", m.Config.SearchAttributes, want)
+	}
+
+	// --config wins over IWF_CONFIG; a file mapping of headers works.
+	other := writeFile(t, "worker-headers:\n  X-Other: yes\nsearch-attributes:\n  Tags: KEYWORD_ARRAY\n")
+	m, err = parse(t, []string{"--config", other}, env{"IWF_CONFIG": file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ConfigFile != other || m.Config.Addr != DefaultConfig().Addr || m.Config.WorkerHeaders.Get("X-Other") != "yes" ||
+		m.Config.SearchAttributes["Tags"] != "KEYWORD_ARRAY" {
+		t.Errorf("--config %s: file %q config %+v", other, m.ConfigFile, m.Config)
+	}
+}
+
+func TestConfigMigrateCommand(t *testing.T) {
+	m, err := parse(t, []string{"migrate", "--db", "sqlite:///var/lib/iwf/x.db"}, env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Command != CommandMigrate || m.Config.DB != "sqlite:///var/lib/iwf/x.db" {
+		t.Errorf("command %q db %q", m.Command, m.Config.DB)
+	}
+	if _, err := parse(t, []string{"-h"}, env{}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	tests := []struct {
+		name string
+		args []string
+		env  env
+		file string // config file content, passed with --config
+		want string // substring of the error
+	}{
+		{"bad flag duration", []string{"--max-wait", "soon"}, nil, "", "max-wait"},
+		{"bad env duration", nil, env{"IWF_MAX_WAIT": "soon"}, "", `IWF_MAX_WAIT: invalid duration "soon"`},
+		{"bad file duration", nil, nil, "max-wait: soon\n", `max-wait: invalid duration "soon"`},
+		{"negative duration", []string{"--lease-duration", "-1s"}, nil, "", "lease-duration must be positive"},
+		{"lease too short", []string{"--lease-duration", "10ms"}, nil, "", "at least 100ms"},
+		{"zero concurrency", nil, env{"IWF_CONCURRENCY": "0"}, "", "concurrency must be positive"},
+		{"bad concurrency", []string{"--concurrency", "many"}, nil, "", "concurrency"},
+		{"zero body limit", []string{"--max-body-bytes", "0"}, nil, "", "max-body-bytes must be positive"},
+		{"bad db scheme", []string{"--db", "mysql://x"}, nil, "", "want sqlite://<path>"},
+		{"empty sqlite path", []string{"--db", "sqlite://"}, nil, "", "missing file path"},
+		{"password not echoed", []string{"--db", "mongodb://u:hunter2@h/db"}, nil, "", "mongodb://u:xxxxx@h/db"},
+		{"bad addr", []string{"--addr", "8801"}, nil, "", "want host:port"},
+		{"bad log format", []string{"--log-format", "xml"}, nil, "", "want json or console"},
+		{"bad log level", nil, env{"IWF_LOG_LEVEL": "loud"}, "", "log-level"},
+		{"bad header", []string{"--worker-header", "NoColon"}, nil, "", `want "Name: value"`},
+		{"bad header name", []string{"--worker-header", "Bad Name: v"}, nil, "", "invalid header name"},
+		{"bad search attribute type", []string{"--search-attribute", "A=STRING"}, nil, "", `unknown type "STRING"`},
+		{"bad search attribute syntax", nil, env{"IWF_SEARCH_ATTRIBUTES": "A"}, "", "want Name=TYPE"},
+		{"unknown file key", nil, nil, "adr: x\n", `unknown key "adr"`},
+		{"file scalar for list", nil, nil, "worker-headers: X\n", "want a mapping or a list"},
+		{"file list for scalar", nil, nil, "addr: [a, b]\n", "want a single value"},
+		{"file not a mapping", nil, nil, "- a\n", "want a mapping"},
+		{"file syntax", nil, nil, "addr: [\n", "config file"},
+		{"missing file", []string{"--config", missing}, nil, "", "nope.yaml"},
+		{"unknown command", []string{"serv"}, nil, "", `unknown command "serv"`},
+		{"stray argument", []string{"--addr", ":1", "extra"}, nil, "", `unexpected argument "extra"`},
+		{"unknown flag", []string{"--nope"}, nil, "", "nope"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.file != "" {
+				args = append([]string{"--config", writeFile(t, tt.file)}, args...)
+			}
+			e := tt.env
+			if e == nil {
+				e = env{}
+			}
+			_, err := parse(t, args, e)
+			if err == nil {
+				t.Fatalf("no error, want one containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseDB(t *testing.T) {
+	wd, _ := os.Getwd()
+	tests := []struct {
+		in       string
+		kind     dbKind
+		path     string
+		describe string
+	}{
+		{"sqlite://iwf.db", dbSQLite, filepath.Join(wd, "iwf.db"), "SQLite " + filepath.Join(wd, "iwf.db")},
+		{"sqlite://data/x.db", dbSQLite, filepath.Join(wd, "data/x.db"), ""},
+		{"sqlite:///var/lib/iwf/iwf.db", dbSQLite, "/var/lib/iwf/iwf.db", "SQLite /var/lib/iwf/iwf.db"},
+		{"sqlite://:memory:", dbSQLite, ":memory:", ""},
+		{"postgres://iwf:hunter2@db.internal:5432/iwf?sslmode=disable", dbPostgres, "", "PostgreSQL db.internal:5432/iwf as iwf"},
+		{"postgresql://db.internal/iwf", dbPostgres, "", "PostgreSQL db.internal/iwf"},
+	}
+	for _, tt := range tests {
+		got, err := parseDB(tt.in)
+		if err != nil {
+			t.Errorf("parseDB(%q): %v", tt.in, err)
+			continue
+		}
+		if got.kind != tt.kind || got.path != tt.path {
+			t.Errorf("parseDB(%q) = %+v", tt.in, got)
+		}
+		if tt.describe != "" && got.String() != tt.describe {
+			t.Errorf("parseDB(%q).String() = %q, want %q", tt.in, got.String(), tt.describe)
+		}
+		if strings.Contains(got.String(), "hunter2") {
+			t.Errorf("password shown: %q", got.String())
+		}
+	}
+}
+
+// syncBuffer collects output written from the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startMain runs a real Main on a free port with a temporary SQLite file.
+func startMain(t *testing.T, args ...string) (*Main, *syncBuffer) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "iwf.db")
+	out := &syncBuffer{}
+	m := NewMain()
+	m.LookupEnv = env{}.lookup
+	m.Stdout, m.Stderr = out, out
+	args = append([]string{"--addr", "127.0.0.1:0", "--db", "sqlite://" + db, "--log-format", "json"}, args...)
+	if err := m.ParseFlags(context.Background(), args); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		_ = m.Close()
+		t.Fatalf("Run: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if err := m.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return m, out
+}
+
+func postJSON(t *testing.T, url, body string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+		t.Fatalf("POST %s: body is not JSON: %v", url, err)
+	}
+	return resp.StatusCode, m
+}
+
+func TestMainServesOnSQLite(t *testing.T) {
+	m, out := startMain(t)
+	base := "http://" + m.Addr()
+	if strings.HasSuffix(m.Addr(), ":0") {
+		t.Fatalf("Addr() = %q, want the bound port", m.Addr())
+	}
+	if !strings.Contains(out.String(), "listening on "+base) || !strings.Contains(out.String(), "SQLite ") {
+		t.Errorf("start-up banner missing: %s", out)
+	}
+
+	resp, err := http.Get(base + "/info/healthcheck")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var health map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&health)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || health["condition"] != "OK" {
+		t.Fatalf("healthcheck: %d %v", resp.StatusCode, health)
+	}
+
+	status, body := postJSON(t, base+"/api/v1/workflow/start",
+		`{"iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"http://127.0.0.1:1"}`)
+	if d, _ := body["detail"].(string); status != 400 || !strings.Contains(d, "workflowId") {
+		t.Errorf("start without workflowId: %d %v", status, body)
+	}
+
+	status, body = postJSON(t, base+"/api/v1/workflow/start", `{"workflowId":`)
+	if d, _ := body["detail"].(string); status != 400 || !strings.Contains(d, "malformed JSON") {
+		t.Errorf("malformed JSON: %d %v", status, body)
+	}
+
+	status, body = postJSON(t, base+"/api/v1/workflow/get", `{"workflowId":"never-started"}`)
+	if status != 400 || body["subStatus"] != "WORKFLOW_NOT_EXISTS_SUB_STATUS" {
+		t.Errorf("get unknown workflow: %d %v", status, body)
+	}
+}
+
+func TestMainMigrateCommand(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "iwf.db")
+	out := &syncBuffer{}
+	m := NewMain()
+	m.LookupEnv = env{}.lookup
+	m.Stdout, m.Stderr = out, out
+	if err := m.ParseFlags(context.Background(), []string{"migrate", "--db", "sqlite://" + db, "--log-format", "json"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := m.Wait(ctx); err != nil || ctx.Err() != nil {
+		t.Fatalf("Wait after migrate: %v (should return at once)", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Fatalf("database file not created: %v", err)
+	}
+	if !strings.Contains(out.String(), "migrations applied") {
+		t.Errorf("output: %s", out)
+	}
+
+	// The server starts on the migrated file.
+	m2 := NewMain()
+	m2.LookupEnv = env{}.lookup
+	m2.Stdout, m2.Stderr = io.Discard, io.Discard
+	if err := m2.ParseFlags(context.Background(), []string{"--addr", "127.0.0.1:0", "--db", "sqlite://" + db}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m2.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestMainServesOnPostgres(t *testing.T) {
+	base := pgtest.URL(t) // skips (or fails in CI) without a PostgreSQL server
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "iwf_main_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema) // a runtime parameter: the store's tables go to the test schema
+	u.RawQuery = q.Encode()
+
+	m, out := startMain(t, "--db", u.String())
+	if !strings.Contains(out.String(), "data in PostgreSQL "+u.Host+u.Path) {
+		t.Errorf("start-up banner: %s", out)
+	}
+	status, body := postJSON(t, "http://"+m.Addr()+"/api/v1/workflow/start",
+		`{"workflowId":"pg-1","iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"http://127.0.0.1:1"}`)
+	if status != 200 || body["workflowRunId"] == nil {
+		t.Fatalf("start: %d %v", status, body)
+	}
+	status, body = postJSON(t, "http://"+m.Addr()+"/api/v1/workflow/get", `{"workflowId":"pg-1"}`)
+	if status != 200 || body["workflowStatus"] != "RUNNING" {
+		t.Fatalf("get: %d %v", status, body)
+	}
+}

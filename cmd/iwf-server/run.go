@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/httpapi"
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
+	"github.com/iwf-server/iwf-server/internal/store/sqlite"
+	"github.com/iwf-server/iwf-server/internal/workerclient"
+)
+
+// The commands of iwf-server.
+const (
+	// CommandServe runs the server (the default).
+	CommandServe = "serve"
+	// CommandMigrate applies the database migrations and exits.
+	CommandMigrate = "migrate"
+)
+
+// store is what Main needs from a store implementation.
+type store interface {
+	engine.Store
+	Migrate(ctx context.Context) error
+}
+
+// Main is the server program: NewMain, ParseFlags (or set Config), Run,
+// Wait, Close. Tests run it in-process with Addr "127.0.0.1:0" and a
+// temporary SQLite file, then talk to Addr().
+type Main struct {
+	// Config is the configuration Run uses; ParseFlags replaces it.
+	Config Config
+	// Command is CommandServe or CommandMigrate.
+	Command string
+	// ConfigFile is the config file ParseFlags read, if any.
+	ConfigFile string
+
+	// LookupEnv reads the environment; tests may replace it.
+	LookupEnv func(key string) (string, bool)
+	// Stdout receives the start-up banner; Stderr receives logs and usage.
+	Stdout, Stderr io.Writer
+	// ShutdownTimeout bounds how long Close waits for in-flight HTTP
+	// requests and engine tasks.
+	ShutdownTimeout time.Duration
+
+	logger   zerolog.Logger
+	store    store
+	engine   *engine.Engine
+	listener net.Listener
+	server   *http.Server
+	serveErr chan error
+}
+
+// NewMain returns a Main with the default configuration.
+func NewMain() *Main {
+	return &Main{
+		Config:          DefaultConfig(),
+		Command:         CommandServe,
+		LookupEnv:       os.LookupEnv,
+		Stdout:          os.Stdout,
+		Stderr:          os.Stderr,
+		ShutdownTimeout: 10 * time.Second,
+		logger:          zerolog.Nop(),
+	}
+}
+
+// ParseFlags reads the command, the flags (args excludes the program name),
+// the environment and the config file into m.Config, and validates it.
+func (m *Main) ParseFlags(_ context.Context, args []string) error {
+	cmd, file, cfg, err := parseConfig(args, m.LookupEnv, m.Stderr)
+	if err != nil {
+		return err
+	}
+	m.Command, m.ConfigFile, m.Config = cmd, file, cfg
+	return nil
+}
+
+// Run opens the store and applies its migrations; for CommandServe it then
+// starts the engine and the HTTP server and returns while they run.
+func (m *Main) Run(ctx context.Context) error {
+	if err := m.Config.Validate(); err != nil {
+		return err
+	}
+	target, _ := parseDB(m.Config.DB) // validated above
+	if err := m.initLogger(); err != nil {
+		return err
+	}
+	if m.ConfigFile != "" {
+		m.logger.Info().Str("file", m.ConfigFile).Msg("read config file")
+	}
+
+	var err error
+	switch target.kind {
+	case dbSQLite:
+		if target.path != ":memory:" {
+			if err := os.MkdirAll(filepath.Dir(target.path), 0o750); err != nil {
+				return fmt.Errorf("create the directory of %s: %w", target, err)
+			}
+		}
+		m.store, err = sqlite.Open(ctx, target.path)
+	case dbPostgres:
+		m.store, err = postgres.Open(ctx, target.url)
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", target, err)
+	}
+	if err := m.store.Migrate(ctx); err != nil {
+		return fmt.Errorf("migrate %s: %w", target, err)
+	}
+	if m.Command == CommandMigrate {
+		m.logger.Info().Str("data", target.String()).Msg("migrations applied")
+		fmt.Fprintf(m.Stdout, "iwf-server: migrations applied to %s\n", target)
+		return nil
+	}
+
+	engineLog := m.logger.With().Str("component", "engine").Logger()
+	m.engine, err = engine.New(m.store, engine.Config{
+		MaxWait:              m.Config.MaxWait,
+		WorkerHeaders:        m.Config.WorkerHeaders,
+		WorkerClient:         workerclient.New(m.Config.WorkerHeaders),
+		Logger:               &engineLog,
+		LeaseDuration:        m.Config.LeaseDuration,
+		PollInterval:         m.Config.PollInterval,
+		Concurrency:          m.Config.Concurrency,
+		ReleaseLeasesOnStart: target.kind == dbSQLite, // one process per SQLite file
+		SearchAttributeTypes: m.Config.SearchAttributes,
+	})
+	if err != nil {
+		return err
+	}
+	if err := m.engine.Start(ctx); err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+
+	handler, err := httpapi.NewHandler(m.engine, httpapi.Options{
+		Logger:       m.logger.With().Str("component", "http").Logger(),
+		MaxBodyBytes: m.Config.MaxBodyBytes,
+	})
+	if err != nil {
+		return err
+	}
+	m.listener, err = net.Listen("tcp", m.Config.Addr)
+	if err != nil {
+		return err
+	}
+	m.server = &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          newStdLogger(m.logger),
+	}
+	srv, ln, serveErr := m.server, m.listener, make(chan error, 1)
+	m.serveErr = serveErr
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			serveErr <- err
+		}
+		close(serveErr)
+	}()
+
+	m.logger.Info().Str("addr", m.Addr()).Str("data", target.String()).Msg("iwf-server listening")
+	fmt.Fprintf(m.Stdout, "iwf-server listening on http://%s, data in %s\n", m.Addr(), target)
+	return nil
+}
+
+// Wait blocks until ctx ends (a signal) or the HTTP server fails. It
+// returns at once after CommandMigrate.
+func (m *Main) Wait(ctx context.Context) error {
+	if m.serveErr == nil {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-m.serveErr:
+		return err
+	}
+}
+
+// Addr returns the address the server listens on (the bound port when the
+// configured port is 0), or the configured address before Run.
+func (m *Main) Addr() string {
+	if m.listener != nil {
+		return m.listener.Addr().String()
+	}
+	return m.Config.Addr
+}
+
+// Close stops accepting requests, drains the in-flight ones (at most
+// ShutdownTimeout), stops the engine (at most ShutdownTimeout again; its
+// unfinished tasks stay in the store), then closes the store.
+func (m *Main) Close() error {
+	var errs []error
+	serving := m.engine != nil
+	if m.server != nil {
+		m.logger.Info().Msg("iwf-server shutting down")
+		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
+		err := m.server.Shutdown(ctx)
+		cancel()
+		if err != nil {
+			m.logger.Warn().Err(err).Msg("HTTP drain incomplete; closing connections")
+			_ = m.server.Close()
+		}
+		m.server = nil
+	}
+	if m.engine != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
+		err := m.engine.Close(ctx)
+		cancel()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close engine: %w", err))
+		}
+		m.engine = nil
+	}
+	if m.store != nil {
+		if err := m.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+		m.store = nil
+	}
+	if serving && len(errs) == 0 {
+		m.logger.Info().Msg("iwf-server stopped")
+	}
+	return errors.Join(errs...)
+}
+
+// initLogger builds the zerolog logger from LogFormat and LogLevel.
+func (m *Main) initLogger() error {
+	level, err := parseLevel(m.Config.LogLevel)
+	if err != nil {
+		return err
+	}
+	format := m.Config.LogFormat
+	if format == "" {
+		format = "json"
+		if f, ok := m.Stderr.(*os.File); ok && isTerminal(f) {
+			format = "console"
+		}
+	}
+	var w io.Writer = m.Stderr
+	if format == "console" {
+		w = zerolog.ConsoleWriter{Out: m.Stderr, TimeFormat: time.RFC3339}
+	}
+	m.logger = zerolog.New(w).Level(level).With().Timestamp().Logger()
+	return nil
+}
+
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// newStdLogger routes net/http's own error messages (TLS handshakes, bad
+// connections) into the zerolog logger at warn level.
+func newStdLogger(l zerolog.Logger) *log.Logger {
+	return log.New(warnWriter{l.With().Str("component", "http").Logger()}, "", 0)
+}
+
+type warnWriter struct{ l zerolog.Logger }
+
+func (w warnWriter) Write(p []byte) (int, error) {
+	w.l.Warn().Msg(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
