@@ -47,6 +47,35 @@ type Store struct {
 	mu       sync.Mutex
 	prepared bool
 	wst, rst []*sql.Stmt // prepared statements of w and r, indexed by query
+
+	// Group commit: Update hands its function to the writer goroutine,
+	// which runs queued functions in one transaction, each inside its own
+	// savepoint, and commits once for all of them.
+	writes    chan *writeReq
+	closing   chan struct{}
+	writerEnd chan struct{}
+	closeOnce sync.Once
+}
+
+// maxBatch bounds how many Update calls share one transaction.
+const maxBatch = 128
+
+// writeReq is one Update call waiting for the writer.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(ctx context.Context, tx engine.Tx) error
+	done chan error
+}
+
+// panicError carries a panic of an Update function back to its caller.
+type panicError struct{ v any }
+
+func (p *panicError) Error() string { return fmt.Sprint("panic in Update: ", p.v) }
+
+func newStore(w, r *sql.DB) *Store {
+	s := &Store{w: w, r: r, writes: make(chan *writeReq, maxBatch), closing: make(chan struct{}), writerEnd: make(chan struct{})}
+	go s.writer()
+	return s
 }
 
 var _ engine.Store = (*Store)(nil)
@@ -76,7 +105,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 			db.Close()
 			return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 		}
-		return &Store{w: db, r: db}, nil
+		return newStore(db, db), nil
 	}
 
 	// The writer opens the file first and switches it to WAL, which is a
@@ -106,7 +135,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 	}
-	return &Store{w: w, r: r}, nil
+	return newStore(w, r), nil
 }
 
 func checkWAL(ctx context.Context, db *sql.DB) error {
@@ -133,6 +162,10 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database. Transactions in progress fail.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		<-s.writerEnd
+	})
 	s.mu.Lock()
 	for _, st := range append(s.wst, s.rst...) {
 		if st != nil {
@@ -208,31 +241,142 @@ func (s *Store) statements(ctx context.Context) (wst, rst []*sql.Stmt, err error
 }
 
 // Update runs fn in a read-write (IMMEDIATE) transaction and commits it when
-// fn returns nil. A panic in fn rolls the transaction back and propagates.
-func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) (err error) {
-	wst, _, err := s.statements(ctx)
-	if err != nil {
+// fn returns nil. Concurrent calls are committed together (group commit):
+// each fn runs inside its own savepoint of a shared transaction, so an fn
+// that fails rolls back alone, and one commit makes all the others durable.
+// Update returns only after the commit. A panic in fn rolls its savepoint
+// back and propagates to the caller.
+func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
+	if _, _, err := s.statements(ctx); err != nil {
 		return err
 	}
-	sqlTx, err := s.w.BeginTx(ctx, nil)
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case s.writes <- req:
+	case <-s.closing:
+		return errors.New("sqlite: store closed")
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := <-req.done
+	if p, ok := err.(*panicError); ok {
+		panic(p.v)
+	}
+	return err
+}
+
+// writer runs the queued Update functions, in batches, until Close.
+func (s *Store) writer() {
+	defer close(s.writerEnd)
+	for {
+		var first *writeReq
+		select {
+		case first = <-s.writes:
+		case <-s.closing:
+			for {
+				select {
+				case r := <-s.writes:
+					r.done <- errors.New("sqlite: store closed")
+				default:
+					return
+				}
+			}
+		}
+		batch := []*writeReq{first}
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case r := <-s.writes:
+				batch = append(batch, r)
+			default:
+				break drain
+			}
+		}
+		s.commitBatch(batch)
+	}
+}
+
+// commitBatch runs a batch of Update functions in one transaction.
+func (s *Store) commitBatch(batch []*writeReq) {
+	results := make([]error, len(batch))
+	finish := func() {
+		for i, r := range batch {
+			r.done <- results[i]
+		}
+	}
+	failAll := func(err error) {
+		for i := range results {
+			if results[i] == nil {
+				results[i] = err
+			}
+		}
+		finish()
+	}
+	s.mu.Lock()
+	wst := s.wst
+	s.mu.Unlock()
+	sqlTx, err := s.w.BeginTx(context.Background(), nil)
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		failAll(fmt.Errorf("sqlite: begin: %w", err))
+		return
 	}
 	t := &txn{tx: sqlTx, st: wst}
-	committed := false
-	defer func() {
-		if !committed {
-			sqlTx.Rollback()
+	single := len(batch) == 1
+	ok := 0
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			results[i] = err
+			continue
 		}
-	}()
-	if err := fn(ctx, t); err != nil {
-		return err
+		if !single {
+			if _, err := sqlTx.Exec("SAVEPOINT batch"); err != nil {
+				sqlTx.Rollback()
+				failAll(fmt.Errorf("sqlite: savepoint: %w", err))
+				return
+			}
+		}
+		results[i] = runFn(r, t)
+		if single {
+			break
+		}
+		if results[i] != nil {
+			if _, err := sqlTx.Exec("ROLLBACK TO batch"); err != nil {
+				sqlTx.Rollback()
+				failAll(fmt.Errorf("sqlite: rollback to savepoint: %w", err))
+				return
+			}
+		} else {
+			ok++
+		}
+		if _, err := sqlTx.Exec("RELEASE batch"); err != nil {
+			sqlTx.Rollback()
+			failAll(fmt.Errorf("sqlite: release savepoint: %w", err))
+			return
+		}
+	}
+	if single && results[0] == nil {
+		ok = 1
+	}
+	if ok == 0 {
+		sqlTx.Rollback()
+		finish()
+		return
 	}
 	if err := sqlTx.Commit(); err != nil {
-		return fmt.Errorf("sqlite: commit: %w", err)
+		failAll(fmt.Errorf("sqlite: commit: %w", err))
+		return
 	}
-	committed = true
-	return nil
+	finish()
+}
+
+// runFn runs one Update function, turning a panic into a panicError.
+func runFn(r *writeReq, t *txn) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &panicError{v: p}
+		}
+	}()
+	return r.fn(r.ctx, t)
 }
 
 // View runs fn in a read-only transaction on its own snapshot of the
