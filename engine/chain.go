@@ -51,7 +51,8 @@ func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 					return err
 				}
 				rd.RetriedBy = next.RunID
-				return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "RetriedAsNewRun", map[string]any{"runId": next.RunID, "due": due})})
+				fx.record(e.event(run, "", "RetriedAsNewRun", map[string]any{"runId": next.RunID, "due": due}))
+	return nil
 			}
 		}
 	}
@@ -68,7 +69,8 @@ func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 	if err != nil {
 		return err
 	}
-	return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "CronNextRun", map[string]any{"runId": next.RunID, "due": due})})
+	fx.record(e.event(run, "", "CronNextRun", map[string]any{"runId": next.RunID, "due": due}))
+	return nil
 }
 
 // workflowBackoff is the wait before retry attempt+1 of a workflow retry

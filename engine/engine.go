@@ -128,8 +128,15 @@ func (e *Engine) localHorizon() time.Duration {
 // txEffects collects what a transaction did that matters after its commit:
 // tasks leased to this process, and runs whose waiters must wake.
 type txEffects struct {
-	tasks []*Task
-	runs  []string
+	tasks  []*Task
+	runs   []string
+	events []*HistoryEvent
+}
+
+// record queues history events; update appends them, in order, with one
+// statement at the end of the transaction.
+func (fx *txEffects) record(events ...*HistoryEvent) {
+	fx.events = append(fx.events, events...)
 }
 
 // update runs fn in a store transaction and, after the commit, schedules the
@@ -138,7 +145,13 @@ func (e *Engine) update(ctx context.Context, fn func(ctx context.Context, tx Tx,
 	var fx txEffects
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		fx = txEffects{}
-		return fn(ctx, tx, &fx)
+		if err := fn(ctx, tx, &fx); err != nil {
+			return err
+		}
+		if len(fx.events) == 0 {
+			return nil
+		}
+		return tx.HistoryAppend(ctx, fx.events)
 	})
 	if err != nil {
 		return err

@@ -60,7 +60,7 @@ func (e *Engine) applyInput(ctx context.Context, tx Tx, fx *txEffects, run *Run,
 		}
 		deliver = true
 	case in.Publish != nil:
-		if err := e.publish(ctx, tx, run, "", slice(in.Publish.Messages)); err != nil {
+		if err := e.publish(ctx, tx, fx, run, "", slice(in.Publish.Messages)); err != nil {
 			return err
 		}
 		deliver = true
@@ -98,7 +98,7 @@ func (e *Engine) applyInput(ctx context.Context, tx Tx, fx *txEffects, run *Run,
 		rd.Config = mergeConfig(rd.Config, &c)
 	case in.RPC != nil:
 		m := in.RPC
-		if err := e.applyUpserts(ctx, tx, run, "", slice(m.UpsertSearchAttributes), slice(m.UpsertDataAttributes), slice(m.Publish)); err != nil {
+		if err := e.applyUpserts(ctx, tx, fx, run, "", slice(m.UpsertSearchAttributes), slice(m.UpsertDataAttributes), slice(m.Publish)); err != nil {
 			return err
 		}
 		deliver = len(slice(m.Publish)) > 0
@@ -110,9 +110,7 @@ func (e *Engine) applyInput(ctx context.Context, tx Tx, fx *txEffects, run *Run,
 	default:
 		return errors.New("engine: empty external input")
 	}
-	if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", externalInputEvent, in)}); err != nil {
-		return err
-	}
+	fx.record(e.event(run, "", externalInputEvent, in))
 	if deliver {
 		return e.deliver(ctx, tx, fx, run, "")
 	}

@@ -72,7 +72,8 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 			return err
 		}
 		out.WorkflowRunId = run.RunID
-		return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(base, "", "Reset", map[string]any{"resetType": req.ResetType, "newRunId": run.RunID})})
+		fx.record(e.event(base, "", "Reset", map[string]any{"resetType": req.ResetType, "newRunId": run.RunID}))
+	return nil
 	})
 	return out, err
 }

@@ -123,10 +123,8 @@ func (e *Engine) startStates(ctx context.Context, tx Tx, fx *txEffects, run *Run
 	if err := tx.ExecutionInsert(ctx, execs); err != nil {
 		return err
 	}
-	if err := e.insertTasks(ctx, tx, fx, tasks...); err != nil {
-		return err
-	}
-	return tx.HistoryAppend(ctx, events)
+	fx.record(events...)
+	return e.insertTasks(ctx, tx, fx, tasks...)
 }
 
 // closeRun ends a run: live executions are abandoned, pending tasks and
@@ -157,14 +155,12 @@ func (e *Engine) closeRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, r
 	if errMsg != "" {
 		data["errorMessage"] = errMsg
 	}
-	if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, "", "WorkflowClosed", data)}); err != nil {
-		return err
-	}
+	fx.record(e.event(run, "", "WorkflowClosed", data))
 	return e.chainNext(ctx, tx, fx, run, rd)
 }
 
 // publish appends internal-channel messages in order.
-func (e *Engine) publish(ctx context.Context, tx Tx, run *Run, executionID string, msgs []iwfapi.InterStateChannelPublishing) error {
+func (e *Engine) publish(ctx context.Context, tx Tx, fx *txEffects, run *Run, executionID string, msgs []iwfapi.InterStateChannelPublishing) error {
 	if len(msgs) == 0 {
 		return nil
 	}
@@ -185,7 +181,8 @@ func (e *Engine) publish(ctx context.Context, tx Tx, run *Run, executionID strin
 	if err := tx.MessageAppend(ctx, rows); err != nil {
 		return err
 	}
-	return tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, executionID, "InternalMessagesPublished", map[string]any{"channels": names})})
+	fx.record(e.event(run, executionID, "InternalMessagesPublished", map[string]any{"channels": names}))
+	return nil
 }
 
 // flatCommands lays out a command request as timers, then signals, then
@@ -289,9 +286,7 @@ func (e *Engine) evaluate(ctx context.Context, tx Tx, fx *txEffects, run *Run, x
 	if err := tx.TaskDeleteByExecution(ctx, run.RunID, x.ExecutionID, TaskTimer); err != nil {
 		return false, err
 	}
-	if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, "CommandsCompleted", map[string]any{"done": xd.Done})}); err != nil {
-		return false, err
-	}
+	fx.record(e.event(run, x.ExecutionID, "CommandsCompleted", map[string]any{"done": xd.Done}))
 	return true, e.insertTasks(ctx, tx, fx, e.newTask(run, x.ExecutionID, TaskExecute, e.cfg.Clock.Now()))
 }
 
@@ -460,9 +455,7 @@ func (e *Engine) fireTimer(ctx context.Context, t *Task) error {
 			// hair earlier than the stored firing time.
 			xd.FireAt[idx.Index] = 0
 		}
-		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, "TimerFired", map[string]any{"index": idx.Index})}); err != nil {
-			return err
-		}
+		fx.record(e.event(run, x.ExecutionID, "TimerFired", map[string]any{"index": idx.Index}))
 		if _, err := e.evaluate(ctx, tx, fx, run, x, xd); err != nil {
 			return err
 		}
@@ -724,7 +717,7 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 // applyUpserts applies a worker answer's search and data attribute upserts
 // and internal channel publishes, in that order. A search attribute the
 // server cannot index fails the workflow (invalid user code).
-func (e *Engine) applyUpserts(ctx context.Context, tx Tx, run *Run, executionID string, sas []iwfapi.SearchAttribute, das []iwfapi.KeyValue, pubs []iwfapi.InterStateChannelPublishing) error {
+func (e *Engine) applyUpserts(ctx context.Context, tx Tx, fx *txEffects, run *Run, executionID string, sas []iwfapi.SearchAttribute, das []iwfapi.KeyValue, pubs []iwfapi.InterStateChannelPublishing) error {
 	if len(sas) > 0 {
 		attrs, err := e.toStoreSearchAttributes(sas)
 		if err != nil {
@@ -743,7 +736,7 @@ func (e *Engine) applyUpserts(ctx context.Context, tx Tx, run *Run, executionID 
 			return err
 		}
 	}
-	return e.publish(ctx, tx, run, executionID, pubs)
+	return e.publish(ctx, tx, fx, run, executionID, pubs)
 }
 
 // failForInvalidAnswer turns a domain error found while applying a worker
@@ -766,7 +759,7 @@ func (e *Engine) applyWaitUntil(ctx context.Context, t *Task, resp *iwfapi.Workf
 			return err
 		}
 		unlock(rd, apiLockHolder(t.ExecutionID, t.Kind))
-		if err := e.applyUpserts(ctx, tx, run, x.ExecutionID, slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataObjects), slice(resp.PublishToInterStateChannel)); err != nil {
+		if err := e.applyUpserts(ctx, tx, fx, run, x.ExecutionID, slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataObjects), slice(resp.PublishToInterStateChannel)); err != nil {
 			return e.failForInvalidAnswer(ctx, tx, fx, run, rd, err)
 		}
 		now := e.cfg.Clock.Now()
@@ -789,9 +782,7 @@ func (e *Engine) applyWaitUntil(ctx context.Context, t *Task, resp *iwfapi.Workf
 		if len(rd.PendingSkips) > 0 {
 			applyPendingSkips(rd, x, xd)
 		}
-		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, "WaitUntilCompleted", map[string]any{"attempt": t.Attempt, "commands": n})}); err != nil {
-			return err
-		}
+		fx.record(e.event(run, x.ExecutionID, "WaitUntilCompleted", map[string]any{"attempt": t.Attempt, "commands": n}))
 		if _, err := e.evaluate(ctx, tx, fx, run, x, xd); err != nil {
 			return err
 		}
@@ -859,7 +850,7 @@ func (e *Engine) applyExecute(ctx context.Context, t *Task, resp *iwfapi.Workflo
 			rd.Completions[key] = iwfapi.StateCompletionOutput{CompletedStateId: x.StateID, CompletedStateExecutionId: x.ExecutionID}
 		}
 		unlock(rd, apiLockHolder(t.ExecutionID, t.Kind))
-		if err := e.applyUpserts(ctx, tx, run, x.ExecutionID, slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataObjects), slice(resp.PublishToInterStateChannel)); err != nil {
+		if err := e.applyUpserts(ctx, tx, fx, run, x.ExecutionID, slice(resp.UpsertSearchAttributes), slice(resp.UpsertDataObjects), slice(resp.PublishToInterStateChannel)); err != nil {
 			return e.failForInvalidAnswer(ctx, tx, fx, run, rd, err)
 		}
 		x.Status = ExecCompleted
@@ -867,9 +858,7 @@ func (e *Engine) applyExecute(ctx context.Context, t *Task, resp *iwfapi.Workflo
 		if err := tx.ExecutionUpdate(ctx, x); err != nil {
 			return err
 		}
-		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, "ExecuteCompleted", map[string]any{"attempt": t.Attempt, "decision": resp.StateDecision})}); err != nil {
-			return err
-		}
+		fx.record(e.event(run, x.ExecutionID, "ExecuteCompleted", map[string]any{"attempt": t.Attempt, "decision": resp.StateDecision}))
 		if len(slice(resp.PublishToInterStateChannel)) > 0 {
 			if err := e.deliver(ctx, tx, fx, run, ""); err != nil {
 				return err
@@ -1036,9 +1025,7 @@ func (e *Engine) attemptFailed(ctx context.Context, t *Task, callErr error) erro
 		}
 		now := e.cfg.Clock.Now()
 		msg := callErr.Error()
-		if err := tx.HistoryAppend(ctx, []*HistoryEvent{e.event(run, x.ExecutionID, string(t.Kind)+"AttemptFailed", map[string]any{"attempt": t.Attempt, "error": truncate(msg, 1000)})}); err != nil {
-			return err
-		}
+		fx.record(e.event(run, x.ExecutionID, string(t.Kind)+"AttemptFailed", map[string]any{"attempt": t.Attempt, "error": truncate(msg, 1000)}))
 		if wait, retry := nextBackoff(retryPolicy(xd.Options, waitUntil), t.Attempt, t.FirstAttemptAt, now); retry {
 			next := *t
 			next.DueAt = now.Add(wait)

@@ -508,10 +508,6 @@ func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi
 	if started := opts.WorkflowAlreadyStartedOptions; started != nil {
 		rd.RequestID = deref(started.RequestId)
 	}
-	run.Data = encode(rd)
-	if err := tx.RunInsert(ctx, run); err != nil {
-		return nil, nil, err
-	}
 	if err := tx.WorkflowSetCurrentRun(ctx, req.WorkflowId, run.RunID); err != nil {
 		return nil, nil, err
 	}
@@ -524,12 +520,9 @@ func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi
 	if err := tx.SearchAttributeUpsert(ctx, run.RunID, all); err != nil {
 		return nil, nil, err
 	}
-	events := []*HistoryEvent{e.event(run, "", "WorkflowStarted", map[string]any{
+	fx.record(e.event(run, "", "WorkflowStarted", map[string]any{
 		"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateId), "retryAttempt": chain.retryAttempt,
-	})}
-	if err := tx.HistoryAppend(ctx, events); err != nil {
-		return nil, nil, err
-	}
+	}))
 	if rd.TimeoutAt > 0 {
 		if err := e.insertTasks(ctx, tx, fx, e.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
 			return nil, nil, err
@@ -541,5 +534,11 @@ func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi
 			return nil, nil, err
 		}
 	}
-	return run, rd, e.saveRun(ctx, tx, fx, run, rd)
+	// The run row is written once, last, with everything the start did.
+	if err := e.executingStateIDs(ctx, tx, run, rd); err != nil {
+		return nil, nil, err
+	}
+	run.Data = encode(rd)
+	fx.runs = append(fx.runs, run.RunID, workflowKey(run.WorkflowID))
+	return run, rd, tx.RunInsert(ctx, run)
 }
