@@ -52,7 +52,7 @@ func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 				}
 				rd.RetriedBy = next.RunID
 				fx.record(e.event(run, "", "RetriedAsNewRun", map[string]any{"runId": next.RunID, "due": due}))
-	return nil
+				return nil
 			}
 		}
 	}

@@ -73,7 +73,7 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 		}
 		out.WorkflowRunId = run.RunID
 		fx.record(e.event(base, "", "Reset", map[string]any{"resetType": req.ResetType, "newRunId": run.RunID}))
-	return nil
+		return nil
 	})
 	return out, err
 }
