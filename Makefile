@@ -18,19 +18,22 @@ run: ## start the server on the embedded SQLite store (./iwf.db)
 build: ## build the server binary into bin/
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/iwf-server
 
-test: ## run all tests (SQLite always; PostgreSQL when reachable)
+test: ## run all tests (SQLite always; PostgreSQL when reachable), server and SDK
 	$(GO) test -count=1 ./...
+	cd sdk-go && $(GO) test -count=1 ./...
 
-generate: ## regenerate code from api/openapi.yaml
+generate: ## regenerate code from api/openapi.yaml (server and SDK)
 	$(GO) generate ./api/...
+	cd sdk-go && $(GO) generate .
 
 verify: generate lint ## regenerate and fail if anything changed; gofmt + vet
-	@git diff --exit-code -- api/ || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
-	@test -z "$$(git status --porcelain -- api/)" || (git status --porcelain -- api/ && echo "generate left untracked files" && exit 1)
+	@git diff --exit-code -- api/ sdk-go/internal/wire/ || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
+	@test -z "$$(git status --porcelain -- api/ sdk-go/internal/wire/)" || (git status --porcelain -- api/ sdk-go/internal/wire/ && echo "generate left untracked files" && exit 1)
 
-lint: ## gofmt and go vet
+lint: ## gofmt and go vet (server and SDK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || (echo "gofmt needed:"; echo "$$out"; exit 1)
 	$(GO) vet ./...
+	cd sdk-go && $(GO) vet ./...
 
 docker: ## build the container image
 	docker build -t $(IMAGE) .

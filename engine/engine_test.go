@@ -500,3 +500,35 @@ func TestRPCStartsStatesAndWrites(t *testing.T) {
 		}
 	})
 }
+
+func TestHistoryRecordsTheRunFromTheStart(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		h.worker.state("S1", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			return decide(next(engine.GracefulCompletingState, nil)), 200
+		}})
+		h.start("wf-history", "S1", nil)
+		h.result("wf-history")
+		var types []string
+		var after int64
+		for {
+			page, err := h.eng.WorkflowHistory(context.Background(), iwfapi.WorkflowHistoryRequest{WorkflowId: "wf-history", AfterEventId: ptr(after), PageSize: ptr(int32(2))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range page.Events {
+				if ev.EventId <= after {
+					t.Fatalf("event ids not increasing: %d after %d", ev.EventId, after)
+				}
+				after = ev.EventId
+				types = append(types, ev.EventType)
+			}
+			if !deref(page.HasMore) {
+				break
+			}
+		}
+		want := []string{"WorkflowStarted", "StateExecutionStarted", "WaitUntilCompleted", "CommandsCompleted", "ExecuteCompleted", "WorkflowClosed"}
+		if !reflect.DeepEqual(types, want) {
+			t.Fatalf("history %v, want %v", types, want)
+		}
+	})
+}

@@ -349,3 +349,44 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 	sum := md5.Sum(data)
 	return iwfapi.WorkflowDumpResponse{JsonData: string(data[start:end]), TotalPages: int32(total), Checksum: hex.EncodeToString(sum[:])}, nil
 }
+
+// WorkflowHistory returns one page of a run's history, oldest first
+// (POST /api/v1/workflow/history, an extension of this server).
+func (e *Engine) WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error) {
+	pageSize := int(deref(req.PageSize))
+	if pageSize <= 0 {
+		pageSize = 1000
+	}
+	var resp iwfapi.WorkflowHistoryResponse
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		if err != nil {
+			return err
+		}
+		events, err := tx.HistoryList(ctx, id, deref(req.AfterEventId), pageSize+1)
+		if err != nil {
+			return err
+		}
+		resp.WorkflowRunId = id
+		resp.HasMore = ptr(len(events) > pageSize)
+		if len(events) > pageSize {
+			events = events[:pageSize]
+		}
+		resp.Events = make([]iwfapi.WorkflowHistoryEvent, 0, len(events))
+		for _, ev := range events {
+			out := iwfapi.WorkflowHistoryEvent{EventId: ev.ID, TimestampMs: ev.At.UnixMilli(), EventType: ev.Type}
+			if ev.ExecutionID != "" {
+				out.StateExecutionId = ptr(ev.ExecutionID)
+			}
+			if len(ev.Data) > 0 {
+				var data map[string]any
+				if json.Unmarshal(ev.Data, &data) == nil {
+					out.Data = &data
+				}
+			}
+			resp.Events = append(resp.Events, out)
+		}
+		return nil
+	})
+	return resp, err
+}

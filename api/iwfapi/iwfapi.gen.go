@@ -1054,6 +1054,48 @@ type WorkflowGetSearchAttributesResponse struct {
 	SearchAttributes *[]SearchAttribute `json:"searchAttributes,omitempty"`
 }
 
+// WorkflowHistoryEvent One entry of a run's history.
+type WorkflowHistoryEvent struct {
+	// Data Event-specific details.
+	Data *map[string]interface{} `json:"data,omitempty"`
+
+	// EventId Increasing within the server; use it as the next afterEventId.
+	EventId int64 `json:"eventId"`
+
+	// EventType What happened, e.g. WorkflowStarted, StateExecutionStarted, WAIT_UNTILAttemptFailed, ExecuteCompleted, ExternalInput, WorkflowClosed.
+	EventType string `json:"eventType"`
+
+	// StateExecutionId The state execution it concerns, if any.
+	StateExecutionId *string `json:"stateExecutionId,omitempty"`
+
+	// TimestampMs When it happened, Unix milliseconds.
+	TimestampMs int64 `json:"timestampMs"`
+}
+
+// WorkflowHistoryRequest Asks for one page of a run's history (extension of this server).
+type WorkflowHistoryRequest struct {
+	// AfterEventId Return events with a larger eventId; 0 or absent starts at the beginning.
+	AfterEventId *int64 `json:"afterEventId,omitempty"`
+
+	// PageSize At most this many events; 1000 when absent or not positive.
+	PageSize   *int32 `json:"pageSize,omitempty"`
+	WorkflowId string `json:"workflowId"`
+
+	// WorkflowRunId The run to read; absent or empty means the current run.
+	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
+
+// WorkflowHistoryResponse One page of a run's history, oldest first.
+type WorkflowHistoryResponse struct {
+	Events []WorkflowHistoryEvent `json:"events"`
+
+	// HasMore True when events after this page exist.
+	HasMore *bool `json:"hasMore,omitempty"`
+
+	// WorkflowRunId The run the events belong to.
+	WorkflowRunId string `json:"workflowRunId"`
+}
+
 // WorkflowIDReusePolicy What a start request may do when runs with the same workflow id
 // exist. Unset means `ALLOW_DUPLICATE`.
 type WorkflowIDReusePolicy string
@@ -1596,6 +1638,9 @@ type GetWorkflowJSONRequestBody = WorkflowGetRequest
 // GetWorkflowWithWaitJSONRequestBody defines body for GetWorkflowWithWait for application/json ContentType.
 type GetWorkflowWithWaitJSONRequestBody = WorkflowGetRequest
 
+// GetWorkflowHistoryJSONRequestBody defines body for GetWorkflowHistory for application/json ContentType.
+type GetWorkflowHistoryJSONRequestBody = WorkflowHistoryRequest
+
 // DumpWorkflowInternalJSONRequestBody defines body for DumpWorkflowInternal for application/json ContentType.
 type DumpWorkflowInternalJSONRequestBody = WorkflowDumpRequest
 
@@ -1845,6 +1890,34 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/workflow/getWithWait (the `GetWorkflowWithWait` operationId).
 	GetWorkflowWithWait(ctx context.Context, body GetWorkflowWithWaitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflowHistoryWithBody Read a run's history (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's append-only history — state executions started and
+	// finished, worker-call attempts and their errors, commands completed,
+	// timers fired, external inputs, decisions, the close — oldest first,
+	// one page at a time. Pass the last `eventId` of a page as
+	// `afterEventId` to read the next one. Works on closed runs.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+	GetWorkflowHistoryWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflowHistory Read a run's history (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's append-only history — state executions started and
+	// finished, worker-call attempts and their errors, commands completed,
+	// timers fired, external inputs, decisions, the close — oldest first,
+	// one page at a time. Pass the last `eventId` of a page as
+	// `afterEventId` to read the next one. Works on closed runs.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+	GetWorkflowHistory(ctx context.Context, body GetWorkflowHistoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DumpWorkflowInternalWithBody Read the internal snapshot of a run, page by page
 	//
@@ -2450,6 +2523,54 @@ func (c *Client) GetWorkflowWithWaitWithBody(ctx context.Context, contentType st
 // Corresponds with POST /api/v1/workflow/getWithWait (the `GetWorkflowWithWait` operationId).
 func (c *Client) GetWorkflowWithWait(ctx context.Context, body GetWorkflowWithWaitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetWorkflowWithWaitRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflowHistoryWithBody Read a run's history (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's append-only history — state executions started and
+// finished, worker-call attempts and their errors, commands completed,
+// timers fired, external inputs, decisions, the close — oldest first,
+// one page at a time. Pass the last `eventId` of a page as
+// `afterEventId` to read the next one. Works on closed runs.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+func (c *Client) GetWorkflowHistoryWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowHistoryRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflowHistory Read a run's history (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's append-only history — state executions started and
+// finished, worker-call attempts and their errors, commands completed,
+// timers fired, external inputs, decisions, the close — oldest first,
+// one page at a time. Pass the last `eventId` of a page as
+// `afterEventId` to read the next one. Works on closed runs.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+func (c *Client) GetWorkflowHistory(ctx context.Context, body GetWorkflowHistoryJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowHistoryRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3395,6 +3516,46 @@ func NewGetWorkflowWithWaitRequestWithBody(server string, contentType string, bo
 	return req, nil
 }
 
+// NewGetWorkflowHistoryRequest calls the generic GetWorkflowHistory builder with application/json body
+func NewGetWorkflowHistoryRequest(server string, body GetWorkflowHistoryJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewGetWorkflowHistoryRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewGetWorkflowHistoryRequestWithBody constructs an http.Request for the GetWorkflowHistory method, with any body, and a specified content type
+func NewGetWorkflowHistoryRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/workflow/history")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDumpWorkflowInternalRequest calls the generic DumpWorkflowInternal builder with application/json body
 func NewDumpWorkflowInternalRequest(server string, body DumpWorkflowInternalJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4234,6 +4395,34 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/workflow/getWithWait (the `GetWorkflowWithWait` operationId).
 	GetWorkflowWithWaitWithResponse(ctx context.Context, body GetWorkflowWithWaitJSONRequestBody, reqEditors ...RequestEditorFn) (*GetWorkflowWithWaitResponse, error)
 
+	// GetWorkflowHistoryWithBodyWithResponse Read a run's history (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's append-only history — state executions started and
+	// finished, worker-call attempts and their errors, commands completed,
+	// timers fired, external inputs, decisions, the close — oldest first,
+	// one page at a time. Pass the last `eventId` of a page as
+	// `afterEventId` to read the next one. Works on closed runs.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+	GetWorkflowHistoryWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GetWorkflowHistoryResponse, error)
+
+	// GetWorkflowHistoryWithResponse Read a run's history (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's append-only history — state executions started and
+	// finished, worker-call attempts and their errors, commands completed,
+	// timers fired, external inputs, decisions, the close — oldest first,
+	// one page at a time. Pass the last `eventId` of a page as
+	// `afterEventId` to read the next one. Works on closed runs.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+	GetWorkflowHistoryWithResponse(ctx context.Context, body GetWorkflowHistoryJSONRequestBody, reqEditors ...RequestEditorFn) (*GetWorkflowHistoryResponse, error)
+
 	// DumpWorkflowInternalWithBodyWithResponse Read the internal snapshot of a run, page by page
 	//
 	// Debugging aid: serialises the run's internal state as one JSON
@@ -4940,6 +5129,61 @@ func (r GetWorkflowWithWaitResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetWorkflowWithWaitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetWorkflowHistoryResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowHistoryResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowHistoryResponse) GetJSON200() *WorkflowHistoryResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowHistoryResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowHistoryResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowHistoryResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowHistoryResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowHistoryResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowHistoryResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6088,6 +6332,46 @@ func (c *ClientWithResponses) GetWorkflowWithWaitWithResponse(ctx context.Contex
 	return ParseGetWorkflowWithWaitResponse(rsp)
 }
 
+// GetWorkflowHistoryWithBodyWithResponse Read a run's history (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's append-only history — state executions started and
+// finished, worker-call attempts and their errors, commands completed,
+// timers fired, external inputs, decisions, the close — oldest first,
+// one page at a time. Pass the last `eventId` of a page as
+// `afterEventId` to read the next one. Works on closed runs.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+func (c *ClientWithResponses) GetWorkflowHistoryWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GetWorkflowHistoryResponse, error) {
+	rsp, err := c.GetWorkflowHistoryWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowHistoryResponse(rsp)
+}
+
+// GetWorkflowHistoryWithResponse Read a run's history (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's append-only history — state executions started and
+// finished, worker-call attempts and their errors, commands completed,
+// timers fired, external inputs, decisions, the close — oldest first,
+// one page at a time. Pass the last `eventId` of a page as
+// `afterEventId` to read the next one. Works on closed runs.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/history (the `GetWorkflowHistory` operationId).
+func (c *ClientWithResponses) GetWorkflowHistoryWithResponse(ctx context.Context, body GetWorkflowHistoryJSONRequestBody, reqEditors ...RequestEditorFn) (*GetWorkflowHistoryResponse, error) {
+	rsp, err := c.GetWorkflowHistory(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowHistoryResponse(rsp)
+}
+
 // DumpWorkflowInternalWithBodyWithResponse Read the internal snapshot of a run, page by page
 //
 // Debugging aid: serialises the run's internal state as one JSON
@@ -6907,6 +7191,46 @@ func ParseGetWorkflowWithWaitResponse(rsp *http.Response) (*GetWorkflowWithWaitR
 	return response, nil
 }
 
+// ParseGetWorkflowHistoryResponse parses an HTTP response from a GetWorkflowHistoryWithResponse call
+func ParseGetWorkflowHistoryResponse(rsp *http.Response) (*GetWorkflowHistoryResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowHistoryResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowHistoryResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseDumpWorkflowInternalResponse parses an HTTP response from a DumpWorkflowInternalWithResponse call
 func ParseDumpWorkflowInternalResponse(rsp *http.Response) (*DumpWorkflowInternalResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -7599,216 +7923,226 @@ func ParseHealthCheckResponse(rsp *http.Response) (*HealthCheckResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rcxu3kuhfQfHeqki51CNOztau9ImWKIdrmdSSVHyyy5QGnAFJHA2BOQOMaCbl/34L3cC8hxzJkh9n",
-	"/SWxOHiju9Hv/qvjy3UkBRNadc7+6ih/xdYU/nmxokKwcCAW0vwZMOXHPNJcis5Zx/war6n5i9C5TDSh",
-	"xMcOPygyTxYLFrOArJlSdMnUcafbiWIZsVhzhhPxP1l12GGynrOYyEU6RJckwpdCJevScDh/56zDhf75",
-	"Vafb0duI4Z9syeLOx4/pT3L+D+brzseu29OY/TNhSk801YmqrsL8zswiKFF8KWhIZEzMuLGg4ZHdJvHl",
-	"ek1FQDYrJoheMbKhXBMmAhaY9TGRrDtn/9N53xtMB8M3nW5n3L/oD37rX3b+SFemdMzFstPtfDgy7Y8e",
-	"aCzo2pzQ/3TeU67x45j5jD+woPOH2QJOeyHXcy4orri8gR4JudJmB26RPFDkYMP1iqyTUPMo5D7X20Oi",
-	"V1STdaI0oWFI5sx0iEKmcQ/FK7NjDQL4i2u2hn8Ut5KdOo1jum24BhzJXkN1/dMVcytX5hLgPszxKrKQ",
-	"MaELzWJi/jK/3QrNQ9K7GTSuOHdWNbd9JWPi9Ya/312M3r0eDHvTwWho/n1z3Z/2L70u3K2fG6J8rnCG",
-	"imquFtsUEMxi0iP6vzFbdM46/+ckQ7YTi2knNfdZOcOu24mFiSl8bTVuvsfHbidgPg9YPI35csniNuNc",
-	"Vnt87AKWxYAnFqXsdEXQ2DXuoGGEut0jFj56ikm+W924mq9Z/Ohhp7lej4R3lYS6BgRHifblGkiOgx+E",
-	"6mhFFeuSFTVUhWhJ2AfmJ5odE4MiMYwHuK5mgsaMRDFTTGgiRbgFVNEZJpF7Lhy0blhsugP6GRorBSNM",
-	"6Hg7ExGLM+gWrhGRccDi45mo4FgFEnK7fBog4ADNcPDYCSa5XrWjmrknmsa6F/FJ4vuMBSyoIRQ0VAzJ",
-	"fXZDC8pDFhBzWuaskVRFscRBCBXbDd0eZ8/TXMqQUZHO+96NdAUD1dDCOHnOSQHkH3uC06zTowC+RK6K",
-	"G3vv3s2U0sOLm+3SALR5+g35YYGlsLz4uvaurzNa3el2LB0v/12l6y0f4V5o6Ae+iGY4sa3+6eh29gXf",
-	"aaHZh5rHbRAwofmCMwW7jxORXiTVmq0jw0ttZHxvEBFf5VCKpSJaVl8426M6y08p+i94bJ53bNglXPgx",
-	"WzOhWUAMrsdMx1tygDDUuxkoIB6HrVisbgcG7+HYBkqUputox10XFoP0jivc5oYqYgAuSEJDkrggt4J/",
-	"IIr5UgTqHCGdGiopCHtg8bbt0v/tl9qlQ7c+0FMuxSCoZ0NwcOaakTnjYkm4eJD3LKifu8IQmctchHKD",
-	"czR+HidiTwsgUizYcdDQwr0jcSIq59jqcD52O4bu89gQpP/Jr7+82h1r+6OGLlzWsh/FLVyzJfW3REUs",
-	"DM1ZywXxqvTEOyeJYgG+dEAevSqP5BGuCJ2bJ7GGaLzrDS/riMW+3z+RmFhur0REdv5aT2H660hvx0xF",
-	"Uig4RxoE3DSj4U2OSCzMs9WtAe25DLbE++ujZxApiQULyHxLTEfL5wKrsKIPjAhpmY0cfNtbNTtdyqNs",
-	"+4mv//poLrsvfBmwYITtqkKKIDKi/0wYieg2lDQ4I15ANfWIYjGnIVe4IAPJk8u3PyiCMxIG48aGas6E",
-	"+Sqo452oJh585mLpIZOkWPzAYqK0jJkCSruQ8YbGgSJcEyMSyUTPRMCw1zHx2Ac9Ma0HgXdi/riheuXB",
-	"a6SYzgGcmdounYT8gamZ4IKwDygnwox0yep4JrPNenKDewvcuLXkxG2wRnymGRPpWiGamMfAnu4BOza7",
-	"/IeSwqunV3bPNagpfRT57Rxu9xweaZw2v33WNLw93x2PY5zuozAgWckQdpWfHndEBZn8jK3qtlXHpvTj",
-	"WMZ5DCouBj4jmuQxRGdQZY4V3yIhxdGr01NChdpki7fNaoXTgGnKw+qsvyZrKo5iRgM6DxnJfUyPxKyr",
-	"9mhlzJdc0PA9sA+w/suGaYzYO765cJyGYSmTmCkUdz1cnJdKJNDoB4VTw5G0nb9JybJz/l+n0xt4ehOV",
-	"m98eLgsAbcnBaYqHMQP2QUjbpC37UrPe+kdp92kx1/HRB6aSeXZAu1hwPMu0dTM4T/IjFjfxjvorLlgG",
-	"Wz7VbCnjLXDegngFfPDyT+bt8KI37b8ZjQf/3b+8m9y+vptMe9PbSafbeT8av726Hr2/612P+73L382X",
-	"8bSx1XA0vev/fTCZTqoN+uO73s3grj8ej8adbud6NHxzdzO6vr6bDt7170a303yXdm/urbCb5H/Cu/re",
-	"siu90JzC1nItuQ9DqfsfjERtf2NxL+JwMGZFUixvZBgaLmeUaHyGH5jQ9VDzlovAne1gs4CWhWM1W+nf",
-	"9f/ev7id9u9602n/3c307qo3uL7r/9YfTjvdhiaT24uLhib9fsqYNLfYMUW/jzdY+vy+N5je3Q6ng+td",
-	"66xpVbPUXKvm1RYb7Z6rsuYU3CqDp18KI6a/FocZ31zYczH8Hv7aDu4mmXTBrHxkJHyz+OqXSeL7pS99",
-	"5pi9yoeacfqov3C/pkqFmpnL3/Jzp9+qs+c+1Y6WrcAhUm4E95Pt+T4vMphTjvxUDkOUsqcT8SsktDcy",
-	"5P62Tq4EDjWKmFD4GBhJ0oqXyqKe1ZmhlImqk2NyKwwzt2ZUKOIBKKQgYG7aodvNAODkdtwv4G2bDp1u",
-	"52Y8uuj3L++mo7uL0fBq8OZ2bOiigd6WYGT2745rJCrnYuZAtc9UXkix4MskZgHcTO4guVjCT4PgnQxq",
-	"NTHcXxlpURjOqiTxKuB8Q640A4UgsDVbpdmaKEZjfzUTVOuYz80RA5Urzam8wmnPhNcf9l5f9y/vrkZj",
-	"PIzJ3fvB9NccQnvINbvjznfoXV93up39Q3S6ncvBBFq1POu+MI9icCXjXmjANPsbdqLec71K4d0MzxU0",
-	"gJP+ldFQr+qNZfiNxCySmXCOrGGdzUKgFFcjMYUbulXEG731MgnEspjI96haJiNI4gZD0QSVAkbYBq0x",
-	"jLjC5for5t+35KNWUmlzjjV7l0rnBDRmFwqAlp5AC1Z9cDlmiWokBFZpwIOj2DQjEbQ7JqB4clpxromm",
-	"90yZH3wWMOEzIh9YPBNequLIT+Mdk9dSr1JVhHJ7mHXoXJhTCcPtrEMeaJgwgyYzQX2fRQZTDjJtlxSG",
-	"9sQxN/InWXEjonCfhkRvI3lYhPTetSEog6u7m3H/t8HoduJ4pd7r4Wj8rnd9/XunW9+qsdFwdDe+HQ7R",
-	"CGlwAj6M+7eTftps2h+/GwzNqzq4Slu31mrIzWBxE7MHLhOFzFMvPR8zRaVFfYOhHCMNsshlfoXrcE2m",
-	"LF5zYajKwrU0uNdoSqpSutSGaC7FmpMN3FORGnidHbtO2XrNaJ29sudu3YxsmHeq+ZyHXG/PyQrlErZY",
-	"MF+TA5oaV6xVWxH2gfo63OaX1FZ+ofqd/KQFtZzHHsnQoniFwqSm4ZqvJWVifqg6FWHlMm+SecjVqlbh",
-	"McrdIliGq9d4TmjaxGp7CLUoqzQPQ+LLROgaF4V9m4Yx9sptBSXYJx+GNcLssiAaMGpyVnj8Jgs322il",
-	"/0ERHpwTw3VZ5Rg3fFlAhBT1SqC47IKx05Zd57bxTDeQ7q8I5eUV1t6OFenqHTAWzN/6ISPsAd7WhbXq",
-	"mFemS1K7QWYLAQVDl7A11xqMvTNBBZFz80xSRF6ykvL+mFxxFgaKSL1iMdEris+225UBAOXUlTNRMAXj",
-	"WsxGQK+yJTSKwi3Rsk5LyUSmzR+Id/BbC7sKaDz2Gn3t0aFgbXrlpeid15k2NDcZ+Y2Qi9xpz/Gmj7AX",
-	"Fzs2mIxj/ZTDqTM6VVeOjPNOU9An25LcWe+m1tm1lHp2d1mFdiFL34FHna6Vak39Fbo6UKdlQ6htUqDu",
-	"8kH6qw1n+ZZtf3N0pIzF92ybKeO7mSo9oJqSVOxRDp9D6dMQjQwx82UcsAAXX/O63LPtc74qlW3dsFgZ",
-	"oU347FrSgIPiqp53xs/kwKw7lP49F8tDy0Fnu5Wxlfdy+z4mPWHtazNhO5iTUqgU1+bRTh9dO3IdpQnp",
-	"n1u7imsaL9kl1bSIuJ/A3lR9IOxK3rJtzdjmV1irubsPfpgo/sByJNR2tkT0AKmokZAlRR8deVjw/drj",
-	"HtftRDTWnIZ2/zsWpSVMkq7EdoQf0xU9cu4KkLQhwTf1vT52O4lib9m2p25ituAfnvni2kF5k7MJ91fN",
-	"gGyfS/M2ysz7oncz6BJ08TS9780lcARkldcGXY96l3e962tQQYxup3fXo4u3KG7Bp5veeDrotfp81//7",
-	"xfXtZPBbH1q5JsPRsO/+7SZK+0HDdrKaOaNeGL5HlLxGUAa9Ng1uEJz2fes7nDAt7OehFMz+045+44Da",
-	"vwcRzTLxUzmwnGmRpate2GsZgFnCixp6elWS6tyDn+56lpM1arDlsW9vcUfjRAB0BUHMlHLMsnn0gIBa",
-	"XSQ4RCVxbH6JE1GvHWlwzqh7dsdMx9smyg8fHaVPOVSwljv29CDzx5KxU6UeHpO+IfAz4Z5orsAbh7Pg",
-	"mPRwPwvkUjW9R8twwBY0CbU6Iz8RRbjgBkBmAkSVBxp2iS/ZYsF9bjq/6pKfTk+JImv6ga+TNcmaJSLk",
-	"a26IiNPzdmci+9Epu+remTn17+VicZFNVGMks/7RLAbmmCMzYjZge1v3Y0aRgpgVFKToRSipzq5NgEs7",
-	"+szClgd2J1b3VgP6dp45W8iYWSWfaVs7XbPQbo/O6vnrnlGnJ+cGMrU53ExrxYUfJgELzsmpBc30jJ82",
-	"/6W9mMZ9G36azJNgyTQK83lVPi7HPHP2Gs7B2muFJ+DHVeoYTlhII2Vg8RPXvveubqOIxWQuEzT05cDk",
-	"yTEKZfGjhi01fcBFLmAfEA+s/r0gZR6Tfk6zhBqPlQwDc0RqJgwz2yX+SiomyHxLPGgBVuwz4iG1AcbY",
-	"g9t42//9/Wh82SXT/t+n6Htz2Zv2p4N3/S7x7I5y7QfDaZd4gUzmIcv9fDm6fX3d786EZ9713IfXo9E1",
-	"PLZ26p6hutX573rjce/342xy3Bi+4JvYyM6CUEXGVxfk559//g90FZCLhWK6az5QEjCfrw3pwYnMoYGH",
-	"nKBCWi+5LtBl0zhmIdX8gRFvlpye/uwP4X8M/0gE1/i3Rw5mnSExP6iZoEs56xzWUiC36dwLkuNMc8dV",
-	"ECjx93qikh18Sxm0SfIon/tjojxc7/LeSnJNG+6yBP+/pf3aYIvhPkVQzwMODRdEaIX7S91vzeCGeqiV",
-	"TMKAzBmJGQ0Ifaz09uK7/C0/S4mImj1g6FJpm+ewNRYyXyObUaAI8FoDw1Waq2D3tEjY6XYMFeh0Ow4L",
-	"O93OACzmiN+dbsfgc6fbKaBtSy71LdtuZByYWdgH85ReUs00B63cQMAPDh9eSxl2uq4HwC7wm8XQj0fY",
-	"AVzE13cjQNUIsEPJn8bo7FQnl1jXapc6DrYQvrFP8e1ur1Hd/ULq7Da7z+JXnkH1jUP99rwK8Oou6tdc",
-	"e002gGaPx0add3fmklLq7p1XDbabnEV3p0sGevI0OmRc9i8Gl/36hk/xzSjtP++ZgV7v1SZ/fLReNNZV",
-	"hksxSnSU1IN5lOhMqzjfpnGRWWwC+D/7oVQsSJ0QgRGsQwN0JJ+00UcXW7dqlO3jkyCzOG13x7obQFIz",
-	"c/iq1vnhPfiNZvwyWUrmZAh7uD+o1HsIhGE0MY5vLg53OG7Q8MLcwb7NZ35SpX4fux0BPtL0UVYL0/yd",
-	"fIDYnnZRWsUuNXLGWj4w1IiZBeGRHJMxA88NDH4FycupeYl3N/l9cuchEBoYnIn0dGVMmGO0VoaxOrPN",
-	"34x7F/2r2zSQazB8kyKyZyQFaHU1Gl/065uQfAuDw/UjXPZ7l3f94aVXx5jvsrngN/F4gLZdR1EaetwG",
-	"ICb5Ph+7nQ3l+krGb9m2VjFMEmEYONRRQjgE2+SIgtWfMQUB035KaTAkwI5dokLefrWTO686vCsEyDbw",
-	"XgmG+JFIcqFBAcHX7Jh4QVFL4KFmycpgVhGzlgZgc5GCzjt/z3vf6BiVE+9byE8LbvobkTG1ADbqB+xz",
-	"R+dKhoaKYF/Y7JNDs+rPuyWDBPGfn58/gmnbcTzTXNNdzEp+yEYobJHioXAitdkcyOSeR5F5VE1TVDV4",
-	"V4Nx/7LozH3xa//y9hpCxuBrW1dhF/Ro+sFODWNgY+QupNBcJKynhmyzX1uua3rVaMq/RU12I5f4JLfg",
-	"HPV4hF9wK1/gKruZ+/EprGWFpcx+MpCSC15pFcuUavmRbCp8umkphOk5A5aslaA+Gqw56KYXRSHHiLOj",
-	"gC24YIGNp3GBKy2dR+uDPnLPctlndYMMYKzT/AdztqIPTOXog+NreABRpji086Kunh5fChmz4goafCF6",
-	"GENm7gKuxsbygnd2nAigvoQLpRkFlc0vp6f1hm67+DocBsdY0ImmEWVmG7hKG1bLF+WpMUgbF5+tDaKy",
-	"3UHxYD+mN5/FHztu76KGwS5uyoUcqNIN4T4MdgVOseM0IOVUReczAX5VG66c2Qrlhx8U8TK2HONBrWyQ",
-	"XkYdY7nXwc5s5WnMZVniaKN3bDrMZt3jzh41V2BbIZXNLRGFggLlzLP0IIoPhtP+eNi7vrv4tTcc9q/v",
-	"+u9upr+bd7HSdDJ4U9ewLExAWwj4xoYT27IlHZaxn4bCjETJBA0B2GZxxVaTvBbFtXkTU58tkjBr1gtd",
-	"G4WN/ige9oLXOLzesPjI4CETSy4gPQbEfKDFk4wM1nqsJujDQ+8ekMhC5Em9AOMXJhDMUdb6HgKiLJlK",
-	"PRBDhkSQyyQ+x8Br9EB0ht5EMDJl60jGNDxSEfP5gvtkzcxA3Ee3KPCz0EBiqJqJJX9gtZZaP8/A3NAl",
-	"m/A/2UC83lqRuJW6MjfEdBUztZJh0LLzrrNpVmptuPZX50THCQP6AqQVdb6GOau/GBelUk/CWUMEz05C",
-	"UdfnY7cjI83X/E/W8zV/4Hpbb4NyrYB/rmuyh0gs+PI2Cqhm+7nVBNoV++7gVjOkaEnhTOtvwG+jW97h",
-	"rlfwMllH+082SNaR6+GoVs3JRnTJhoYYlwf6bxbLozlV4P24ZAQNji0NBVEVX0tUzAyp+J/snJyakwyZ",
-	"UvYcfyLv+OuW83yiL+xjspyUt9RNj27/XTWx5CixP+a6ICRL1d3XFRdLFkcxF2mA2WYlQ0aUoJFaSX2e",
-	"yumOrs+Z3jAm4H4t/NIwROcfcKZYUi7IIpZrBIHTWvb9H0qKy4Z0FlxBzx8UUSH3WS7yzaX3cKur1xlI",
-	"TcMb59DVxpeiGFphz6owUG7Buy5uRyaA9ysjQeEbHLCAGMEOiXcxqPuyfzGYDKzkl1dIYnj73fT3GyMi",
-	"XlwP+sPM+tDcEEd17YrfBsPfeteDy7vbSX98lwt9vuwX241vLu56F/91Oxije2FOVJ30x7/1xxkDluv3",
-	"iIBnp2w34ikXS3ecZp8hZ8IZP4qfoKf9AhbeBxry4FaxOCPlAcM44Z4PN3wt/ftMKp5AIKHDGytI5G7z",
-	"DdPmxpFxVvuJ55LpFIOzfl6tF8AOZ10j3VSfC/OrAn2E6f04d91EsXdsLa9kvM9DusqHgStDRPXqnKRB",
-	"ipDjDyW+eu7jm9QTNdx6CzLc+uJxtvbGmTTGoJVdJreDRwGrh/5TuV9cyHLNFgRjgWrMSAlJUfNDd21s",
-	"hs0Dhdw8qg1sHEamGjHEkStriWwALMohfqZRcV5eQLqTrvXCN28Y2gDybxeCtrJ8RQXObLC09e57ITbj",
-	"K0OCx0L+o6AIIOAdqk5qT6eg3mvDtmdPL+y4OWNqlGhVMIjDGYZScbFMtTaq63IWQAJTDHqD7KeQLlNZ",
-	"AG1vYa2Y6nf4iTdAxNSiCJjrubIK0zkLdiYPbGc8eV9s3QQ1Ncn7mswoOUgqycGPe0nLnVs/p1kX96h2",
-	"0fk61T+C3579ZjhcqtrfaaP74L+I///O63scYWhxgy8Xc7nrndyTGwKsQWV9/ppuSSDxzYoTZwRJtdk5",
-	"7f5MsA9c6ZJpCNMmXN7eXA8uetO+V5fGIf16h0LC3WiYy8yQfoXU8P/Zv5gWfvrUjAyXCRpPGCYWHoks",
-	"00L6CXLLm9PM/9KQZMEd9pipNmxJbJqlT0oVUjANxhZCQmuxxfS33gHgqfDrYDIdjX/HJEx3AzS9tklN",
-	"kpvIcByPnmo6eNf30mcEoAOnVYQqkrqhV4Mj68PeqarzRbqKGSOafci5eGWmH7O+htEU0495XMdph4/d",
-	"jrrnkXOuhDjw6rIuJRHSrOkoYCE3rFOajpELeIDhEaNxzB+MPAG+U+ma8Uwbkl/f88ipCVtP7mIvxzcX",
-	"nzDz3ry/FYDIJ0gzIr2Fvl2B261GHFx657mQm8xpxyVGRo+r58gpXPsWwVm9jEYzA81dr5IlJi3eoX30",
-	"ZM+GB2l4jmCbx22nOaS9ilWNGQBLUOneiTJR63Q7r/tvBi5ZT5UQpYogaFuFy5YvxK9F6tvtvGZL7lLv",
-	"/FqmmFZFAw2rjpeFg3hcsCFoKN05n1m1GuA1E4GyqjXCU5PzTKBSEiJz7EWmDpsu7qop/tBQ7plwUYhm",
-	"DC+3Xq99vOCnRPo9R9je2LArLxqy95SF72LQxpG/n2OwxvRcnxo0Dwp6r0pig8dFrdt+cGFPsb8/NvtI",
-	"OfdaKQwJMwoEzA9pXEh93ayxe34Zp7zuZztizddMJnpn9KdMdDGBLqh1nlWZ812FWn2qLRj/sQ+DWzzT",
-	"rZBYPjE4oHF1COH7SQwCt+ularWiH/QNXbKpvGc1bDr8jDYxyMBhM9qBmat6OcUKHKZNLSvnbIt1CZsx",
-	"+J0JDdkDIxbbqaoY8dMpeoG1wIF/JiyueaAn/3V9FPJ7s97QPKnSYNc84aE+4lijpI2MU4I0nOuPFpfX",
-	"Arqe6f5STvCDLtxcLps4jaHowVrGrsyS2smGpxxRe5VH/f77Qsfbx6k/6gaozZRnuKU11ZBgCQOIoOen",
-	"uwc/2bC+Gy4eZ7VTn994822rBCdP0eiqr0Qf+I0ffT6octdpQ7sdYu9j4k6fEiz6LfAv7cKI06O/55EN",
-	"mNl7+q6pd0wM/YQAi1xs0yCwtrLCjyJgHzysqTlnBD0cK/dWHKbWk9nWl3SvFfRojq3Jz77bnUsqnvfN",
-	"x/AXupa2qIqLeyyExShbbQleSCGtz3u6t2/GiFq0eO3WAk5K0bVyI1zhGTibLsFCOpOfjn7ynujv1yqM",
-	"tZAuvzFoAT/QkCimtUtWXbJ61HiUxVK4+KPaIxABjQOy4A/sCFNEmB6EfYjMRbgwwpiZY7cxAg05yPdI",
-	"WwNUmZQzK7YWcnc90jwo2Yd25gQrGJPgEgtKrXZq9qxLK12A230tg/1cD+aniL62mBVZcaGfIv02Rt60",
-	"Oc76zh/LbrOjBxbHPGCf4CB8+QhAqbc+lqv1XbKQbhuVHvC1kOgL0BUD+3kafB6cp341YItUmQhatGpK",
-	"8eS0UwUq0+JtNM12MCZ8s8C4tNs4rEtxphi5HV+XtD3oEbGOQohIV5UkBhWqYmfJ57Mt2X6dHdd0PXeF",
-	"dOfUv3fBxK60lCJePsFto4En1pMmK88VyPlwedbd1j5PqVNUELI09BnyCECIPWSVhDD7ZnvP1xGDnnm/",
-	"lF8utf8BhRrkuTfTVh+3Aer50HS0gaq9IertPSfr179j2Waxm5VUhUoon2epBU6phDeJ4oIpRXilTt5O",
-	"PNk0sBAtQSHrk08g/UiFLhh70sPMbBQQM05GwFTweJsyoYkic+bLNVNkOnjXH91O29K2RrarTC4aN9Mt",
-	"0q8/9tPLNtqrPSSztQnTjxk1r68hKQcyzpV7zeI0nS+mjUs9ckGb5UjPw0eG0KZu3kGL+B6krflCVd4x",
-	"GUrNrMtmxLUNBPDyKhtyz7bV48m1qHlIi2yjy8YcWacAJ9S4VMloheyCFkz5TMCPdtZPZjf9SrX3FnX6",
-	"XWsbuGYrR+/uiM2eZGx6+RNql0X/k960a0i3Xu9g6SWRYvatxnZeqYhnyl5hcG+aD+BZYKAg4D1LJn4H",
-	"FY15+Cc7MrLUYm8LklWHwNXs7eZ4XUxhep1lRneeLJcGhmim0nBiRsbyUXwaqiJFzlpSyAedT978Ummf",
-	"8YkHd4gaYHsfc82OIF4+SDdpuYJnASVVzmK110c5bWyEPkCDEu385DVZ5HpB7W4FfffkN1Tb9dpI3eeP",
-	"No8/LTZjUmKq65QxKs1KWOKEDwR7YDHhYsViSFo9z9gekAZmAuUCLQ+PiY0utv4sB6CWdKnkvK7lK3oR",
-	"/9H8EQBy418zASWf7cUXLPLeoQ3F5mGYivPnhJIwN5nzUJ8JV0Ftw82mYO1aEcE2oCJMDD5FNNZdwj6Y",
-	"oaDjrtkNA4JhHBum9FEuvV9R/+OqSjQV0X4BP4WmNX/SmO5Sxu11SSUdUjrEPrbbQosruecs8pWebf1n",
-	"s/6XL3PgrLnY5/4g92q32hExbU6j4I4in5Zpwjtgn13mP0wNlGYJth5sXBFvR31Pr6H0+Y6VfaKIno39",
-	"dCjLxpi8lB9QEzzuFCANEXXXYdM41flA/HxKVEuwfjE/pzx13o+dpnWa2MprdpXO6o5WgfeeR2nGMsxo",
-	"BXXFRECWkigdU75cgX7JnmCjW3R9/tY97EZNp9xoTwdFN8Jj6d0mlybsaRQvP8IL0bzNrlxmO5G/sWNp",
-	"1KcffH6UF6MCzbe0lw5kYP4clGAvj9dSH56TlIr4XM1r8zjZPvhW1B7/+5QQX7OQ314t2RpyrZ4qxYRW",
-	"Wi1sjUXXvmsJXk5L8C8s5/+GBV6s7c6a7QpF/V1iGcMDlGVtqkBCTrWAn0Ev0JRwNlHFAj3OScVFA2VV",
-	"ul3yOkglC1EwnW7HWkHysaHm54ve8KKPLS5Gw+lgeNu/vOtN7ob99y2jgbKq2y47HaSiBbGn03Xvbz40",
-	"1Px8QYXPsIVLNxtArrVCSNBEy6iNNVlGOywje6Mmz9H+Zo7KI1ynhiNrFvlBWbuHTfLYYGGV0WNiKSeu",
-	"/bfui5jbdzUPavFqMC7LnmopIhrhsJAaF3/KA6yF55aAiSCWBzwLlwUQe19rdW3BsjVYa8kb/sAI45Dc",
-	"0CuHi3pdIuOZ8Gysp0e0XDJoihnws2ztzXnmP6kAcCEbfO3nnYlVrr+WzClPg9amy27D6DRb52vuqK4m",
-	"xxOyg+x6K9DA3Co4buOaPptMsYtR3yNWjG8uPpdQ8bTAPF7M0zoQC4m1mwKXjPamcIItCvCYMVAPW/Tb",
-	"s9HwNsuvy6WtScgo+GOxSoZhOClQVxx4f330nE+tYHlTvHyhIMOXvss2AlfeXfvlrmZSqOP1AhfzTJJd",
-	"m+i7HKFoLdABrUBnCy8TDnLRGuRASJ3/5twvDp8pYu+7rfbJttonyFrfzbXVp/YjvAULWe8i8ut0enPy",
-	"n5PRkBjkjKmviYogQHC+JXyzOEKep0soFBWe53IVWHZoJlwOrw2P2ZGrsWcauuQt/P0VefiJjPuTKZaQ",
-	"Uii/SsgoQEPTYCYml28V8akgQWx4T64PyTzR5J6xCOv2WI9gQSb/dZ1P/e+UI8czMRNmU4H0E6iO47KK",
-	"KaI30kxtM6aoFY0ZWqUZ0At7sGdmhB9hbT/+aLm93s3gxx/JgaZL4uFP3uEZNHl1akQByGdhx80ObCYI",
-	"WUllcwTCx8nlW+JDBlCFEvvBT/9BvJvRZOoRQ2comsuhkpHp7p3QiJ88/HTiDvzEI1GYKOK96U/JibnT",
-	"kxWjoV5Bmlfv8JzAEdrsDkRLGGWldXR2cgKqJ7Ois3//99OfvPNsn1mh93Sf+JPb58+5bZoRUlu9GZ9m",
-	"9Sl+UM6R+MAG7We/mFPhPrPurjlm2pyEMgNtVjyEyqNWq6FySoKz6mEAmp2AgcQjB2mpMhjJafAOu039",
-	"0JKc75iW9cayvjXHjw/QSQxvyhSKHFsHbmvI9/L+kh5GBuHOyuUychUkKpdWf2M/ewDd73kMCe8NbTfQ",
-	"YgGWPbB4i4VNuCIGnc+dq8SaxvcsIO4ZBo8HGm7oVuVyEHfNCIW1bqEmKqz6TxZLWyf1wJt1Zh2vS7xT",
-	"858FDRUzcCdd3I2dlMYAGyFbaCITjaMmAkptoNsHSFZUEU8kYYjQaGUmLC3086ujOdckEZAWG+AFUJQo",
-	"s3IP5a4zAhWisLsRnPN1kJMoYvGRb+4I2RFERReTBgt4YPGcar6GAaioKB28gtLCM7SHpnEGVlXBCloJ",
-	"s+2DkGqm9CE4oVq1nJeJdrjciG4Nw6nIgVdgGaxTiozoP5O02BfiCvTLUQpDX83pUhudbYvWEO/V6amX",
-	"UV8AC8PMQX9bhgbPKGaRzMqYUEG8QgUdD/qeEe8XM6B5sjjmJTa7tMdgT5UrSDkpY1d70e1XdYn3yyvb",
-	"PZRieRTJMCQ2EwbgqxlgfHPhSIVboen4t1PLgtpIAZ8Kw7BRzIAMr0Io/XuVIu3fspVaqQSUXgqwZ2JA",
-	"L4NSCCPBKi9z5tNEMYJ1gA2lfmAx5M607kHKlu1bz8RBs7MRqfgl4dfYFrKCoIruTHiFaCxo1+QlZNCs",
-	"sdYaujftLGEBpGoLtx3ROPVET1/7HE7MhHOCQqVNyH1m+WwB0lenF1F/xY5eHZ92up0kDjtnHUOs1NnJ",
-	"yWazOabw+VjGyxPbV51cDy76w0nf9Dle6XWIwZo6BC0J8gUbS9RwQQfZI3rY6XbsPXTOOj8dnx6fYnEG",
-	"JmjEO2edn49Pj3+GPPR6BUxT5cnE4iAnWGQBsv3XlgnuAwFFhy/DEnCRYawtyQAuXxvDPOdVqk4ZCYTH",
-	"8G8pfg6CzlmnrrhDJ61J9FoG21R5gXmVcs/pyT+svhcp3+MiuorVJz4WJTEdJwwz5wGaw8m9Oj19tqVA",
-	"KZdUTIPJq5wnHg08hSnYmdv95TkXUqgHVrMQm2fdETMoee8ClQLJFCTfs3QizvI5kwMvzTA/HE3v+n8f",
-	"TKaTu8nta3B8up0Y+fFjt/O3z7sXS/EsZwWE7xhEApWs1zTeds46F1D4wJGArG4OGmVc9MQmS0yv6RLU",
-	"0Dho5w8zXAXLDPWyGSVOlkw349nYVltDQzeUwCkFu9qAo3u2VZij2F6NOXQ0c0HZnTU+C55pB56U8HQf",
-	"QorKgtYGcx4fE4Meikhhb3AmIOGplhJpXRFt63OgvzDi1mfo/8youydxfAMuZ3dUvk1MZAe5Y79m5P5m",
-	"8XlsZODyoR/ADxYhD4v21qegtNqF0reg9VBWBgGhx+Bd1zCXIfVdugBbiQVxHl9Lcg2s28o8uvOtFe9B",
-	"SDfcSk4nUkRO9SWQc/I1IGerdxVYlO/P6udFQ1CqtsLDpz6xDIVEHOzEiI67Xlklwwcj4xmJriBdIkGO",
-	"2cII2uAO63aHyQ2MeAMFHmUMht3/RzzIJqZX3qGRqaQZk4uQC+ZEWFSGWPEcyh3FeiasnGFY/JS1nyca",
-	"fuBasXCRQUIsIfUj1krSq3N71GomnIhbXqYTdX85/aXu/TbLKiriX4Y6lNPzfV5qUJ28Sg3sHaGAb8Rl",
-	"AEm8wC9PGOwCfvl8C5hmmkdb/LQGtIIMNOViAUZCrjLNy1dKg67NPVORbijcuufWAkFbUvMIDt75c6Xe",
-	"MOPGyjhYCjVjvlETCfV0XK1dZOnzRXkwSCpO2B4u/eVZ8y/Pj+9lwkEhYe8EKp26MkVY4CHl0c0nvIjD",
-	"70z5S2DipTU7ldwcU4XthnKN/l5t8dFVH2rGy2unWnW5VSpFqCBLtrAvpyKQ5dRbMo2q4ploLmpl7QUO",
-	"WfHBB98pMziNIrAIzYRXcrzCzHAurhO2+INy7lPk4N9OiTJfre3jEPPFYFVdn0Zm8JgheUDjUG5LqJV1",
-	"zBQkeUCOgCvyy6tT5ByIdz0avrm7GV1fQ+L4u9HtNA8/aTibdf/C44P06nvoTXof3+mO493z5KfbXCHt",
-	"X4Hi/PLq9PNyLLVA74AXEHGeBEumMV3WiiaoL9sD/ofnBPK6fa0yldnXQsZlKqolghwyao7UAi62IqfO",
-	"MnQSJOuomaAW4jDOMmNpXvufGplQd0EV+BT852Q0nInUCQFf4oxryh5iKCkrF4TrYzKUYHYKWATuxVKg",
-	"gd3eh+Ox3KB15Kmufu4L06d8HeYvRKAK5YVrQG0EguoyK7ybVtv9zvl8Os7a/J80XyCbzNlWWtoU0jTp",
-	"e43eEhQE6bD2YlI1SRcHnW/h/22xu+hulzlZNiN6L0KUQwVm6gfJBZoOus4IL+iaBdl6D+BfR4D5h5mL",
-	"ZU4YqmBo49peBktvGqb7mrWX9vit7ee7BvOzvbYWWLIL0DKD9Tx0P12FCfWfmvHwAjK65asa5UPacsUI",
-	"UYfp23irLA/oTPgrqUDUzSqNgSva3FV26rr8kpBUOk7/SkPlZoIHXfxii+bhOIfn0DbPf4H7l+XMoAx6",
-	"3aNcKNn1wq9xoSrhF3qOi8XMGpCcVwuRfX+Mn+0xLhUAdD5Tc0YWMhFB9SU2TXM8Nur4GY1DDjKxGQMc",
-	"3+xltUb3yN+B7NSI2lnu2R8U+HetqAiMJK62wl/FUshEhdvMlc2N/YOaichmVrDmzwMXzFEI4+BMgUMn",
-	"uqla3n2dYPS0mgmuHWuOHgI597PUxPDq1Ea1GTDoj+96N4O7/ng8Gqf6g5nwZMyX3JYpYPGPnvUxg2xS",
-	"WcHGvHMDjZkzfc4EFRLC51LikappfvnbKaGaSOHX6kCrtYZemshkkVpfisTkQkAaCAwG9GDAxneFwxMU",
-	"DrVIaXNAQa57m0SSgltvElk3Uldx3O6rgCx2J3/7jDvp5WRth4X3DHykndNBFfEal/718Wx9lw0KnWOf",
-	"5OeB4XO7PCNpmFi+7AnFsdAx16k/IIWVgBKYEEer/ZVN1gvCHobV15G5UtGrF3f2yJdS+0JkrlQSbI9q",
-	"I3+WX17HamjEmoYLGRuRGcqffaUodMVFUFAvuiBJC8pHWWlKrOL2KLTK8KCdUbWIHxnxMkQLhR50Nw63",
-	"YL2m6EjVJVwYHHNHj0qLbWTos8pGOSYjEW6Lo7owACTnxzOBXuQFJxZvUMwY7nWJ+cnG74ulyyLvHUJB",
-	"+TlL14IL2LAwrPhfkpbul5V4vRc3uDSVA/tyBpjqitp6Y1bJ8Xd/zM/gj1k99k94mnM05NF+mOWFPIPL",
-	"5WdGyMlXg5DfqvOlLTcCnPq9kBthY/nMA3H4v8UzswEjn6rJxPQN+00K5j23ClVUROLR4zNpgwwPi/YF",
-	"HHomrMq14FyVU5Ab1N2qLH2Dradju7uSdWA/VMka8mnX8tWF2oovjcuFgo9fI/ra0/vuPP1ZUXTCRJCB",
-	"LtSAejJiaho/xcSAz2XOxtAlKgHHWoedPDiKWaLSbOxdlHdt2UBVKVx2wBeEiu3hMelZTV6WDiFwUUzo",
-	"z2BYMgNytqQNXLhdl61cUylrMxPezqpyHqEhbKQe6/NFeF4a6fOpY7+UKF3IA7rDxyZ3C18H3tPUbxB9",
-	"kHmQgoQtgue8gBx8utTsCxnPeaAyBZdgeQrRux73e5e/G9IwnvYvvwkyAdhVdAZqTxfkDleffi6hn5FY",
-	"XTZJcuAS+nXR+8Y6KnZJlnxyJg689C/v0FwaJqskB5iKsZshPqZwNDMUMjEe1uNolnLwxVFURl/1q6xl",
-	"lHKz39/mz+LQU9Trww0YgaGKkzL6hOcaagifqHu+Aznf0fjevNhYi7nwXtekuTVjRVjFxf5zJlwV50QY",
-	"eqlc5UJXulVlaTCoIt7VYNy/tBlesCdXqWfBfFupfg0wUPkdC2AXSkXPBNaKJjkdjZkdIApq2RWsnrVE",
-	"wRXjfmmKUK4P/lWShXsefW3kQEiiEn/limP/Cyq4rnjMUmy0YmZaZbuAjYzGYWt9ucYEKS6JMuZQbqQJ",
-	"AwFxhMASxdJ5EqRJ0oGxNzsAWWIRM7UiUGCzl+Ysc6EYaR8IQIJEWirLUZUrNuxIBVK6OuSs3cLL4Om0",
-	"ZqqvGVW/P95fBFd76r7mcQYHegs55sUTrPV7XZ89uFVQ0sIedqVscD3xcELxTMRsyZUGJRfVVsQ+8Bpr",
-	"GXvkxAYi7S7VbDMj5UszK6uCw6zXM2Ee9drM1yT9MghsTj7M8ZWlvbaMCtawW2P9a6rTqrVc1wZRpTFZ",
-	"Lr7IO58JWagKXAhzIm2inOpoVcNFvixXsTtH+RfSDezJpd0okhTBNWUpv5KQ6s/uL/SvHIOU6taLl57l",
-	"jISkpisjfSS+z1jA2oZa55NR7vaVZKU4SnAIJFn2SsuJoR1PUc3Vgpvjl/FMBDxmvnbx1VnpKJ6KS4fn",
-	"WNWP6pXNt2r+RAdo7tNwJiAl9MxWYJx1LPVCj0laVnDiQaXOYIZ1whDT1PMSOLMoCrfHpCe2jqihpkqv",
-	"qCCvTk/N+mhaeBDLXKE7EYhsOuY1VZMAmEi+YGaJ8FWK+b68/rNcK/zLaUErdY93krfCBRYcZ7Pre25y",
-	"h/6zj/BRJDH7B/M1+iVaYHEhvceYER2Udp97hQasEZ6tQ3GmZbCIjOsvU5yBeJD3eczO0ZgcVcHOu6jK",
-	"PlNIHVGZs4WM08mBVCDnlpKXA0cnZqKOUBBLJ2DyWedwJ52YiXRYLfEJgXBPSy5IG2oB2ad3kguyj1oU",
-	"6+s2kous+uRnIBhfidWkXEKtKQK86Rq/E40vRDQKZVBbko0sv/UjqQaUnboZTaakLgbESEzCZ12X/QK8",
-	"gWPO1DHpESHFkcHdTKqJWUi3WYkzTPqLxXkMfv/y6rQZT18++qFSreZLSS2VYhjNkRA2DuI7Qn4BhBSF",
-	"AIomL8ACVpbz+pudWOfhIsxjmwto84Ig9ytMg/VldubTgqgK03ZbdYo0Z1ZJ/c8VSaJaSelj+mONqbZS",
-	"iSBLGI2pjVIaxd9f5asuHHe6LpG1nepjt834oHYplDkwA6dMTWHGdCm5yez1fvzj4/8PAAD//w==",
+	"7L3rchs5kij8Kgh+X0RLfaiL3T0bu9IvWqLcXMuklqTa0zvsUIFVIIlREagpoCSzJxxxHuI84XmSE8gE",
+	"6l5kUZZs96z/dFss3JGZyHv+s+PLdSQFE1p1zv7ZUf6KrSn882JFhWDhQCyk+TNgyo95pLkUnbOO+TVe",
+	"U/MXoXOZaEKJjx1+UGSeLBYsZgFZM6XokqnjTrcTxTJiseYMJ+J/sOqww2Q9ZzGRi3SILkmEL4VK1qXh",
+	"cP7OWYcL/dPrTrejNxHDP9mSxZ1Pn9Kf5PzvzNedT123pzH7R8KUnmiqE1VdhfmdmUVQovhS0JDImJhx",
+	"Y0HDI7tN4sv1moqAPK6YIHrFyCPlmjARsMCsj4lk3Tn7W+dDbzAdDN92up1x/6I/+LV/2fk9XZnSMRfL",
+	"Trfz8ci0P3qgsaBrc0J/63ygXOPHMfMZf2BB53ezBZz2Qq7nXFBccXkDPRJypc0O3CJ5oMjBI9crsk5C",
+	"zaOQ+1xvDoleUU3WidKEhiGZM9MhCpnGPRSvzI41COAvrtka/lHcSnbqNI7ppuEacCR7DdX1T1fMrVyZ",
+	"S4D7MMeryELGhC40i4n5y/x2KzQPSe9m0Lji3FnV3PaVjInXG/52dzF6/2Yw7E0Ho6H59811f9q/9Lpw",
+	"t35uiPK5whkqqrlabFJAMItJj+j/j9mic9b5/04yZDuxmHZSc5+VM+y6nViYmMLXVuPme3zqdgLm84DF",
+	"05gvlyxuM85ltcenLmBZDHhiUcpOVwSNbeMOGkao2z1i4d5TTPLd6sbVfM3ivYed5nrtCe8qCXUNCI4S",
+	"7cs1kBwHPwjV0Yoq1iUraqgK0ZKwj8xPNDsmBkViGA9wXc0EjRmJYqaY0ESKcAOoojNMIvdcOGh9ZLHp",
+	"DuhnaKwUjDCh481MRCzOoFu4RkTGAYuPZ6KCYxVIyO3yaYCAAzTDwb4TTHK9akc1c080jXUv4pPE9xkL",
+	"WFBDKGioGJL77IYWlIcsIOa0zFkjqYpiiYMQKjaPdHOcPU9zKUNGRTrvBzfSFQxUQwvj5DknBZDf9wSn",
+	"Wae9AL5Eroob++DezZTSw4ub7dIAtHn6DflhgaWwvPi69q6vM1rd6XYsHS//XaXrLR/hXmjoB76IZjix",
+	"qf7p6Hb2Bd9podnHmsdtEDCh+YIzBbuPE5FeJNWarSPDSz3K+N4gIr7KoRRLRbSsvnC2R3WWVyn6L3hs",
+	"nnds2CVc+DFbM6FZQAyux0zHG3KAMNS7GSggHoetWKxuBwbv4dgGSpSm62jLXRcWg/SOK9zmI1XEAFyQ",
+	"hIYkcUFuBf9IFPOlCNQ5Qjo1VFIQ9sDiTdul/9vPtUuHbn2gp1yKQVDPhuDgzDUjc8bFknDxIO9ZUD93",
+	"hSEyl7kI5SPO0fh5nIgdLYBIsWDLQUML947EiaicY6vD+dTtGLrPY0OQ/pZff3m1W9b2ew1duKxlP4pb",
+	"uGZL6m+IilgYmrOWC+JV6Yl3ThLFAnzpgDx6VR7JI1wROjdPYg3ReN8bXtYRi12/fyYxsdxeiYhs/bWe",
+	"wvTXkd6MmYqkUHCONAi4aUbDmxyRWJhnq1sD2nMZbIj3z0+eQaQkFiwg8w0xHS2fC6zCij4wIqRlNnLw",
+	"bW/V7HQpj7LtJ77+5ydz2X3hy4AFI2xXFVIEkRH9R8JIRDehpMEZ8QKqqUcUizkNucIFGUieXL77QRGc",
+	"kTAYNzZUcybMV0Ed70Q18eAzF0sPmSTF4gcWE6VlzBRQ2oWMH2kcKMI1MSKRTPRMBAx7HROPfdQT03oQ",
+	"eCfmjxuqVx68RorpHMCZqe3SScgfmJoJLgj7iHIizEiXrI5nMtusJze4t8CNW0tO3AZrxGeaMZGuFaKJ",
+	"eQzs6R6wY7PLvyspvHp6Zfdcg5rSR5HfzuF2z+GRxmnz22dNw9vz3fI4xuk+CgOSlQxhV/npcUdUkMlP",
+	"2KpuW3VsSj+OZZzHoOJi4DOiSR5DdAZV5ljxLRJSHL0+PSVUqMds8bZZrXAaME15WJ31l2RNxVHMaEDn",
+	"ISO5j+mRmHXVHq2M+ZILGn4A9gHWf9kwjRF7xzcXjtMwLGUSM4XiroeL81KJBBr9oHBqOJK28zcpWbbO",
+	"/8t0egNPb6Jy89vDZQGgLTk4TfEwZsA+CGmbtGVfatZb/yhtPy3mOu59YCqZZwe0jQXHs0xbN4PzJD9i",
+	"cRPvqb/igmWw5VPNljLeAOctiFfABy//ZN4OL3rT/tvRePDf/cu7ye2bu8m0N72ddLqdD6Pxu6vr0Ye7",
+	"3vW437v8zXwZTxtbDUfTu/5fB5PppNqgP77r3Qzu+uPxaNzpdq5Hw7d3N6Pr67vp4H3/bnQ7zXdp9+be",
+	"CrtJ/ge8qx8su9ILzSlsLNeS+zCUuv/RSNT2Nxb3Ig4HY1YkxfJGhqHhckaJxmf4gQldDzXvuAjc2Q4e",
+	"F9CycKxmK/27/l/7F7fT/l1vOu2/v5neXfUG13f9X/vDaafb0GRye3HR0KTfTxmT5hZbpuj38QZLnz/0",
+	"BtO72+F0cL1tnTWtapaaa9W82mKj7XNV1pyCW2Xw9EthxPTX4jDjmwt7Lobfw1/bwd0kky6YlY+MhG8W",
+	"X/0ySXy/9KXPHLNX+VAzTh/1F+7XVKlQM3P5W37u9Ft19tyn2tGyFThEyo3gfrI9P+RFBnPKkZ/KYYhS",
+	"9nQifoWE9kaG3N/UyZXAoUYREwofAyNJWvFSWdSzOjOUMlF1ckxuhWHm1owKRTwAhRQEzE07dLsZAJzc",
+	"jvsFvG3TodPt3IxHF/3+5d10dHcxGl4N3t6ODV000NsSjMz+3XGNROVczByo9pnKCykWfJnELICbyR0k",
+	"F0v4aRC8l0GtJob7KyMtCsNZlSReBZxvyJVmoBAEtmajNFsTxWjsr2aCah3zuTlioHKlOZVXOO2Z8PrD",
+	"3pvr/uXd1WiMhzG5+zCY/pJDaA+5Znfc+Q696+tOt7N7iE63czmYQKuWZ90X5lEMrmTcCw2YZn/DTtQH",
+	"rlcpvJvhuYIGcNK/MBrqVb2xDL+RmEUyE86RNayzWQiU4mokpvCRbhTxRu+8TAKxLCbyPaqWyQiSuMFQ",
+	"NEGlgBG2QWsMI65wuf6K+fct+aiVVNqcY83epdI5AY3ZhQKgpSfQglUfXI5ZohoJgVUa8OAoNs1IBO2O",
+	"CSienFaca6LpPVPmB58FTPiMyAcWz4SXqjjy03jH5I3Uq1QVodweZh06F+ZUwnAz65AHGibMoMlMUN9n",
+	"kcGUg0zbJYWhPXHMjfxJVtyIKNynIdGbSB4WIb13bQjK4OruZtz/dTC6nTheqfdmOBq/711f/9bp1rdq",
+	"bDQc3Y1vh0M0QhqcgA/j/u2knzab9sfvB0Pzqg6u0tattRrycbC4idkDl4lC5qmXno+ZotKivsFQjpEG",
+	"WeQyv8J1uCZTFq+5MFRl4Voa3Gs0JVUpXWpDNJdizckG7qlIDbzOjl2nbL1mtM5e2XO3bkY2zDvVfM5D",
+	"rjfnZIVyCVssmK/JAU2NK9aqrQj7SH0dbvJLaiu/UP1eftaCWs5jj2RoUbxCYVLTcM3XkjIxP1SdirBy",
+	"mTfJPORqVavwGOVuESzD1Ws8JzRtYrU9hFqUVZqHIfFlInSNi8KuTcMYO+W2ghLssw/DGmG2WRANGDU5",
+	"K+y/ycLNNlrpf1CEB+fEcF1WOcYNXxYQIUW9Eiguu2BstWXXuW080w2k+ytCeXmFtbdjRbp6B4wF8zd+",
+	"yAh7gLd1Ya065pXpktRukNlCQMHQJWzNtQZj70xQQeTcPJMUkZespLw/JlechYEiUq9YTPSK4rPtdmUA",
+	"QDl15UwUTMG4FrMR0KtsCI2icEO0rNNSMpFp8wfiPfzWwq4CGo+dRl97dChYm155KXrrdaYNzU1GfiPk",
+	"Infac7zpHvbiYscGk3Gsn3I4dUan6sqRcd5qCvpsW5I76+3UOruWUs/uNqvQNmTpO/Co07VSram/QlcH",
+	"6rRsCLVNCtRtPkj/bMNZvmObXx0dKWPxPdtkyvhupkoPqKYkFXuUw+dQ+jREI0PMfBkHLMDF17wu92zz",
+	"nK9KZVs3LFZGaBM+u5Y04KC4qued8TM5MOsOpX/PxfLQctDZbmVs5b3cvo9JT1j72kzYDuakFCrFtXm0",
+	"00fXjlxHaUL6x8au4prGS3ZJNS0i7mewN1UfCLuSd2xTM7b5FdZq7u6jHyaKP7AcCbWdLRE9QCpqJGRJ",
+	"0UdHHhZ8v3a4x3U7EY01p6Hd/5ZFaQmTpCuxHeHHdEV7zl0BkjYk+Ka+16duJ1HsHdv01E3MFvzjM19c",
+	"Oyhvcjbh/qoZkO1zad5GmXlf9G4GXYIunqb3vbkEjoCs8tqg61Hv8q53fQ0qiNHt9O56dPEOxS34dNMb",
+	"Twe9Vp/v+n+9uL6dDH7tQyvXZDga9t2/3URpP2jYTlYzZ9QLww+IktcIyqDXpsENgtOub32HE6aF/TyU",
+	"gtl/2tFvHFD79yCiWSZ+KgeWMy2ydNULeyMDMEt4UUNPr0pSnXvw013PcrJGDbbs+/YWdzROBEBXEMRM",
+	"Kccsm0cPCKjVRYJDVBLH5pc4EfXakQbnjLpnd8x0vGmi/PDRUfqUQwVruWNPDzJ/LBk7VerhMekbAj8T",
+	"7onmCrxxOAuOSQ/3s0AuVdN7tAwHbEGTUKsz8ooowgU3ADITIKo80LBLfMkWC+5z0/l1l7w6PSWKrOlH",
+	"vk7WJGuWiJCvuSEiTs/bnYnsR6fsqntn5tS/l4vFRTZRjZHM+kezGJhjjsyI2YDtbd2PGUUKYlZQkKIX",
+	"oaQ6uzYBLu3oMwtbHtidWN1bDejbeeZsIWNmlXymbe10zUK7PTqr5697Rp2enBvI1OZwM60VF36YBCw4",
+	"J6cWNNMzftr8l/ZiGvdt+GkyT4Il0yjM51X5uBzzzNlrOAdrrxWegB9XqWM4YSGNlIHFz1z7zru6jSIW",
+	"k7lM0NCXA5MnxyiUxY8attT0ARe5gH1EPLD694KUeUz6Oc0SajxWMgzMEamZMMxsl/grqZgg8w3xoAVY",
+	"sc+Ih9QGGGMPbuNd/7cPo/Fll0z7f52i781lb9qfDt73u8SzO8q1HwynXeIFMpmHLPfz5ej2zXW/OxOe",
+	"eddzH96MRtfw2Nqpe4bqVue/643Hvd+Os8lxY/iCP8ZGdhaEKjK+uiA//fTTf6CrgFwsFNNd84GSgPl8",
+	"bUgPTmQODTzkBBXSesl1gS6bxjELqeYPjHiz5PT0J38I/2P4RyK4xr89cjDrDIn5Qc0EXcpZ57CWArlN",
+	"516QHGeaO66CQIm/1xOV7OBbyqBNkkf53PeJ8nC9y3sryTVtuMsS/P+a9muDLYb7FEE9Dzg0XBChFe4v",
+	"db81gxvqoVYyCQMyZyRmNCB0X+ntxXf5a36WEhE1e8DQpdI2z2FrLGS+RjajQBHgtQaGqzRXwe5pkbDT",
+	"7Rgq0Ol2HBZ2up0BWMwRvzvdjsHnTrdTQNuWXOo7tnmUcWBmYR/NU3pJNdMctHIDAT84fHgjZdjpuh4A",
+	"u8BvFkM/9rADuIiv70aAqhFgi5I/jdHZqk4usa7VLnUcbCF8Y5fi291eo7r7hdTZbXafxa88g+obh/r1",
+	"eRXg1V3Ur7n2mmwAzQ6PjTrv7swlpdTdO68abB9zFt2tLhnoydPokHHZvxhc9usbPsU3o7T/vGcGer1X",
+	"m/z+yXrRWFcZLsUo0VFSD+ZRojOt4nyTxkVmsQng/+yHUrEgdUIERrAODdCRfNJGH11s3apRto/Pgszi",
+	"tN0t624ASc3M4ata54cP4Dea8ctkKZmTIezh/qBS7yEQhtHEOL65ONziuEHDC3MHuzaf+UmV+n3qdgT4",
+	"SNO9rBam+Xv5ALE97aK0il1q5Iy1fGCoETMLwiM5JmMGnhsY/AqSl1PzEu9u8tvkzkMgNDA4E+npypgw",
+	"x2itDGN1Zpu/Hfcu+le3aSDXYPg2RWTPSArQ6mo0vujXNyH5FgaH60e47Pcu7/rDS6+OMd9mc8FvYn+A",
+	"tl1HURp63AYgJvk+n7qdR8r1lYzfsU2tYpgkwjBwqKOEcAj2mCMKVn/GFARM+ymlwZAAO3aJCnm71U7u",
+	"vOrwrhAg28B7JRjiRyLJhQYFBF+zY+IFRS2Bh5olK4NZRcxaGoDNRQo67/wd732jY1ROvG8hPy246W9E",
+	"xtQC2KgfsM8dnSsZGiqCfWGzTw7Nqj/vlgwSxH9+ef4Ipm3H8UxzTbcxK/khG6GwRYqHwonUZnMgk3se",
+	"ReZRNU1R1eBdDcb9y6Iz98Uv/cvbawgZg69tXYVd0KPpBzs1jIGNkbuQQnORsJ4assfd2nJd06tGU/5n",
+	"1GQ3colPcgvOUY89/IJb+QJX2c3cj09hLSssZfaTgZRc8EqrWKZUy49kU+HTTUshTM8ZsGStBPXRYM1B",
+	"N70oCjlGnB0FbMEFC2w8jQtcaek8Wh/0kXuWyz6rj8gAxjrNfzBnK/rAVI4+OL6GBxBlikM7L+rq6fGl",
+	"kDErrqDBF6KHMWTmLuBqbCwveGfHiQDqS7hQmlFQ2fx8elpv6LaLr8NhcIwFnWgaUWa2gau0YbV8UZ4a",
+	"g7Rx8dnaICrbHRQPdmN681n8vuX2LmoY7OKmXMiBKt0Q7sNgV+AUO04DUk5VdD4T4Ff1yJUzW6H88IMi",
+	"XsaWYzyolQ3Sy6hjLHc62JmtPI25LEscbfSOTYfZrHvc2qPmCmwrpLK5JaJQUKCceZYeRPHBcNofD3vX",
+	"dxe/9IbD/vVd//3N9DfzLlaaTgZv6xqWhQloCwHf2HBiW7akwzL201CYkSiZoCEA2yyu2GqS16K4Nm9j",
+	"6rNFEmbNeqFro7DR78XDXvAah9cbFh8ZPGRiyQWkx4CYD7R4kpHBWo/VBH146N0DElmIPKkXYPzCBII5",
+	"ylrfQ0CUJVOpB2LIkAhymcTnGHiNHojO0JsIRqZsHcmYhkcqYj5fcJ+smRmI++gWBX4WGkgMVTOx5A+s",
+	"1lLr5xmYG7pkE/4HG4g3GysSt1JX5oaYrmKmVjIMWnbedjbNSq1Hrv3VOdFxwoC+AGlFna9hzuovxkWp",
+	"1JNw1hDBs5VQ1PX51O3ISPM1/4P1fM0fuN7U26BcK+Cf65rsIBILvryNAqrZbm41gXbFvlu41QwpWlI4",
+	"0/pP4LfRLe9w2yt4mayj3ScbJOvI9XBUq+ZkI7pkQ0OMywP9N4vl0Zwq8H5cMoIGx5aGgqiKryUqZoZU",
+	"/A92Tk7NSYZMKXuOr8h7/qblPJ/pC7tPlpPylrrp0e2+qyaWHCX2fa4LQrJU3X1dcbFkcRRzkQaYPa5k",
+	"yIgSNFIrqc9TOd3R9TnTj4wJuF8LvzQM0fkHnCmWlAuyiOUaQeC0ln3/u5LisiGdBVfQ8wdFVMh9lot8",
+	"c+k93OrqdQZS0/DGOXS18aUohlbYsyoMlFvwtovbkgngw8pIUPgGBywgRrBD4l0M6r7sXwwmAyv55RWS",
+	"GN5+N/3txoiIF9eD/jCzPjQ3xFFdu+K3wfDX3vXg8u520h/f5UKfL/vFduObi7vexX/dDsboXpgTVSf9",
+	"8a/9ccaA5frtEfDslO1GPOVi6Y7T7DPkTDjjR/ET9LRfwML7QEMe3CoWZ6Q8YBgn3PPhhq+lf59JxRMI",
+	"JHR4YwWJ3G2+ZdrcODLOajfxXDKdYnDWz6v1AtjirGukm+pzYX5VoI8wvfdz100Ue8/W8krGuzykq3wY",
+	"uDJEVK/OSRqkCDn+UOKr5z7+lHqihltvQYZbXzzO1t44k8YYtLLL5HawF7B66D+V+8WFLNdsQTAWqMaM",
+	"lJAUNT9018Zm2DxQyM2j2sDGYWSqEUMcubKWyAbAohziZxoV5+UFpDvpWi9884ahDSD/diFoK8tXVODM",
+	"Bktb774XYjO+MSTYF/L3giKAgPeoOqk9nYJ6rw3bnj29sOPmjKlRolXBIA5nGErFxTLV2qiuy1kACUwx",
+	"6A2yn0K6TGUBtL2FtWKq3+In3gARU4siYK7nyipM5yzYmjywnfHkQ7F1E9TUJO9rMqPkIKkkB+/3kpY7",
+	"t35Osy7uUe2i83WqfwS/PfvNcLhUtb/TRvfBfxH//63Xtx9haHGDLxdzue2d/AVSKmwaYnFHLrcxaiRR",
+	"gY5ZGDbHjan56nMp6jippFKEaTM+y76G1USJLsi1Nu2d8GNGlfOj4PnUHpDoEsHamvc/avRS6eNwLfOd",
+	"suY8VTl7GTPYdbw8Jh+KeT27pOhyk/6cZVzJJRsyH2yymjRnpfkFOXTQdnfTGS7KfELJ82LvHK1GyJXC",
+	"ZzGQ/wWhYtNolAbz/XvVYCDh+WMBW/2ah0Z0fXIuVQcCxdnzt/P7bkhvJLw9dZ+5tYLUXoV5csA+aiZU",
+	"ap/jykJajVNTHs5q44eSWNgQV2dGDGm8ZDGxGy1yYk61gDzbnC15ai1rAcFOCVP3RpC1VBo3s6ZiY9d0",
+	"Tl6dnto0gXYJMiZCahJJxTV/YF+EB0xffCcUZmvBV+BlaX8KNU30ftQMLV0iw8Bw2hAVVMMAPrjSIa3o",
+	"fC3JrnlqV1S9lzHblg7dQh3662mnbCLsI1d6uzS7ky9jbnBMvW0zb7e7C8da2YPZdi87choBVS7bodd0",
+	"QwKJJxAnznifWmFzVumZwKMoujRgup/L25vrwUVv2vfq0g+lX+9QuXU3GuYyCqVfoaTJf/YvpoWfPjeT",
+	"0GWCRn+G78hIZBmC0k9QE8WcZv6XhuRA7rDHTLURp2PTLBWFqvC+ygFuPUk0h41ebeBh98tgMh2Nf8Pk",
+	"gXcDdBlqk1IrN5GRlPeeajp43/dS8QegA6dVhpNIw6eqQf316VqoqvOhvYoZI9pwJKkklrksmPU1jKaY",
+	"3kcoHKcdDFNwzyMXFAD5S6rLupRA5GN2FLCQG5E/TSPMBQiOIHzROOYPLEhpiF0znmlD0YZ7HjnzVuvJ",
+	"Xc6A8c3FZ8y8kxeqAEQ+sedgNHTQty3hSKsRB5feeS5UNOO8Un4CPIWfIxd+rQwFZ/UylrgMNLdRbktM",
+	"WshPu+jJjg0P0rBSwR73205zKpYqVjVmri1BpXsnykSt0+286b8duCRzVUKUGjCgbRUuW74QvxSpb7fz",
+	"xrGQZtYyxbSmBWhYDRgoHMR+QfJgWXPnfGbNQYDXTATKmoQIT12lZgKNaRBRai8yDTRw8cJNcfOGcs+E",
+	"i543Y3i59Xrt49w/J0L9OcLNx4ZdedFQ86csfJtiYRz5uzkG6wSW6+PVqxUytUglIc9+2VZsP7iwp/iN",
+	"7Zs1q5wztBQ+i5lwAuaHNC6UbGi2ND2/bq687mc7YiOmy0RvzVogE11M/A7miGc1Qnw3/VWfagvGv+/C",
+	"4BbPdCsklk8MamtcHUL4bhKDwO16qVpr3kd9Q5dsKu9ZDZsOP6MvB2SOsplYQWKuXk6xcpRpU8vKNatj",
+	"3tukLUxoyHobsdhOVcWIV6fovdwCB/6RsLjmgZ781/VRyO/NekPzpEqDXfOEh/qIY22tNjJOCdJwrt9b",
+	"XF4L6Hqm+0s5wY+6cHO5Khg0hmI9axm78oBqKxueckT7q3CK++8LHW/2U9vXDVCrmjLc0ppqSAyIga/Q",
+	"8/PDWp7sELYdLvbzNlFf3ungz23KmjzFEqm+ETvWn/zo88kAtp02tNsi9u6TL+EpSQ7+DPxLu/QX6dHf",
+	"88gGeu48fdfUOyaGfkJgYC4mdxBYH4/CjyJgHz2sBT1nBD3zK/dWHKY2AsfWRXavFfRojgnNz77dDRkM",
+	"NllMGYZt0rW0xcBcvH4hnFPZKoHwQgppY7XSvf1pnH+KnhrbtYCTkjVUPgpXMA3Oxtp3vcmro1feE/3U",
+	"W6VfKFiQG4Pt8AMNiWJauyILJatHjSd0LIWLm609AhHQOCAL/sCOMLWR6UHYx8hchAt/j5k5dhvb1lA7",
+	"Y4e0NUCVSTkjcGshd9sjzYOSfWhrLsuCMQkusaDUaqdmz7q00gW43dcy2M/1YH6O6GuLMJIVF/op0m9j",
+	"xGib46zv/Kkc7jF6YHHMA/YZgS2XewBKvfWxXGX2koV006j0gK+FBJWAruiIwdOkKcF56g8KtkiViaBF",
+	"q6YUT06XWKAyLd5G02wLY8IfFxhPfRuHdak5FSO34+uStgc9+dZRCJlUVCX5ToWq2FnyedhLtl9nxzVd",
+	"z10B+Dn1710SDFcSUREvn5i90cAT60mTlecK5Hy4vPOCr0TqzBuELE3ZAflvIDUMZEOG9DDN9p5vI3dK",
+	"5rVZfrnU7geUB8oVTYU38xDv2yZWyadUQRuo2plapb3Hf/36tyzbLPZxJVWhgteXWWqBUyrhTaK4YEoR",
+	"XqnvuhVPHhtYiJagkPXJFz7YU6ELxp70MDMbBeQ6ISNgKni8SZnQRJE58+WaKTIdvO+PbqdtaVsj21Um",
+	"F42b6Rbp1++76WUb7dUOktnahOnHjJrX15CUAxnnypRn+QVcDIHNp3Dkkg2UMxQc7pn6IQ1PClrEpSJt",
+	"zRdY9I7JUGpmQw0irm0Am5dX2ZB7VuNRmmtR85AW2UZXRSCyTgFOqHEp/tEK2QUtmPKZgB/trJ/NblqZ",
+	"KRcTsjUxYbG1DbhmH/XujtjsScamlz+hdtVfPutNu4YyIfUOaF4SKWbfamznlYpPp+wVJqVI89g8CwwU",
+	"BLxnqSDjoKKxfsxkSyaxWuxtQbLqELhadcQcr4uFT6+zzOjOk+XSwBDNVBpOzMhYPopPQ1WkyFlLCnUM",
+	"8kUHXqpcAT7x/dRBs8RhxlyzI8jzEqSbtFzBs4CSKmdf3BlbkzY2Qh+gQYl2fvaaLHK9oHa3gr478vKq",
+	"zXptpO7zvc3jT4spnJSY6jpljEqz6ZY44QPBHlhMuFixGIotzDO2B6SBmUC5QMvDY2KzYlh/lgNQS7oU",
+	"qF7X8hW9iP9o/ggAufGvmfCC7OILFnnv0KYQ4WGYivPnhJIwN5mLrJoJV/nzkZtNwdq1IoI9goowMfgU",
+	"0Vh3CftohoKO22Y3DAiGHz4ypY9yaWmL+h9XDanOOeeFXEGa1vxZY7pLGbfXJZV0SOkQu9huCy2uVKyz",
+	"yFd6tvWfzfpfvsyBs+Yi1buTs1S71Y6I6d4aBXcU+bRME7WiY7zNWIsp7dLs9taDjSvibalLXa8/2Lqy",
+	"zxTRs7GfDmXZGJOX8gNqgsetAqQhou46bPrBOh+In06JagnWL+bnlKfOu7HTtE4TMnrNrtJZvewq8N7z",
+	"KM20iZkYoR6mCMhSEqVjypcr0C/ZE2x0i67PO76D3ajplBvt6aDoRtiX3j3m0ls+jeLlR3ghmve4LQfn",
+	"VuRv7Fga9ekHnx/lxahA8y3tpAMZmD8HJdjJ47XUh+ckpSI+V/Ox7SfbB38Wtcf/PCXEtyzkt1dLtoZc",
+	"q6dKMaGVVgtbY7HQ71qCl9MS/AvL+b9iYTJru7NmO8cNQtJplxDN8ABlWZsqkJBTLeAX0As0JUpPVLGw",
+	"nHNScdFALsqz23FJVyEFOkTBdLodawXJx4aany96w4s+trgYDaeD4W3/8q43uRv2P7SMBnJhnt008S+k",
+	"UAexp9N1728+NNT8fEGFz7CFS5MeQI7QQkjQRMuojTVZRlssIzujJs/R/maOyiNcp4Yjaxb5QVm7h01O",
+	"3GBhldE+sZQT1/7P7ouY23c1f3fxajAuy55qKSIa4bCQ0h1/ygOsheeWgIkglgc8C5cFEPtQa3VtwbI1",
+	"WGvJW/7ACOOQlNcrh4t6XSLjmfBsrKdHtFwyaIqVW7IqI831UT6rcH2hiknt560Jwa6/lYxfT4PWpstu",
+	"w+g0W+dr7qiultQTslpteyvQwNwqOO7RNX02mWIbo75DrBjfXHwpoeJpgXm8mF98IBZSNScjalU4zoyB",
+	"etii356NhrfZ6V3yFk1CRsEfi1Uy48NJgbriwPvnJ8/51Ap2WJvr6HmDDF/6LtsIXHl37Ze7mkmh/uQL",
+	"XMwzSXZtou9yhKK1QAe0Ap0tvEw4yEVrkAMhdf6bc784fKaIve+22ifbap8ga30311af2k/wFixkvYvI",
+	"L9Ppzcl/TkZDYpAzpr4mKoIAwfmG8MfFEfI8XUKhGP48l6vAskMz4XJPPvKYHbnasKahS97CP1yRh1dk",
+	"3J9MsfShQvlVQkYBGpoGMzG5fKeITwUJYsN7cn1I5okm94xFWG/OegQLMvmv63zJGqccOZ6JmTCbCqSf",
+	"QFU3lw1TEf0ozdQ2Y4pa0ZihVZoBvbAHe2ZG+BHW9uOPltvr3Qx+/JEcaLokHv7kHZ5Bk9enRhSAfBZ2",
+	"3OzAZoKQlVQ2ty18nFy+Iz5krlYosR+8+g/i3YwmU48YOkPRXA4V+Ex374RG/OTh1Yk78BOPRGGiiPe2",
+	"PyUn5k5PVoyGegXpyb3DcwJHaLM7EC1hlJXW0dnJCaiezIrO/v3fT19559k+rfNvfp/4k9vnT7ltmhFS",
+	"W70Zn2Z1lX5QzpH4wAbtZ7+YU+E+s+6uOWbanIQyAz2ueAipCa1WQ+WUBGfVwwA0OwEDiUcO0hKbMJLT",
+	"4B12m/qhJTnf0U17iOXoa44fH6CTGN6UKRTntw7c1pDv5f0lPYwMwp2VyzzlKh9VLq3+xn7yALo/8BgK",
+	"tRjabqDFAix7YPEGC3JxRQw6nztXiTWN71lA3DMMHg80fKQblcud34UcZfm1bqCWN6z6DxZLW9/7wJt1",
+	"Zh2vS7xT858FDRUzcCdd3I2dlMYAGyFbaCITjaMmAkpEodsHSFZUEU8kYYjQaGUmLIn30+ujOdckEVDO",
+	"AeAFUJQos3IP5a4zAvn9sLsRnPP1+5MoYvGRb+4I2RFERReTBgt4YPGcar6GAaioKB28gtLCM7SHpnEG",
+	"VlXBCloJs+2DkGqm9CE4oVq1nJeJdrjciG4Mw6nIgVdgGaxTiozoP5K0SKVN3mn65SiFoa/mdKmNzrbF",
+	"1oj3+vTUy6gvgIVh5qC/LZ+GZxSzSGblt6ggXqHymwd9z4j3sxnQPFkc8+mbXdpjsKfKFSQclbGrGez2",
+	"q7rE+/m17R5KsTyKZBgSmwkD8NUMML65cKTCrdB0/MupZUFtpIBPhWHYKGbuh1chlP69SpH2L9lKrVQC",
+	"Si8F2DMxoJdBKYSRYHWyOfNpohjB+vWGUj+wGHI+W/cgZcvNrmfioNnZiFT8kvBrbAswQlBFdya8QjQW",
+	"tGvyEjJo1lgjFN2btpZeAlK1gduOaJx6oqevfQ4nZsI5QaHSJuQ+s3y2AOmr04uov2JHr49PO91OEoed",
+	"s44hVurs5OTx8fGYwudjGS9PbF91cj246A8nfdPneKXXIQZr6hC0JMgXPFqihgs6yB7Rw063Y++hc9Z5",
+	"dXx6fIpFhZigEe+cdX46Pj3+Ceqn6BUwTZUnE4tanWBxIKhSU1vevg8EFB2+DEvARYaxtpQQuHw9GuY5",
+	"r1J1ykggPIZ/S/FzEHTOOnVFiTppLb03MtikygvMq5R7Tk/+bvW9SPn2i+gqVk36VJTEdJwwzJwHaA4n",
+	"9/r09NmWAiXIUjENJq9ynng08BSmYGdu9+fnXEihjmXNQmx9EEfMusRmKzGUO5BMQfI9SyfirA4BOfDS",
+	"yijD0fSu/9fBZDq5m9y+Acen24mRHz91O3/5snuxFM9yVkD4jkEkUMl6TeNN56xzAQV7HAnI6r2l2Voh",
+	"euIxK6ii6RLU0Dho53czXAXLDPWyGSVOlkw349nYVglFQzeUbisFu9qAo3u2UZhb316NOXQ0c0G5uDU+",
+	"C55pB56U8HQfQorKgtYGc/VjCmpFpLA3OBOQ8FRLibSuiLb1tTteGHHrK8t8YdTdUfCkAZezOyrfJiay",
+	"wzS63zBy/2nxeWxk4PKhH8APFiEPi/bWp6C02obSt6D1UFYGAaHH4F3XMJch9V26AFtBDHEeX0tyDazb",
+	"yjy6840V70FIN9xKTidSRE71NZBz8i0gZ6t3FViU78/ql0VDUKq2wsOnPrEMhUQc7MSIjtteWSXDByPj",
+	"GYmuIF0iQY7Zwgja4A7rdofJDYx4A4WJZQyG3f9FPMgmplfeoZGppBmTi5BDlncQYVEZYsVzyJwe65mw",
+	"coZh8VPWfp5o+IFrxcJFBgmxhNSPmHZdr87tUauZcCJueZlO1P359Oe699ssq6iIfxnqUE7P92WpQXXy",
+	"KjWwd4QCvhGXASTxAr8+YbAL+PnLLWCaaR5t0e4a0Aoy0JSLhasIkILYN0qDrs09U5FuKNy459YCQVtS",
+	"swcH7/y5Um+YcWNFNyzhnTHfqImEOnCuRjyy9PlichgkFSdsB5f+8qz51+fHdzLhoJCwdwIVul15PSzw",
+	"kPLo5hNexOF3pvwlMPHSmp1Kbo6pwvaRco3+Xm3x0VXNa8bLa6dadblVKsUTIUu2sC+nIpDl1Fsyjari",
+	"mWguxmjtBQ5Z8cEH3ykzOI0isAjNhFdyvMLMcC6uE7b4g3LuU+Tg306JMl+t7eMQ88VgNXifRmbwmCF5",
+	"QONQbkuolXXMFCR5QI6AK/Lz61PkHIh3PRq+vbsZXV9D4vi70e00Dz9pOJt1/8Ljg/TqO+hNeh/f6Y7j",
+	"3fPkp9tc2fNfgeL8/Pr0y3IstUDvgBcQcZ4ES6YxXdaKJqgv2wH+h+cE8rp9qzKV2ddCxmUqqiWCHDJq",
+	"jtQCLrYip7YYTjMpHUqd2kr4h6sfFOndDM4Ma4UOWg+MNFU9MwwQ8EdIxRAnoOhbgC43rm7a//3f/6fs",
+	"pZ+ahNGYteCCq5Uh22gXOwKfARvu5dwKGLeHp7ppmkqXmYkF3ZmALI2KLAzV6JYL13TzpU1dxVMGa8sX",
+	"6urORFoCDqpImUGPyQ21ltmQKk08W6PNQ0YPG6uZ8PJV37y0smaaexoSH5WUs5hBcTsFtgU6XpgAl2rk",
+	"fSUiXK65VoNR+aprWC3sO2v3YvrW9kUQ29IkZ60+CZJ11EyZCrFhZ5kDR94imRq+kbxQBX5O/zkZDWci",
+	"dYxC6SCT5DLhwAER18dkKMEUHrAIQh6kQKcfex1O7nOD1iGs2U6aI9Iu7IVR9jJZR18ZX3EJ7ZAVWGNB",
+	"I7WS300kz4KyNiexfYOwIBGZs420/BI8V1iIoga3QWmZDmsvJlXddnHQ+Qb+3xa7iy7AmeN3M6L3IkQ5",
+	"NKqkvtlcoDmz6xyDBF2zIFvvAfzrCDD/MHP7ziloKhjauLaXwdKbhum+ZYuKPX5rj/5uVflij60FluwC",
+	"tMxgPQ/dTzerQE26Zjy8gCyT+Upr+TDbXIFUtKv4NgY0y008E/5KKlC/ZdUPDwoFi7su5y0kuo/Tv1LB",
+	"YCZ40MUvjuOAcQ7PoW1eJgSXVCstMhE4T64iyhfKCL7wa1yolPqVnuNigcUGJOfV4ojfH+Nne4xLRUmd",
+	"H+eckYVMRFB9iU3TnNyPdkdG45CDns6MAc649rJao3vkb0F2GoYqlw/7BwU+pysqgpDFRG2Ev4qlkIkK",
+	"N5l7rRv7BzUTkc32Yl0yDlyAWSG0jDMFTuboOm9593WCGR3UTHDtWHMUjHMusanZ8/WpjbQ1YNAf3/Vu",
+	"Bnf98Xg0TnWaM+HJmC+5LZ3C4h896/cKGe6yIrJ5hysaM+eOMRNUSAjpTYlHqjr++S+nhBrR3a+1y1Tr",
+	"n700kcmiR78WicmFpTUQGAwyxCCy70rQJyhBa5HS5qWD+hs2sS2FUIMksq7tTsVl91VAFruTv3zBnfRy",
+	"srbDwnsGcRvOEaqKeI1L//Z4tr7LUIcO+0/yPcOQ3m3e2jRMLF/2hIJ9qF916g9IqyegLC/E9mt/ZROI",
+	"g7CHqT7qyFypEN+LO6Dlyzt+JTJXKlO4Q7WRP8uvr440NGJNw4WMjcgMJRm/URS64iIomDxc4LYF5aOs",
+	"XC5WltwLrTI8aOfoUcSPjHgZooVCD4ZAhBvwqKHo3NklXBgcc0ePSotNZOizykY5JiMRboqjutAkJOfH",
+	"M4GRLQXHOm9QrGLgdYn5yeYUEUtX2cI7JGsoLpOuBRfwyMKw3uzQwiW8EkP84kbgphKFX88oXF1RWw/x",
+	"Kjn+7iP+BWwW1WP/jKc5R0P29g0vL+QZ3MC/MEJOvhmE/LM6hNsSSMCp3wv5KGx8sXkgDv+neIs3YORT",
+	"NZmYUma3ScG851ahiopIPHp8Jm3g82HRvoBDz4RVuRYcPnMKcoO6G5WllLE1vmx3558A9kOVrCHHfy1f",
+	"Xaj3+tK4XChC+y2irz297wEdXxRFJ0wEGehCXbonI6am8VNMDPhc5mwMXaIScPZ32MmDo5glKq0Q0UV5",
+	"15YyVZViigd8QajYHB6TntXkZSlaAhdZiT5WhiUzIGfLbMGF23XZalqVUlsz4W2tdOkRGsJG6rE+Xxjs",
+	"pZE+n876a4nShdzEW/z+crfwbeA9TX2Z0dWFBylI2MKczjPRwacrF7GQ8ZwHKlNwCZanEL3rcb93+Zsh",
+	"DeNp//JPQSYAu4oOiu3pgtzi6tPPJRk1EqvLcEsOXJJRdNlzztNdkiXEnYkDL/3LOzSXhgl0yQGmh+1m",
+	"iI9pZc0Mheywh/U4mqVBfXEUldE3/SprGaXc7Pe3+Ys49BT1+nADRmCo4qSMPuO5Bo/ZE3XPtyDnexrf",
+	"K+sIGxff65rU22asCCtL2X9av1wsG6VMm9RnF8tJqyw1D1XEuxqM+5c26xT25Cr1LJhvKhX5AQYqv2NR",
+	"/kL5+pnA+vUkp6MxswNEQX3NgtWzlijc82hqpnlpiuDm+abJwj2PvjVyICRRib9yBfv/BRVcVzxmKTZa",
+	"MTOt/F/ARkbjsLW+XGPSJpfYHfO6N9KEgYDYZmCJYuk8CdLCDcDYmx2ALLGImVqh73svzaPowsPSPhAx",
+	"AMn9VJY3L1cA3ZEKpHR1yFm7hZfB02nNVN8yqn5/vL8KrvbUfc3jDEE9FnLMiydY6/e6PqN5q0DJhT3s",
+	"SinzeuLhhOKZiNmSKw1KLqqtiH3gNdZX98iJDY7cXj7eZmvLl4tXVgWHmfhnwjzqtdn4SfplENg8oZh3",
+	"MEvFbxkVrKu5xpr8VKeVtLmuDexM40RdzKN3PhOyUKm8EHpJ2kRe1tGqhot8Wa5ie92Er6Qb2JHfv1Ek",
+	"KYJrylJ+I2kevri/0L9yXGSqWy9eepbHFhItr4z0kfg+YwFrm/4hnyB3u68kK8V2g0MgyTLqpgGJUGWX",
+	"aq4W3By/jGci4DHztcv5kJWz46m4dHiOlUapXtkc0OZPdIDmPg1nAtLUz2xV2FnHUi/0mKRlBSceVOoM",
+	"ZlgnDHtPPS+BM4uicHNMemLjiBpqqvSKCvL69NSsj6bFUDEWE92JQGTTMa+p5AbARPJFfEuEr1Jg/OX1",
+	"n1kF9K+tBa3UYt9K3goXWHCcza7vuckd+s/u4aNIYvZ35mv0S7TA4tIMHGOVBlDafekVGrBGeLYOxZmW",
+	"wSIyrr9McQbiQd7nMTtHY3JUBTtvoyq7TCF1RGXOFjJOJwdSgZxbSl4OHJ2YiTpCQSydgMlnncOtdGIm",
+	"0mG1xCcEQtAtuSBtqAVkxN9KLsgualGs+d1ILrKKuF+AYHwjVpNyWcemrBRN1/idaHwlolEozdySbGQ5",
+	"9/ekGlAK72Y0mZK6GBAjMQmfdV1GHvAGjjlTx6RHhBRHBnczqSZmId1kZRcxETkWDDP4/fPr02Y8ffno",
+	"h0oFra8ltVQK9DRHQtg4iO8I+RUQUhQCKJq8AAtYWa41YnZinYeLMI9tLqDNC4LcLzAN1rzamuMPoipM",
+	"203VKdKcWaUcCVckiWolpU/pjzWm2kp1lCyJPaZbS2kU/3CVrwRz3Om65Pp2qk/dNuOD2qVQesUMnDI1",
+	"hRnTpeQms9f76fdP/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -34,6 +34,9 @@ type ServerInterface interface {
 	// GetWorkflowWithWait Wait for a workflow run to close and describe it
 	// (POST /api/v1/workflow/getWithWait)
 	GetWorkflowWithWait(w http.ResponseWriter, r *http.Request)
+	// GetWorkflowHistory Read a run's history (extension of this server)
+	// (POST /api/v1/workflow/history)
+	GetWorkflowHistory(w http.ResponseWriter, r *http.Request)
 	// DumpWorkflowInternal Read the internal snapshot of a run, page by page
 	// (POST /api/v1/workflow/internal/dump)
 	DumpWorkflowInternal(w http.ResponseWriter, r *http.Request)
@@ -115,6 +118,12 @@ func (_ Unimplemented) GetWorkflow(w http.ResponseWriter, r *http.Request) {
 // GetWorkflowWithWait Wait for a workflow run to close and describe it
 // (POST /api/v1/workflow/getWithWait)
 func (_ Unimplemented) GetWorkflowWithWait(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// GetWorkflowHistory Read a run's history (extension of this server)
+// (POST /api/v1/workflow/history)
+func (_ Unimplemented) GetWorkflowHistory(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -286,6 +295,20 @@ func (siw *ServerInterfaceWrapper) GetWorkflowWithWait(w http.ResponseWriter, r 
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.GetWorkflowWithWait(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetWorkflowHistory operation middleware
+func (siw *ServerInterfaceWrapper) GetWorkflowHistory(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetWorkflowHistory(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -659,6 +682,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Get(options.BaseURL+"/info/healthcheck", wrapper.HealthCheck)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/workflow/history", wrapper.GetWorkflowHistory)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/v1/workflow/waitForStateCompletion", wrapper.WaitForStateCompletion)
 	})
 	r.Group(func(r chi.Router) {
@@ -985,6 +1011,56 @@ func (response GetWorkflowWithWait420JSONResponse) VisitGetWorkflowWithWaitRespo
 type GetWorkflowWithWait500JSONResponse ErrorResponse
 
 func (response GetWorkflowWithWait500JSONResponse) VisitGetWorkflowWithWaitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowHistoryRequestObject struct {
+	Body *GetWorkflowHistoryJSONRequestBody
+}
+
+type GetWorkflowHistoryResponseObject interface {
+	VisitGetWorkflowHistoryResponse(w http.ResponseWriter) error
+}
+
+type GetWorkflowHistory200JSONResponse WorkflowHistoryResponse
+
+func (response GetWorkflowHistory200JSONResponse) VisitGetWorkflowHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowHistory400JSONResponse ErrorResponse
+
+func (response GetWorkflowHistory400JSONResponse) VisitGetWorkflowHistoryResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowHistory500JSONResponse ErrorResponse
+
+func (response GetWorkflowHistory500JSONResponse) VisitGetWorkflowHistoryResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -1729,6 +1805,9 @@ type StrictServerInterface interface {
 	// GetWorkflowWithWait Wait for a workflow run to close and describe it
 	// (POST /api/v1/workflow/getWithWait)
 	GetWorkflowWithWait(ctx context.Context, request GetWorkflowWithWaitRequestObject) (GetWorkflowWithWaitResponseObject, error)
+	// GetWorkflowHistory Read a run's history (extension of this server)
+	// (POST /api/v1/workflow/history)
+	GetWorkflowHistory(ctx context.Context, request GetWorkflowHistoryRequestObject) (GetWorkflowHistoryResponseObject, error)
 	// DumpWorkflowInternal Read the internal snapshot of a run, page by page
 	// (POST /api/v1/workflow/internal/dump)
 	DumpWorkflowInternal(ctx context.Context, request DumpWorkflowInternalRequestObject) (DumpWorkflowInternalResponseObject, error)
@@ -1991,6 +2070,37 @@ func (sh *strictHandler) GetWorkflowWithWait(w http.ResponseWriter, r *http.Requ
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(GetWorkflowWithWaitResponseObject); ok {
 		if err := validResponse.VisitGetWorkflowWithWaitResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetWorkflowHistory operation middleware
+func (sh *strictHandler) GetWorkflowHistory(w http.ResponseWriter, r *http.Request) {
+	var request GetWorkflowHistoryRequestObject
+
+	var body GetWorkflowHistoryJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWorkflowHistory(ctx, request.(GetWorkflowHistoryRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWorkflowHistory")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetWorkflowHistoryResponseObject); ok {
+		if err := validResponse.VisitGetWorkflowHistoryResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -103,6 +103,9 @@ func (f *fakeService) UpdateConfig(_ context.Context, req iwfapi.WorkflowConfigU
 func (f *fakeService) DumpWorkflow(_ context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error) {
 	return iwfapi.WorkflowDumpResponse{}, f.record(req)
 }
+func (f *fakeService) WorkflowHistory(_ context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error) {
+	return iwfapi.WorkflowHistoryResponse{Events: []iwfapi.WorkflowHistoryEvent{}}, f.record(req)
+}
 func (f *fakeService) WaitForStateCompletion(_ context.Context, req iwfapi.WorkflowWaitForStateCompletionRequest) (iwfapi.WorkflowWaitForStateCompletionResponse, error) {
 	return iwfapi.WorkflowWaitForStateCompletionResponse{}, f.record(req)
 }

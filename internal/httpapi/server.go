@@ -175,6 +175,16 @@ func (s *Server) DumpWorkflowInternal(ctx context.Context, req iwfapi.DumpWorkfl
 	return iwfapi.DumpWorkflowInternal200JSONResponse(resp), nil
 }
 
+// GetWorkflowHistory serves POST /api/v1/workflow/history, an extension of
+// this server.
+func (s *Server) GetWorkflowHistory(ctx context.Context, req iwfapi.GetWorkflowHistoryRequestObject) (iwfapi.GetWorkflowHistoryResponseObject, error) {
+	resp, err := s.svc.WorkflowHistory(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.GetWorkflowHistory200JSONResponse(resp), nil
+}
+
 // WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.
 func (s *Server) WaitForStateCompletion(ctx context.Context, req iwfapi.WaitForStateCompletionRequestObject) (iwfapi.WaitForStateCompletionResponseObject, error) {
 	resp, err := s.svc.WaitForStateCompletion(ctx, *req.Body)

@@ -42,6 +42,8 @@ type Service interface {
 	SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequest) error
 	// UpdateConfig serves POST /api/v1/workflow/config/update.
 	UpdateConfig(ctx context.Context, req iwfapi.WorkflowConfigUpdateRequest) error
+	// WorkflowHistory serves POST /api/v1/workflow/history (our extension).
+	WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error)
 	// DumpWorkflow serves POST /api/v1/workflow/internal/dump.
 	DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error)
 	// WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.

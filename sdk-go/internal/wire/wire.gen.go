@@ -1038,6 +1038,48 @@ type WorkflowGetSearchAttributesResponse struct {
 	SearchAttributes *[]SearchAttribute `json:"searchAttributes,omitempty"`
 }
 
+// WorkflowHistoryEvent One entry of a run's history.
+type WorkflowHistoryEvent struct {
+	// Data Event-specific details.
+	Data *map[string]interface{} `json:"data,omitempty"`
+
+	// EventId Increasing within the server; use it as the next afterEventId.
+	EventId int64 `json:"eventId"`
+
+	// EventType What happened, e.g. WorkflowStarted, StateExecutionStarted, WAIT_UNTILAttemptFailed, ExecuteCompleted, ExternalInput, WorkflowClosed.
+	EventType string `json:"eventType"`
+
+	// StateExecutionId The state execution it concerns, if any.
+	StateExecutionId *string `json:"stateExecutionId,omitempty"`
+
+	// TimestampMs When it happened, Unix milliseconds.
+	TimestampMs int64 `json:"timestampMs"`
+}
+
+// WorkflowHistoryRequest Asks for one page of a run's history (extension of this server).
+type WorkflowHistoryRequest struct {
+	// AfterEventId Return events with a larger eventId; 0 or absent starts at the beginning.
+	AfterEventId *int64 `json:"afterEventId,omitempty"`
+
+	// PageSize At most this many events; 1000 when absent or not positive.
+	PageSize   *int32 `json:"pageSize,omitempty"`
+	WorkflowId string `json:"workflowId"`
+
+	// WorkflowRunId The run to read; absent or empty means the current run.
+	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
+
+// WorkflowHistoryResponse One page of a run's history, oldest first.
+type WorkflowHistoryResponse struct {
+	Events []WorkflowHistoryEvent `json:"events"`
+
+	// HasMore True when events after this page exist.
+	HasMore *bool `json:"hasMore,omitempty"`
+
+	// WorkflowRunId The run the events belong to.
+	WorkflowRunId string `json:"workflowRunId"`
+}
+
 // WorkflowIDReusePolicy What a start request may do when runs with the same workflow id
 // exist. Unset means `ALLOW_DUPLICATE`.
 type WorkflowIDReusePolicy string
@@ -1579,6 +1621,9 @@ type GetWorkflowJSONRequestBody = WorkflowGetRequest
 
 // GetWorkflowWithWaitJSONRequestBody defines body for GetWorkflowWithWait for application/json ContentType.
 type GetWorkflowWithWaitJSONRequestBody = WorkflowGetRequest
+
+// GetWorkflowHistoryJSONRequestBody defines body for GetWorkflowHistory for application/json ContentType.
+type GetWorkflowHistoryJSONRequestBody = WorkflowHistoryRequest
 
 // DumpWorkflowInternalJSONRequestBody defines body for DumpWorkflowInternal for application/json ContentType.
 type DumpWorkflowInternalJSONRequestBody = WorkflowDumpRequest
