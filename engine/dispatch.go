@@ -227,6 +227,9 @@ func (d *dispatcher) claim(ctx context.Context) {
 			}
 			return
 		}
+		if len(tasks) > 0 {
+			e.metrics.claimed.add(int64(len(tasks)))
+		}
 		d.schedule(tasks...)
 		if len(tasks) < limit {
 			return

@@ -12,12 +12,13 @@ import (
 // Engine runs workflows: it serves the API calls of package httpapi and
 // drives state executions by calling the user's worker.
 type Engine struct {
-	store  Store
-	cfg    Config
-	worker WorkerClient
-	log    zerolog.Logger
-	disp   *dispatcher
-	waits  *notifier
+	store   Store
+	cfg     Config
+	worker  WorkerClient
+	log     zerolog.Logger
+	disp    *dispatcher
+	waits   *notifier
+	metrics *metrics
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -38,11 +39,12 @@ func New(store Store, cfg Config) (*Engine, error) {
 		return nil, errors.New("engine: WorkerClient is required")
 	}
 	e := &Engine{
-		store:  store,
-		cfg:    cfg,
-		worker: cfg.WorkerClient,
-		log:    cfg.Logger.With().Str("node", cfg.NodeID).Logger(),
-		waits:  newNotifier(),
+		store:   store,
+		cfg:     cfg,
+		worker:  cfg.WorkerClient,
+		log:     cfg.Logger.With().Str("node", cfg.NodeID).Logger(),
+		waits:   newNotifier(),
+		metrics: newMetrics(),
 	}
 	e.disp = newDispatcher(e)
 	return e, nil
@@ -128,9 +130,11 @@ func (e *Engine) localHorizon() time.Duration {
 // txEffects collects what a transaction did that matters after its commit:
 // tasks leased to this process, and runs whose waiters must wake.
 type txEffects struct {
-	tasks  []*Task
-	runs   []string
-	events []*HistoryEvent
+	tasks   []*Task
+	runs    []string
+	events  []*HistoryEvent
+	started int         // runs created
+	closed  []RunStatus // runs closed
 }
 
 // record queues history events; update appends them, in order, with one
@@ -143,6 +147,7 @@ func (fx *txEffects) record(events ...*HistoryEvent) {
 // tasks it leased to this process and wakes long polls on changed runs.
 func (e *Engine) update(ctx context.Context, fn func(ctx context.Context, tx Tx, fx *txEffects) error) error {
 	var fx txEffects
+	begin := time.Now()
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
 		fx = txEffects{}
 		if err := fn(ctx, tx, &fx); err != nil {
@@ -153,8 +158,15 @@ func (e *Engine) update(ctx context.Context, fn func(ctx context.Context, tx Tx,
 		}
 		return tx.HistoryAppend(ctx, fx.events)
 	})
+	e.metrics.txSeconds.observe(time.Since(begin))
 	if err != nil {
 		return err
+	}
+	if fx.started > 0 {
+		e.metrics.started.add(int64(fx.started))
+	}
+	for _, s := range fx.closed {
+		e.metrics.closed.inc(string(s))
 	}
 	e.disp.schedule(fx.tasks...)
 	for _, r := range fx.runs {

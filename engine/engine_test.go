@@ -532,3 +532,29 @@ func TestHistoryRecordsTheRunFromTheStart(t *testing.T) {
 		}
 	})
 }
+
+func TestMetricsCountWorkflowsAndWorkerCalls(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		h.worker.state("S1", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			return decide(next(engine.GracefulCompletingState, nil)), 200
+		}})
+		h.start("wf-metrics", "S1", nil)
+		h.result("wf-metrics")
+		var b strings.Builder
+		if err := h.eng.WriteMetrics(&b); err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range []string{
+			"iwf_workflows_started_total 1\n",
+			`iwf_workflows_closed_total{status="COMPLETED"} 1` + "\n",
+			`iwf_worker_calls_total{api="waitUntil",outcome="ok"} 1` + "\n",
+			`iwf_worker_calls_total{api="execute",outcome="ok"} 1` + "\n",
+			`iwf_worker_call_seconds_count{api="execute"} 1` + "\n",
+			"# TYPE iwf_tasks_in_memory gauge\n",
+		} {
+			if !strings.Contains(b.String(), line) {
+				t.Errorf("metrics lack %q:\n%s", line, b.String())
+			}
+		}
+	})
+}

@@ -94,7 +94,9 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, h
 	timeout := e.waitBudget(deref(req.TimeoutSeconds))
 	callCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	begin := time.Now()
 	resp, err := e.worker.RPC(callCtx, rd.WorkerURL, &wreq)
+	e.recordCall("rpc", begin, err)
 	if err != nil {
 		return iwfapi.WorkflowRpcResponse{}, rpcWorkerError(err)
 	}

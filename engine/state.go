@@ -132,6 +132,7 @@ func (e *Engine) startStates(ctx context.Context, tx Tx, fx *txEffects, run *Run
 func (e *Engine) closeRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData, status RunStatus, errType, errMsg string) error {
 	run.Status = status
 	run.ClosedAt = e.cfg.Clock.Now()
+	fx.closed = append(fx.closed, status)
 	rd.ErrorType, rd.ErrorMsg = errType, errMsg
 	rd.Executing = nil
 	rd.Locks = nil
@@ -450,6 +451,8 @@ func (e *Engine) fireTimer(ctx context.Context, t *Task) error {
 		if err != nil || !ok {
 			return err
 		}
+		e.metrics.timersFired.inc()
+		e.metrics.timerLateness.observe(e.cfg.Clock.Now().Sub(t.DueAt))
 		if idx.Index >= 0 && idx.Index < len(xd.Done) && !xd.Done[idx.Index] {
 			// The task is due, so its timer fires even if the clock reads a
 			// hair earlier than the stored firing time.
@@ -676,10 +679,12 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 	defer cancel()
 	log := e.log.With().Str("workflowId", s.run.WorkflowID).Str("runId", s.run.RunID).Str("stateExecutionId", s.x.ExecutionID).Int("attempt", t.Attempt).Logger()
 	if waitUntil {
+		begin := time.Now()
 		resp, err := e.worker.WaitUntil(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateStartRequest{
 			Context: wctx, WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 			StateInput: s.xd.Input, SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 		})
+		e.recordCall("waitUntil", begin, err)
 		if err == nil {
 			if verr := flatCommands(resp.CommandRequest).Validate(); verr != nil {
 				err = fmt.Errorf("err msg: %v, response: %s", verr, encode(resp))
@@ -694,11 +699,13 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 		}
 		return e.applyWaitUntil(ctx, t, resp)
 	}
+	begin := time.Now()
 	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateDecideRequest{
 		Context: wctx, WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 		StateInput: s.xd.Input, SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 		StateLocals: s.xd.StateLocals, CommandResults: s.xd.Results,
 	})
+	e.recordCall("execute", begin, err)
 	if err == nil {
 		if d := resp.StateDecision; d == nil || (len(slice(d.NextStates)) == 0 && d.ConditionalClose == nil) {
 			err = fmt.Errorf("err msg: empty state decision is no longer supported. If it's from old SDKs then upgrade the SDK to newer versions, response: %s", encode(resp))
@@ -1131,4 +1138,14 @@ func (e *Engine) executingStateIDs(ctx context.Context, tx Tx, run *Run, rd *run
 	rd.ExecutingWritten = ids
 	sa := iwfapi.SearchAttribute{Key: ptr(SystemSAExecutingStateIDs), ValueType: ptr(iwfapi.SearchAttributeValueTypeKeywordArray), StringArrayValue: &ids}
 	return tx.SearchAttributeUpsert(ctx, run.RunID, []*SearchAttribute{{Key: SystemSAExecutingStateIDs, ValueType: "KEYWORD_ARRAY", Raw: encode(sa), Strings: ids}})
+}
+
+// recordCall counts a worker call and its latency.
+func (e *Engine) recordCall(api string, begin time.Time, err error) {
+	e.metrics.apiSeconds.observe(time.Since(begin), api)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	e.metrics.apiCalls.inc(api, outcome)
 }

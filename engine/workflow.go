@@ -540,5 +540,6 @@ func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi
 	}
 	run.Data = encode(rd)
 	fx.runs = append(fx.runs, run.RunID, workflowKey(run.WorkflowID))
+	fx.started++
 	return run, rd, tx.RunInsert(ctx, run)
 }

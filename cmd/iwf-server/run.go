@@ -147,6 +147,7 @@ func (m *Main) Run(ctx context.Context) error {
 	handler, err := httpapi.NewHandler(m.engine, httpapi.Options{
 		Logger:       m.logger.With().Str("component", "http").Logger(),
 		MaxBodyBytes: m.Config.MaxBodyBytes,
+		Metrics:      m.engine.WriteMetrics,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"strings"
@@ -34,6 +35,8 @@ type Options struct {
 	// MaxBodyBytes limits the size of request bodies; larger ones are
 	// answered with 413. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Metrics, when set, serves GET /metrics (Prometheus text format).
+	Metrics func(w io.Writer) error
 }
 
 // handler holds what the middleware and the error handlers share.
@@ -78,6 +81,14 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte(HelloText))
 	})
+	if opts.Metrics != nil {
+		r.Get("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+			if err := opts.Metrics(w); err != nil {
+				h.log.Error().Err(err).Msg("writing metrics")
+			}
+		})
+	}
 	strict := iwfapi.NewStrictHandlerWithOptions(server, nil, iwfapi.StrictHTTPServerOptions{
 		RequestErrorHandlerFunc:  h.handleRequestError,
 		ResponseErrorHandlerFunc: h.handleServiceError,

@@ -1,0 +1,174 @@
+package engine
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Metrics are the engine's counters and latency histograms, written in the
+// Prometheus text exposition format by WriteMetrics (served on GET /metrics).
+// They are kept with atomics: recording costs no lock on the hot path.
+type metrics struct {
+	started       counterVec   // workflows started
+	closed        counterVec   // workflows closed, by status
+	apiCalls      counterVec   // worker calls, by api and outcome
+	apiSeconds    histogramVec // worker call latency, by api
+	txSeconds     histogramVec // store write transaction latency
+	timersFired   counterVec   // durable timers fired
+	timerLateness histogramVec
+	claimed       counterVec // tasks claimed by the poller
+}
+
+func newMetrics() *metrics {
+	latency := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}
+	return &metrics{
+		started:       newCounterVec("iwf_workflows_started_total", "Workflow runs started (including retries, cron runs and resets)."),
+		closed:        newCounterVec("iwf_workflows_closed_total", "Workflow runs closed, by final status.", "status"),
+		apiCalls:      newCounterVec("iwf_worker_calls_total", "Calls to workers, by API and outcome.", "api", "outcome"),
+		apiSeconds:    newHistogramVec("iwf_worker_call_seconds", "Latency of calls to workers, by API.", latency, "api"),
+		txSeconds:     newHistogramVec("iwf_store_update_seconds", "Latency of store write transactions.", latency),
+		timersFired:   newCounterVec("iwf_timers_fired_total", "Durable timers fired."),
+		timerLateness: newHistogramVec("iwf_timer_lateness_seconds", "How late durable timers fired.", latency),
+		claimed:       newCounterVec("iwf_tasks_claimed_total", "Tasks claimed by the poller (recovery, far timers, other nodes' work)."),
+	}
+}
+
+// WriteMetrics writes the engine's metrics in the Prometheus text format.
+func (e *Engine) WriteMetrics(w io.Writer) error {
+	m := e.metrics
+	var b strings.Builder
+	m.started.write(&b)
+	m.closed.write(&b)
+	m.apiCalls.write(&b)
+	m.apiSeconds.write(&b)
+	m.txSeconds.write(&b)
+	m.timersFired.write(&b)
+	m.timerLateness.write(&b)
+	m.claimed.write(&b)
+	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// counterVec is a counter with a fixed list of label names.
+type counterVec struct {
+	name, help string
+	labels     []string
+	values     sync.Map // label values joined by \xff -> *atomic.Int64
+}
+
+func newCounterVec(name, help string, labels ...string) counterVec {
+	return counterVec{name: name, help: help, labels: labels}
+}
+
+func (c *counterVec) inc(values ...string) { c.add(1, values...) }
+
+func (c *counterVec) add(n int64, values ...string) {
+	key := strings.Join(values, "\xff")
+	v, ok := c.values.Load(key)
+	if !ok {
+		v, _ = c.values.LoadOrStore(key, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(n)
+}
+
+func (c *counterVec) write(b *strings.Builder) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s counter\n", c.name, c.help, c.name)
+	for _, kv := range sortedEntries(&c.values) {
+		fmt.Fprintf(b, "%s%s %d\n", c.name, labelText(c.labels, kv.key, ""), kv.value.(*atomic.Int64).Load())
+	}
+}
+
+// histogramVec is a histogram with fixed buckets and label names.
+type histogramVec struct {
+	name, help string
+	labels     []string
+	buckets    []float64
+	values     sync.Map // label values -> *histogram
+}
+
+type histogram struct {
+	counts []atomic.Int64 // one per bucket, plus +Inf
+	sum    atomic.Uint64  // float64 bits
+}
+
+func newHistogramVec(name, help string, buckets []float64, labels ...string) histogramVec {
+	return histogramVec{name: name, help: help, labels: labels, buckets: buckets}
+}
+
+func (h *histogramVec) observe(d time.Duration, values ...string) {
+	key := strings.Join(values, "\xff")
+	v, ok := h.values.Load(key)
+	if !ok {
+		v, _ = h.values.LoadOrStore(key, &histogram{counts: make([]atomic.Int64, len(h.buckets)+1)})
+	}
+	hist := v.(*histogram)
+	s := d.Seconds()
+	i := sort.SearchFloat64s(h.buckets, s)
+	hist.counts[i].Add(1)
+	for {
+		old := hist.sum.Load()
+		if hist.sum.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+s)) {
+			break
+		}
+	}
+}
+
+func (h *histogramVec) write(b *strings.Builder) {
+	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s histogram\n", h.name, h.help, h.name)
+	for _, kv := range sortedEntries(&h.values) {
+		hist := kv.value.(*histogram)
+		var cum int64
+		for i, le := range h.buckets {
+			cum += hist.counts[i].Load()
+			fmt.Fprintf(b, "%s_bucket%s %d\n", h.name, labelText(h.labels, kv.key, fmt.Sprint(le)), cum)
+		}
+		cum += hist.counts[len(h.buckets)].Load()
+		fmt.Fprintf(b, "%s_bucket%s %d\n", h.name, labelText(h.labels, kv.key, "+Inf"), cum)
+		fmt.Fprintf(b, "%s_sum%s %g\n", h.name, labelText(h.labels, kv.key, ""), math.Float64frombits(hist.sum.Load()))
+		fmt.Fprintf(b, "%s_count%s %d\n", h.name, labelText(h.labels, kv.key, ""), cum)
+	}
+}
+
+type entry struct {
+	key   string
+	value any
+}
+
+func sortedEntries(m *sync.Map) []entry {
+	var out []entry
+	m.Range(func(k, v any) bool {
+		out = append(out, entry{k.(string), v})
+		return true
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
+// labelText renders {a="x",b="y"} (plus le for histogram buckets).
+func labelText(names []string, joined, le string) string {
+	var parts []string
+	if len(names) > 0 {
+		values := strings.Split(joined, "\xff")
+		for i, n := range names {
+			v := ""
+			if i < len(values) {
+				v = values[i]
+			}
+			parts = append(parts, fmt.Sprintf("%s=%q", n, v))
+		}
+	}
+	if le != "" {
+		parts = append(parts, fmt.Sprintf("le=%q", le))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
