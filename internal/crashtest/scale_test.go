@@ -1,0 +1,244 @@
+package crashtest
+
+import (
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// parallel runs fn(0..n-1) on k goroutines and reports every error.
+func parallel(t *testing.T, n, k int, fn func(i int) error) {
+	t.Helper()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		next = make(chan int)
+	)
+	for range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if i == 10 {
+			t.Errorf("... and %d more errors", len(errs)-10)
+			break
+		}
+		t.Error(err)
+	}
+}
+
+// loadWorkflow registers the workflow of the scale-out test:
+//
+//	L1: waitUntil waits for a durable timer of `timer`; execute counts
+//	    "count" and moves to L2.
+//	L2: waitUntil waits for one signal on "go"; execute counts "count" and
+//	    moves to L3 (without waitUntil) with the signal's value as input.
+//	L3: execute counts "count" and completes with its input as output.
+//
+// Done once, it ends COMPLETED with the single output (L3, L3-1, signal
+// value) and count=3.
+func loadWorkflow(w *Worker, timer time.Duration) {
+	w.State("L1", State{
+		WaitUntil: func(req *iwfapi.WorkflowStateStartRequest) *iwfapi.WorkflowStateStartResponse {
+			return &iwfapi.WorkflowStateStartResponse{CommandRequest: timerCommand(timer)(req)}
+		},
+		Execute: func(req *iwfapi.WorkflowStateDecideRequest) *iwfapi.WorkflowStateDecideResponse {
+			return decide([]iwfapi.KeyValue{Incr(req.DataObjects, "count")}, iwfapi.StateMovement{StateId: "L2"})
+		},
+	})
+	w.State("L2", State{
+		WaitUntil: func(req *iwfapi.WorkflowStateStartRequest) *iwfapi.WorkflowStateStartResponse {
+			return &iwfapi.WorkflowStateStartResponse{CommandRequest: signalCommand("go")(req)}
+		},
+		Execute: func(req *iwfapi.WorkflowStateDecideRequest) *iwfapi.WorkflowStateDecideResponse {
+			var value *iwfapi.EncodedObject
+			for _, s := range deref(req.CommandResults.SignalResults) {
+				value = s.SignalValue
+			}
+			return decide([]iwfapi.KeyValue{Incr(req.DataObjects, "count")}, iwfapi.StateMovement{StateId: "L3", StateInput: value,
+				StateOptions: &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}})
+		},
+	})
+	w.State("L3", State{
+		Execute: func(req *iwfapi.WorkflowStateDecideRequest) *iwfapi.WorkflowStateDecideResponse {
+			return decide([]iwfapi.KeyValue{Incr(req.DataObjects, "count")},
+				iwfapi.StateMovement{StateId: engine.GracefulCompletingState, StateInput: req.StateInput})
+		},
+	})
+}
+
+// checkLoadWorkflow checks that a load workflow ended exactly as without a
+// crash.
+func checkLoadWorkflow(srv *Server, id string, r iwfapi.WorkflowGetResponse) []string {
+	var problems []string
+	want := iwfapi.WorkflowGetResponse{
+		WorkflowRunId: r.WorkflowRunId, WorkflowStatus: iwfapi.WorkflowStatusCompleted,
+		Results: &[]iwfapi.StateCompletionOutput{{CompletedStateId: "L3", CompletedStateExecutionId: "L3-1", CompletedStateOutput: Object("sig-" + id)}},
+	}
+	if !equal(r, want) {
+		problems = append(problems, fmt.Sprintf("%s: result %s, want %s", id, mustJSON(r), mustJSON(want)))
+	}
+	d, err := dump(srv, id)
+	if err != nil {
+		return append(problems, err.Error())
+	}
+	if want := map[string]int{"L1": 1, "L2": 1, "L3": 1}; !equal(d.Counters, want) {
+		problems = append(problems, fmt.Sprintf("%s: state execution counters %v, want %v", id, d.Counters, want))
+	}
+	if got := d.attr("count"); got != "3" {
+		problems = append(problems, fmt.Sprintf("%s: data attribute count = %q, want 3 (one applied execute answer per state)", id, got))
+	}
+	for _, p := range checkOnce(d) {
+		problems = append(problems, id+": "+p)
+	}
+	if n := d.buffered(); n != 0 {
+		problems = append(problems, fmt.Sprintf("%s: %d signals left unconsumed", id, n))
+	}
+	if len(problems) > 0 {
+		problems = append(problems, fmt.Sprintf("%s: history %s", id, mustJSON(d.History)))
+	}
+	return problems
+}
+
+// TestTwoNodesKillOne runs two server processes on one PostgreSQL schema
+// (they migrate it together at start-up), starts and signals workflows
+// through both APIs, and kills node b with SIGKILL while it holds leases on
+// timers and has execute calls in flight. Node a keeps serving the API and
+// takes b's work over when b's leases expire. Every workflow must complete
+// within leaseDuration + the workflow's own timer + slack after the kill,
+// with its single correct output, each state executed once and each
+// execute answer applied once; b's calls that were in flight at the kill
+// are repeated by a with a higher attempt.
+func TestTwoNodesKillOne(t *testing.T) {
+	const (
+		before   = 100 // workflows started before the kill, half on each node
+		after    = 20  // workflows started on the survivor after the kill
+		inFlight = 5   // b's execute calls held by the worker at the kill
+		timer    = time.Second
+		// slack covers polling, the calls after the takeover, and a busy
+		// 2-core machine.
+		slack = 8 * time.Second
+	)
+	db := PostgresDB(t)
+	w := NewWorker(t)
+	loadWorkflow(w, timer)
+	a, b := startNodes(t, db)
+	nodes := []*Server{a, b}
+	id := func(i int) string {
+		if i < before {
+			return fmt.Sprintf("load-%03d", i)
+		}
+		return fmt.Sprintf("late-%03d", i-before)
+	}
+
+	// b's first execute calls are held: they are in flight when b dies.
+	held := w.Hold(inFlight, func(c Call) bool { return c.Node == "b" && c.API == Execute })
+	began := time.Now()
+	parallel(t, before, 8, func(i int) error { return tryStart(nodes[i%2], w, id(i), "L1", "", nil) })
+	parallel(t, before/2, 8, func(i int) error { return trySignal(nodes[i%2], id(i), "go", "sig-"+id(i)) })
+	if t.Failed() {
+		t.FailNow()
+	}
+	heldCalls := held.Wait(t, inFlight, 15*time.Second)
+	for _, n := range []string{"a", "b"} {
+		if c := w.Calls(func(c Call) bool { return c.Node == n }); len(c) == 0 {
+			t.Fatalf("node %s made no worker calls before the kill", n)
+		}
+	}
+	b.Kill()
+	killed := time.Now()
+	t.Logf("killed node b %s after the first start; %d worker calls so far", killed.Sub(began).Round(time.Millisecond), len(w.Calls(nil)))
+
+	// The survivor takes the rest of the load.
+	parallel(t, before-before/2, 8, func(i int) error {
+		i += before / 2
+		return trySignal(a, id(i), "go", "sig-"+id(i))
+	})
+	parallel(t, after, 8, func(i int) error {
+		i += before
+		if err := tryStart(a, w, id(i), "L1", "", nil); err != nil {
+			return err
+		}
+		return trySignal(a, id(i), "go", "sig-"+id(i))
+	})
+	held.Release()
+
+	deadline := killed.Add(leaseDuration + timer + slack)
+	var (
+		mu       sync.Mutex
+		problems []string
+		closedAt = map[string]time.Time{}
+	)
+	parallel(t, before+after, 24, func(i int) error {
+		r, err := awaitResult(a, id(i), time.Until(deadline))
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		closedAt[id(i)] = time.Now()
+		mu.Unlock()
+		p := checkLoadWorkflow(a, id(i), r)
+		mu.Lock()
+		problems = append(problems, p...)
+		mu.Unlock()
+		return nil
+	})
+	sort.Strings(problems)
+	for i, p := range problems {
+		if i == 20 {
+			t.Errorf("... and %d more problems", len(problems)-20)
+			break
+		}
+		t.Error(p)
+	}
+	var last time.Time
+	for _, at := range closedAt {
+		if at.After(last) {
+			last = at
+		}
+	}
+	t.Logf("%d of %d workflows completed; the last %s after the kill (bound %s)",
+		len(closedAt), before+after, last.Sub(killed).Round(time.Millisecond), deadline.Sub(killed))
+
+	// b's in-flight calls were taken over: the same execution was called
+	// again by a, with a higher attempt, after the kill.
+	for _, c := range heldCalls {
+		again := w.Calls(func(o Call) bool {
+			return o.WorkflowID == c.WorkflowID && o.ExecutionID == c.ExecutionID && o.API == c.API && o.At.After(c.At)
+		})
+		if len(again) != 1 || again[0].Node != "a" || again[0].Attempt <= c.Attempt || again[0].At.Before(killed) {
+			t.Errorf("%s %s.%s held on b (attempt %d): later calls %s, want one from a after the kill with a higher attempt",
+				c.WorkflowID, c.ExecutionID, c.API, c.Attempt, mustJSON(again))
+		}
+	}
+	var fromB, repeated int
+	for _, c := range w.Calls(nil) {
+		if c.Node == "b" {
+			fromB++
+		}
+		if c.Attempt > 1 {
+			repeated++
+		}
+	}
+	t.Logf("worker calls: %d in all, %d from b, %d repeated attempts", len(w.Calls(nil)), fromB, repeated)
+}
