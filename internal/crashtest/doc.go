@@ -16,6 +16,6 @@
 // lease duration and finishes every workflow once.
 //
 // The package's non-test files are the harness: BuildServer and Server run
-// the binary, Worker is the worker, Postgres gives each test a fresh
-// PostgreSQL schema.
+// the binary (Kill, Start, and on Unix Pause and Resume), Worker is the
+// worker, PostgresDB and SQLiteDB give each test a fresh database.
 package crashtest
