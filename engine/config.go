@@ -27,7 +27,7 @@ type Config struct {
 	Logger *zerolog.Logger
 	// LeaseDuration is how long a claimed task stays leased without renewal;
 	// after a crash, another process takes the task over within this time.
-	// Default 30 s.
+	// Default 10 s.
 	LeaseDuration time.Duration
 	// PollInterval is how often the engine looks for due work it did not
 	// create itself (other processes' work, far timers, expired leases).
@@ -58,7 +58,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("engine: MaxWait must be positive, got %s", c.MaxWait)
 	}
 	if c.LeaseDuration == 0 {
-		c.LeaseDuration = 30 * time.Second
+		c.LeaseDuration = 10 * time.Second
 	}
 	if c.LeaseDuration < 100*time.Millisecond {
 		return c, fmt.Errorf("engine: LeaseDuration must be at least 100ms, got %s", c.LeaseDuration)

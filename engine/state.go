@@ -416,6 +416,10 @@ func (e *Engine) lockForTask(ctx context.Context, tx Tx, t *Task, want Execution
 		return nil, nil, nil, nil, false, err
 	}
 	removed, err := tx.TaskDelete(ctx, t.ID, e.cfg.NodeID)
+	if err == nil && !removed {
+		e.log.Debug().Str("workflowId", t.WorkflowID).Str("runId", t.RunID).Str("stateExecutionId", t.ExecutionID).
+			Str("task", string(t.Kind)).Int("attempt", t.Attempt).Msg("dropping a stale result: the task is gone or leased to another process")
+	}
 	if err != nil || !removed || run.Status != RunRunning {
 		return nil, nil, nil, nil, false, err
 	}

@@ -59,7 +59,7 @@ func DefaultConfig() Config {
 		LogLevel:      "info",
 		MaxWait:       60 * time.Second,
 		MaxBodyBytes:  4 << 20,
-		LeaseDuration: 30 * time.Second,
+		LeaseDuration: 10 * time.Second,
 		PollInterval:  time.Second,
 		Concurrency:   256,
 	}

@@ -98,7 +98,7 @@ search-attributes:
 		{"log-level (flag over file)", c.LogLevel, "warn"},
 		{"concurrency (file)", c.Concurrency, 8},
 		{"poll-interval (flag)", c.PollInterval, 250 * time.Millisecond},
-		{"lease-duration (default)", c.LeaseDuration, 30 * time.Second},
+		{"lease-duration (default)", c.LeaseDuration, 10 * time.Second},
 		{"worker headers (env over file, whole)", c.WorkerHeaders, http.Header{"X-From": {"env"}, "Authorization": {"Bearer t0k"}}},
 		{"search attributes (file list)", c.SearchAttributes, map[string]string{"CustomerId": "KEYWORD", "Amount": "DOUBLE"}},
 		{"config file", m.ConfigFile, file},
