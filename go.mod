@@ -6,6 +6,7 @@ require (
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/google/uuid v1.6.0
+	github.com/iwf-server/iwf-server/sdk-go v0.0.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/oapi-codegen/runtime v1.8.0
 	github.com/robfig/cron/v3 v3.0.1
@@ -46,3 +47,6 @@ require (
 )
 
 tool github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen
+
+// The Go SDK is its own module in ./sdk-go; iwftest and the samples use it.
+replace github.com/iwf-server/iwf-server/sdk-go => ./sdk-go
