@@ -5,8 +5,10 @@
 
 FROM golang:1.26 AS build
 WORKDIR /src
-# Module downloads are cached in their own layer.
+# Module downloads are cached in their own layer. The SDK's go.mod is needed
+# too: the root module replaces the SDK with ./sdk-go (samples and iwftest).
 COPY go.mod go.sum ./
+COPY sdk-go/go.mod sdk-go/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/iwf-server ./cmd/iwf-server

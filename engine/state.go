@@ -39,6 +39,11 @@ func (e *Engine) newTask(run *Run, executionID string, kind TaskKind, due time.T
 // leaseLocally leases t to this process if it is due within the local
 // horizon; otherwise it leaves it for the poller.
 func (e *Engine) leaseLocally(t *Task, now time.Time) {
+	// Stores keep milliseconds: round up so that memory and store agree and
+	// a task never runs before its stored due time.
+	if r := t.DueAt.Truncate(time.Millisecond); !r.Equal(t.DueAt) {
+		t.DueAt = r.Add(time.Millisecond)
+	}
 	if t.DueAt.Sub(now) <= e.localHorizon() {
 		t.LeaseOwner = e.cfg.NodeID
 		base := t.DueAt
