@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -487,7 +488,8 @@ func TestHeaders(t *testing.T) {
 		e.w.expectCounts(t, map[string]int{"S1.waitUntil": 1, "S1.execute": 1, "read.rpc": 1})
 		for _, key := range []string{"S1.waitUntil", "S1.execute", "read.rpc"} {
 			h := e.w.header(t, key, 0)
-			if h.Get(name) != value || h.Get("Content-Type") != "application/json" || h.Get("Accept") != "application/json" {
+			if h.Get(name) != value || h.Get("Content-Type") != "application/json" || h.Get("Accept") != "application/json" ||
+				!strings.HasPrefix(h.Get("User-Agent"), "Go-http-client/") {
 				t.Errorf("%s headers: %v", key, h)
 			}
 		}
