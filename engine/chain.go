@@ -61,11 +61,7 @@ func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 		return err
 	}
 	due := sched.Next(now)
-	var timeoutAt int64
-	if req.WorkflowTimeoutSeconds > 0 {
-		timeoutAt = unixMs(due.Add(time.Duration(req.WorkflowTimeoutSeconds) * time.Second))
-	}
-	next, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: timeoutAt}, das, sas)
+	next, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: deadline(due, req.WorkflowTimeoutSeconds)}, das, sas)
 	if err != nil {
 		return err
 	}

@@ -138,11 +138,7 @@ func (e *Engine) resetToBeginning(ctx context.Context, tx Tx, fx *txEffects, brd
 		return nil, err
 	}
 	now := e.cfg.Clock.Now()
-	var timeoutAt int64
-	if start.WorkflowTimeoutSeconds > 0 {
-		timeoutAt = unixMs(now.Add(time.Duration(start.WorkflowTimeoutSeconds) * time.Second))
-	}
-	run, rd, err := e.createRun(ctx, tx, fx, start, runChain{due: now, timeoutAt: timeoutAt}, das, sas)
+	run, rd, err := e.createRun(ctx, tx, fx, start, runChain{due: now, timeoutAt: deadline(now, start.WorkflowTimeoutSeconds)}, das, sas)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +195,7 @@ func (e *Engine) resetToExecution(ctx context.Context, tx Tx, fx *txEffects, bas
 	start := brd.Start
 	start.StartStateId = nil
 	now := e.cfg.Clock.Now()
-	run, rd, err := e.createRun(ctx, tx, fx, start, runChain{due: now, timeoutAt: brd.TimeoutAt}, nil, nil)
+	run, rd, err := e.createRun(ctx, tx, fx, start, runChain{due: now, timeoutAt: deadline(now, start.WorkflowTimeoutSeconds)}, nil, nil)
 	if err != nil {
 		return nil, err
 	}

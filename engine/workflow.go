@@ -157,11 +157,13 @@ func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequ
 		if sched != nil {
 			due = sched.Next(now)
 		}
-		var timeoutAt int64
-		if req.WorkflowTimeoutSeconds > 0 {
-			timeoutAt = unixMs(now.Add(time.Duration(req.WorkflowTimeoutSeconds) * time.Second))
+		// The timeout counts from the start request, as recommended for a
+		// start delay; a cron run's from its scheduled time.
+		timeoutFrom := now
+		if sched != nil {
+			timeoutFrom = due
 		}
-		run, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: timeoutAt}, initialDAs, initialSAs)
+		run, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: deadline(timeoutFrom, req.WorkflowTimeoutSeconds)}, initialDAs, initialSAs)
 		if err != nil {
 			return err
 		}
@@ -472,6 +474,15 @@ func (e *Engine) TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerCon
 		}
 		return nil
 	})
+}
+
+// deadline returns the workflow timeout's expiry (unix ms) for a run
+// whose timeout counts from start; 0 when there is no timeout.
+func deadline(start time.Time, timeoutSeconds int32) int64 {
+	if timeoutSeconds <= 0 {
+		return 0
+	}
+	return unixMs(start.Add(time.Duration(timeoutSeconds) * time.Second))
 }
 
 // runChain carries what a new run inherits from the request or the run it

@@ -3,7 +3,6 @@ package compattest
 import (
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -129,9 +128,6 @@ func TestDocumentedDifferences(t *testing.T) {
 		})
 	})
 	t.Run("a cron run's timeout counts from its scheduled start", func(t *testing.T) {
-		if os.Getenv("IWF_COMPATTEST_BUGS") == "" {
-			t.Skip("BUG: the first run of a cron workflow gets its timeout deadline from the start request, not from its first cron time (engine/workflow.go StartWorkflow computes timeoutAt from now while the start state is due at sched.Next(now)), so a workflowTimeoutSeconds shorter than the wait for the first tick times the run out before it ever starts; later cron runs count from their due time (engine/chain.go). Set IWF_COMPATTEST_BUGS=1 to run.")
-		}
 		forEachStore(t, func(t *testing.T, e *env) {
 			wfID := e.id("cron-timeout")
 			req := e.startRequest(wfID, "t", "S1")
@@ -192,7 +188,11 @@ func TestDocumentedDifferences(t *testing.T) {
 					StateDecision:     &iwfapi.StateDecision{NextStates: list(move("S2", nil))},
 				})
 			})
+			// S2 starts waiting only once both signals are buffered, so the
+			// second signal never arrives after the run completed.
+			release := make(chan struct{})
 			e.w.state("S2", func(iwfapi.WorkflowStateStartRequest) reply {
+				<-release
 				return commands(iwfapi.CommandRequest{
 					CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
 					SignalCommands:     list(iwfapi.SignalCommand{CommandId: ptr("a"), SignalChannelName: "a"}),
@@ -209,6 +209,7 @@ func TestDocumentedDifferences(t *testing.T) {
 			e.start(req)
 			e.signal(wfID, "a", obj("first"))
 			e.signal(wfID, "a", obj("second"))
+			close(release)
 			e.result(wfID)
 			e.reset(iwfapi.WorkflowResetRequest{WorkflowId: wfID, ResetType: iwfapi.WorkflowResetTypeStateId, StateId: ptr("S2")})
 			if r, _ := e.result(wfID); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
@@ -321,9 +322,6 @@ func TestDocumentedDifferences(t *testing.T) {
 		})
 	})
 	t.Run("a state-based reset gets a fresh workflow timeout", func(t *testing.T) {
-		if os.Getenv("IWF_COMPATTEST_BUGS") == "" {
-			t.Skip("BUG: a STATE_ID / STATE_EXECUTION_ID reset copies the base run's absolute timeout deadline (engine/reset.go resetToExecution passes brd.TimeoutAt), so resetting a run older than its workflowTimeoutSeconds times the new run out at once; BEGINNING resets get a fresh deadline. Set IWF_COMPATTEST_BUGS=1 to run.")
-		}
 		forEachStore(t, func(t *testing.T, e *env) {
 			skip := iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
 			e.w.state("S1", nil, func(iwfapi.WorkflowStateDecideRequest) reply {
