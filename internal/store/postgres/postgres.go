@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -57,6 +58,10 @@ func WithSchema(name string) Option {
 	return func(o *options) { o.schema = name }
 }
 
+// DefaultMaxConns is the connection pool size when the URL does not set
+// pool_max_conns.
+const DefaultMaxConns = 32
+
 // Open connects to the database at url (a PostgreSQL URL or keyword/value
 // connection string, as understood by pgxpool, including pool_max_conns and
 // the other pool_* parameters) and checks that it answers. Open does not
@@ -72,6 +77,12 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	if o.schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		// pgx's default (4 on a small machine) starves an engine that runs
+		// hundreds of tasks at once; transactions are short, so more
+		// connections than cores pay off.
+		cfg.MaxConns = DefaultMaxConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
