@@ -1,0 +1,453 @@
+// Command iwf-bench is the load generator of iwf-server (`make bench`).
+//
+// It builds cmd/iwf-server from this checkout, starts it as a child process
+// (a fresh process and a fresh database for every run: first SQLite in a
+// temporary directory, then PostgreSQL in a throw-away database), serves
+// the iWF worker API itself from an in-process net/http server, drives the
+// workloads through the server's REST API and prints, per store and run,
+// throughput, latency percentiles, server CPU per 1,000 workflows and peak
+// RSS, with the targets and PASS/MISS next to them.
+//
+// The workloads:
+//
+//	W1  S1 -> S2 -> graceful completion, both states skip waitUntil;
+//	    once with 1 workflow in flight (latency), once with -inflight (throughput).
+//	W2  S1 waits (waitUntil) for a signal the generator sends right after
+//	    the start, then completes; -inflight in flight.
+//	W3  -n W3=N workflows (default 10,000) all sleep on a durable timer of
+//	    -timer (5 s) at once; timer lateness and server peak RSS.
+//
+// How each figure is measured is printed with the results and described in
+// docs/benchmarks.md. The tool reads /proc and so runs on Linux only.
+//
+// This package owns the benchmark and nothing else; it talks to the server
+// only over HTTP (api/iwfapi) and to PostgreSQL only to create and drop its
+// databases.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The store names used in flags and reports.
+const (
+	storeSQLite   = "SQLite"
+	storePostgres = "PostgreSQL"
+)
+
+// options are the command-line settings.
+type options struct {
+	stores     []string        // storeSQLite, storePostgres, in this order
+	workloads  map[string]bool // W1, W2, W3
+	duration   time.Duration   // measured window of a closed-loop run
+	warmup     time.Duration   // before the window
+	counts     map[string]int  // W1, W2: measured workflows instead of a window; W3: sleepers
+	inFlight   int             // concurrency of the throughput runs
+	timer      time.Duration   // W3's timer
+	quick      bool
+	pprofDir   string
+	serverArgs []string
+	pgURL      string
+	keep       bool
+	serverBin  string // prebuilt server binary instead of building one
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "iwf-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// parseOptions reads the flags.
+func parseOptions(args []string, stderr io.Writer) (*options, error) {
+	fs := flag.NewFlagSet("iwf-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	store := fs.String("store", "both", "store to measure: sqlite, postgres or both")
+	workloads := fs.String("workloads", "W1,W2,W3", "comma-separated workloads to run")
+	duration := fs.Duration("duration", 10*time.Second, "measured window of each closed-loop run (after a warm-up of a fifth of it, at most 2s)")
+	counts := fs.String("n", "", "counts: W3=N sleeping workflows (default 10000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets all three")
+	inFlight := fs.Int("inflight", 64, "workflows in flight in the throughput runs (W1, W2), and concurrent start calls in W3")
+	timer := fs.Duration("timer", 5*time.Second, "W3's durable timer (whole seconds)")
+	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 sleepers on a 1s timer")
+	pprofDir := fs.String("pprof", "", "build the server with net/http/pprof (via go build -overlay, sources untouched) and save a CPU profile and a goroutine dump of every closed-loop run's window into this `dir`")
+	var serverArgs multiFlag
+	fs.Var(&serverArgs, "server-arg", "extra `flag` for iwf-server, e.g. -server-arg=--log-level=warn (repeatable)")
+	serverBin := fs.String("server-bin", "", "use this prebuilt iwf-server `binary` instead of building cmd/iwf-server (not with -pprof)")
+	keep := fs.Bool("keep", false, "keep the temporary directory (server logs, SQLite files) and the PostgreSQL databases (iwf_bench_*)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: go run ./cmd/iwf-bench [flags]   (or: make bench)\n\n"+
+			"Builds and starts cmd/iwf-server, drives workloads W1-W3 against it on SQLite and PostgreSQL\n"+
+			"(IWF_TEST_POSTGRES_URL, default %s) and prints the figures.\n\nFlags:\n", defaultPostgresURL)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o := &options{
+		duration: *duration, inFlight: *inFlight, timer: *timer, quick: *quick,
+		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin,
+		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000},
+	}
+	switch strings.ToLower(*store) {
+	case "sqlite":
+		o.stores = []string{storeSQLite}
+	case "postgres", "postgresql", "pg":
+		o.stores = []string{storePostgres}
+	case "both":
+		o.stores = []string{storeSQLite, storePostgres}
+	default:
+		return nil, fmt.Errorf("-store %q: want sqlite, postgres or both", *store)
+	}
+	for _, w := range strings.Split(*workloads, ",") {
+		w = strings.ToUpper(strings.TrimSpace(w))
+		switch w {
+		case "W1", "W2", "W3":
+			o.workloads[w] = true
+		case "":
+		default:
+			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3)", w)
+		}
+	}
+	if o.serverBin != "" && o.pprofDir != "" {
+		return nil, errors.New("-pprof builds its own server binary; it cannot be combined with -server-bin")
+	}
+	if len(o.workloads) == 0 {
+		return nil, errors.New("-workloads: nothing to run")
+	}
+	if o.quick {
+		o.duration = time.Second
+		o.timer = time.Second
+		o.counts["W3"] = 200
+	}
+	if err := parseCounts(*counts, o.counts); err != nil {
+		return nil, err
+	}
+	if o.duration <= 0 || o.inFlight <= 0 {
+		return nil, errors.New("-duration and -inflight must be positive")
+	}
+	o.timer = o.timer.Round(time.Second)
+	if o.timer < time.Second {
+		return nil, errors.New("-timer must be at least 1s")
+	}
+	o.warmup = min(o.duration/5, 2*time.Second)
+	if o.quick {
+		o.warmup = 200 * time.Millisecond
+	}
+	o.pgURL = os.Getenv("IWF_TEST_POSTGRES_URL")
+	if o.pgURL == "" {
+		o.pgURL = defaultPostgresURL
+	}
+	return o, nil
+}
+
+// parseCounts reads -n: "W3=20000,W1=5000" or a bare number for all.
+func parseCounts(s string, into map[string]int) error {
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(part, "=")
+		if !ok {
+			k, v = "", part
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n <= 0 {
+			return fmt.Errorf("-n %q: want a positive count", part)
+		}
+		switch k = strings.ToUpper(strings.TrimSpace(k)); k {
+		case "":
+			into["W1"], into["W2"], into["W3"] = n, n, n
+		case "W1", "W2", "W3":
+			into[k] = n
+		default:
+			return fmt.Errorf("-n %q: unknown workload %q", part, k)
+		}
+	}
+	return nil
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, " ") }
+func (m *multiFlag) Set(s string) error { *m = append(*m, s); return nil }
+
+// run is the whole benchmark; stdout receives the report, stderr progress.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parseOptions(args, stderr)
+	if err != nil {
+		return err
+	}
+	if runtime.GOOS != "linux" {
+		return errors.New("iwf-bench reads /proc and runs on Linux only")
+	}
+	progress := func(format string, a ...any) { fmt.Fprintf(stderr, "iwf-bench: "+format+"\n", a...) }
+
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "iwf-bench-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		progress("keeping %s", tmp)
+	} else {
+		defer os.RemoveAll(tmp)
+	}
+	if o.pprofDir != "" {
+		if err := os.MkdirAll(o.pprofDir, 0o755); err != nil {
+			return err
+		}
+	}
+	began := time.Now()
+	bin := o.serverBin
+	if bin == "" {
+		progress("building cmd/iwf-server ...")
+		if bin, err = buildServer(ctx, root, tmp, o.pprofDir != ""); err != nil {
+			return err
+		}
+		progress("built in %.1fs", time.Since(began).Seconds())
+	}
+
+	w, err := startWorker(o.timer)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+
+	printHeader(stdout, o)
+	for _, store := range o.stores {
+		sr := runStore(ctx, o, store, bin, tmp, w, progress)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		printReport(stdout, sr, o)
+	}
+	fmt.Fprintf(stdout, "\ntotal time %.0f s\n", time.Since(began).Seconds())
+	return nil
+}
+
+// printHeader describes the machine and the method.
+func printHeader(out io.Writer, o *options) {
+	cpuinfo, _ := os.ReadFile("/proc/cpuinfo")
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	fmt.Fprintf(out, "iwf-bench %s\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(out, "machine:  %d CPUs (nproc), %s, Linux %s, %s; generator, worker, server and database share it, loopback only\n",
+		runtime.NumCPU(), parseCPUModel(cpuinfo), strings.TrimSpace(string(kernel)), runtime.Version())
+	extra := ""
+	if len(o.serverArgs) > 0 {
+		extra = " " + strings.Join(o.serverArgs, " ")
+	}
+	built := "cmd/iwf-server built from this checkout (CGO_ENABLED=0)"
+	if o.serverBin != "" {
+		built = o.serverBin
+	}
+	fmt.Fprintf(out, "server:   %s, default settings + --addr 127.0.0.1:0 --db <fresh> --log-format json (log to a file)%s\n", built, extra)
+	fmt.Fprintf(out, "method:   fresh server process and fresh database per run. Closed loop: each of the in-flight generator goroutines starts\n")
+	fmt.Fprintf(out, "          a workflow, waits for it to complete, starts the next. Window %s after a %s warm-up; wf/s counts workflows\n", o.duration, o.warmup)
+	fmt.Fprintf(out, "          completed in the window; latency covers workflows started in it: start call issued -> the worker receives the\n")
+	fmt.Fprintf(out, "          final execute call (worker timestamp, no polling; excludes the commit of that last answer). The @1 run also waits\n")
+	fmt.Fprintf(out, "          with getWithWait before the next start and reports that latency too (it gates the @1 target).\n")
+	fmt.Fprintf(out, "          srv CPU = utime+stime of the server from /proc/<pid>/stat over the window; peak RSS = VmHWM of the server.\n")
+	fmt.Fprintf(out, "          CPU busy = share of all %d cores (/proc/stat): server + generator/worker (this process) + db (the PostgreSQL backends\n", runtime.NumCPU())
+	fmt.Fprintf(out, "          of the run's database, /proc/<pid>/stat) + other (other processes, kernel). srv (+db) CPU is per 1,000 completed workflows.\n")
+	if o.pprofDir != "" {
+		fmt.Fprintf(out, "          PROFILING ON: the server serves net/http/pprof and is profiled during each window (slightly slower).\n")
+	}
+	if o.quick {
+		fmt.Fprintf(out, "QUICK RUN: small counts and short windows, to check that the tool works; the figures are not meaningful.\n")
+	}
+}
+
+// runStore runs the selected workloads on one store.
+func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker, progress func(string, ...any)) *storeReport {
+	sr := &storeReport{store: store}
+	var pg *pgAdmin
+	if store == storeSQLite {
+		sr.where = "a WAL file in " + tmp
+	} else {
+		var err error
+		pg, err = connectPostgres(ctx, o.pgURL)
+		if err != nil {
+			sr.where = redactURL(o.pgURL)
+			sr.skipped = fmt.Sprintf("PostgreSQL at %s is unreachable (%v); set IWF_TEST_POSTGRES_URL to measure it", redactURL(o.pgURL), err)
+			progress("%s", sr.skipped)
+			return sr
+		}
+		defer pg.close(context.Background())
+		sr.where = fmt.Sprintf("PostgreSQL %s at %s, a fresh database per run", pg.version, pg.host())
+	}
+
+	type runDef struct {
+		workload string
+		inFlight int
+		withWait bool
+	}
+	var runs []runDef
+	if o.workloads["W1"] {
+		runs = append(runs, runDef{"W1", 1, true})
+		if o.inFlight > 1 {
+			runs = append(runs, runDef{"W1", o.inFlight, false})
+		}
+	}
+	if o.workloads["W2"] {
+		runs = append(runs, runDef{"W2", o.inFlight, false})
+	}
+	if o.workloads["W3"] {
+		runs = append(runs, runDef{"W3", o.counts["W3"], false})
+	}
+	tag := strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
+	for i, rd := range runs {
+		if ctx.Err() != nil {
+			break
+		}
+		label := fmt.Sprintf("%s %s @%d", store, rd.workload, rd.inFlight)
+		if rd.workload == "W3" {
+			label = fmt.Sprintf("%s W3 (%s sleepers)", store, fmtInt(int64(rd.inFlight)))
+		}
+		progress("running %s ...", label)
+		name := fmt.Sprintf("iwf_bench_%s_%d_%s", tag, i+1, strings.ToLower(rd.workload))
+		var db string
+		if pg == nil {
+			db = "sqlite://" + filepath.Join(tmp, name+".db")
+		} else {
+			var err error
+			if db, err = pg.createDatabase(ctx, name); err != nil {
+				sr.failed = append(sr.failed, label+": "+err.Error())
+				continue
+			}
+		}
+		var dbPIDs func() []int
+		if pg != nil {
+			dbPIDs = func() []int { return pg.backendPIDs(ctx, name) }
+		}
+		r, err := runOne(ctx, o, bin, db, filepath.Join(tmp, name+".log"), w, rd.workload, rd.inFlight, rd.withWait, store, name, dbPIDs)
+		if pg != nil {
+			// The counters are optional: a failed read leaves them unknown.
+			if r != nil {
+				if c, rb, cerr := pg.commits(ctx, name); cerr == nil {
+					r.pgCommits, r.pgRollbacks = c, rb
+				}
+			}
+			if !o.keep {
+				if derr := pg.dropDatabase(context.Background(), name); derr != nil {
+					progress("dropping database %s: %v", name, derr)
+				}
+			}
+		}
+		if err != nil {
+			sr.failed = append(sr.failed, label+": "+err.Error())
+			progress("%s FAILED: %v", label, err)
+			continue
+		}
+		progress("  %s: %s workflows, %s wf/s, p50 %s", label, fmtInt(r.completed), fmtRate(r.throughput()), fmtDur(r.lat.p50))
+		sr.results = append(sr.results, r)
+	}
+	return sr
+}
+
+// runOne starts a server on db, runs one workload on it and stops it.
+func runOne(ctx context.Context, o *options, bin, db, logPath string, w *worker, workload string, inFlight int, withWait bool, store, name string, dbPIDs func() []int) (*result, error) {
+	background := -1.0
+	if !o.quick {
+		background = backgroundLoad(ctx)
+	}
+	srv, err := startServer(ctx, bin, db, logPath, o.serverArgs, o.pprofDir != "")
+	if err != nil {
+		return nil, err
+	}
+	defer srv.stop()
+	api, tr, err := newAPIClient(srv.url)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.CloseIdleConnections()
+	t := &target{srv: srv, api: api, worker: w, prefix: name, dbPIDs: dbPIDs}
+	retries0, unknown0 := w.retries.Load(), w.unknown.Load()
+
+	var r *result
+	if workload == "W3" {
+		r, err = t.sleepers(ctx, inFlight, o.inFlight, o.timer)
+	} else {
+		spec := loopSpec{workload: workload, inFlight: inFlight, warmup: o.warmup, duration: o.duration, count: o.counts[workload], withWait: withWait}
+		if o.pprofDir != "" {
+			spec.profile = filepath.Join(o.pprofDir, fmt.Sprintf("%s-%s-%d.pprof", strings.ToLower(store), strings.ToLower(workload), inFlight))
+		}
+		r, err = t.closedLoop(ctx, spec)
+	}
+	if err == nil && !srv.alive() {
+		err = fmt.Errorf("the server exited during the run: %s", srv.logTail())
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.background = background
+	r.peakRSS, _ = peakRSS(srv.pid)
+	r.retries = w.retries.Load() - retries0
+	if n := w.unknown.Load() - unknown0; n > 0 {
+		r.errors += n
+		if r.firstError == "" {
+			r.firstError = fmt.Sprintf("the worker got %d calls it does not serve", n)
+		}
+	}
+	r.pgCommits, r.pgRollbacks = -1, -1
+	// Connections the client dialled but never used would hold up the
+	// server's graceful shutdown for 5 s (net/http treats them as new).
+	tr.CloseIdleConnections()
+	srv.stop()
+	r.logErrors, r.firstLogError = srv.logErrors()
+	return r, nil
+}
+
+// backgroundLoad returns the share of the machine's CPU that was busy
+// during half a second before a run, when none of the benchmark's processes
+// works: other processes on a shared machine skew the figures.
+func backgroundLoad(ctx context.Context) float64 {
+	a, err := readMachineCPU()
+	if err != nil {
+		return -1
+	}
+	select {
+	case <-time.After(500 * time.Millisecond):
+	case <-ctx.Done():
+		return -1
+	}
+	b, err := readMachineCPU()
+	if err != nil || b.total <= a.total {
+		return -1
+	}
+	return float64(b.busy-a.busy) / float64(b.total-a.total)
+}
+
+// redactURL hides a password in a URL.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil {
+		return u.Redacted()
+	}
+	return "(unparsable URL)"
+}

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPercentile(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	var hundred []time.Duration
+	for i := 100; i >= 1; i-- { // unsorted on purpose: summarize sorts
+		hundred = append(hundred, ms(i))
+	}
+	d := summarize(hundred)
+	if d.n != 100 || d.p50 != ms(50) || d.p95 != ms(95) || d.p99 != ms(99) || d.min != ms(1) || d.max != ms(100) {
+		t.Errorf("1..100 ms: %+v", d)
+	}
+	for _, c := range []struct {
+		vals []time.Duration
+		p    float64
+		want time.Duration
+	}{
+		{nil, 50, 0},
+		{[]time.Duration{ms(7)}, 1, ms(7)},
+		{[]time.Duration{ms(7)}, 100, ms(7)},
+		{[]time.Duration{ms(1), ms(2)}, 50, ms(1)},   // nearest rank: ceil(0.5*2) = 1
+		{[]time.Duration{ms(1), ms(2)}, 50.1, ms(2)}, // ceil(1.002) = 2
+		{[]time.Duration{ms(1), ms(2), ms(3)}, 99, ms(3)},
+		{[]time.Duration{-ms(3), ms(2)}, 50, -ms(3)}, // early timers are negative lateness
+	} {
+		if got := percentile(c.vals, c.p); got != c.want {
+			t.Errorf("percentile(%v, %v) = %v, want %v", c.vals, c.p, got, c.want)
+		}
+	}
+}
+
+func TestParseProcStat(t *testing.T) {
+	// A command name with spaces and parentheses; utime 1234, stime 56 ticks.
+	line := "4242 (iwf (server) x) S 1 4242 4242 0 -1 4194560 1000 0 0 0 1234 56 0 0 20 0 12 0 100 2000000 5000 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
+	u, s, err := parseProcStat([]byte(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u != 12340*time.Millisecond || s != 560*time.Millisecond {
+		t.Errorf("user %v system %v, want 12.34s 0.56s", u, s)
+	}
+	if _, _, err := parseProcStat([]byte("4242 (short) S 1 2")); err == nil {
+		t.Error("a truncated line parsed")
+	}
+	// This process's own file parses.
+	if _, err := processCPU(0); err != nil {
+		t.Errorf("processCPU(self): %v", err)
+	}
+}
+
+func TestParseStatusKB(t *testing.T) {
+	status := "Name:\tiwf-server\nVmPeak:\t 1900000 kB\nVmHWM:\t   45678 kB\nVmRSS:\t   40000 kB\n"
+	n, err := parseStatusKB([]byte(status), "VmHWM")
+	if err != nil || n != 45678*1024 {
+		t.Errorf("VmHWM = %d, %v", n, err)
+	}
+	if _, err := parseStatusKB([]byte(status), "VmSwap"); err == nil {
+		t.Error("a missing key parsed")
+	}
+	if n, err := peakRSS(os.Getpid()); err != nil || n <= 0 {
+		t.Errorf("peakRSS(self) = %d, %v", n, err)
+	}
+}
+
+func TestParseMachineCPU(t *testing.T) {
+	stat := "cpu  100 5 50 800 20 3 2 10 7 0\ncpu0 50 2 25 400 10 1 1 5 3 0\n"
+	m, err := parseMachineCPU([]byte(stat))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// total = 100+5+50+800+20+3+2+10 = 990 ticks; busy = total - idle - iowait = 170.
+	if m.total != 9900*time.Millisecond || m.busy != 1700*time.Millisecond {
+		t.Errorf("got %+v", m)
+	}
+	if _, err := parseMachineCPU([]byte("intr 1 2 3\n")); err == nil {
+		t.Error("a file without the cpu line parsed")
+	}
+}
+
+func TestParseCPUModel(t *testing.T) {
+	info := "processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\nmodel name\t: AMD EPYC 7B13\n"
+	if got := parseCPUModel([]byte(info)); got != "AMD EPYC 7B13" {
+		t.Errorf("got %q", got)
+	}
+	if got := parseCPUModel(nil); got != "unknown" {
+		t.Errorf("empty: got %q", got)
+	}
+}
+
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP iwf_store_update_seconds Latency of store write transactions.
+# TYPE iwf_store_update_seconds histogram
+iwf_store_update_seconds_bucket{le="0.001"} 3
+iwf_store_update_seconds_bucket{le="+Inf"} 10
+iwf_store_update_seconds_sum 0.25
+iwf_store_update_seconds_count 10
+iwf_worker_call_seconds_count{api="waitUntil"} 4
+iwf_worker_call_seconds_count{api="execute"} 6
+iwf_tasks_in_memory 7
+`
+	m := parseMetrics([]byte(text))
+	want := map[string]float64{
+		"iwf_store_update_seconds_sum": 0.25, "iwf_store_update_seconds_count": 10,
+		"iwf_worker_call_seconds_count": 10, "iwf_tasks_in_memory": 7,
+	}
+	if len(m) != len(want) {
+		t.Errorf("got %v, want %v", m, want)
+	}
+	for k, v := range want {
+		if m[k] != v {
+			t.Errorf("%s = %v, want %v", k, m[k], v)
+		}
+	}
+}
+
+func TestParseOptions(t *testing.T) {
+	o, err := parseOptions([]string{"-store", "sqlite", "-workloads", "w1,W3", "-n", "W3=123,W1=50"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.stores) != 1 || o.stores[0] != storeSQLite || !o.workloads["W1"] || o.workloads["W2"] || !o.workloads["W3"] {
+		t.Errorf("stores %v workloads %v", o.stores, o.workloads)
+	}
+	if o.counts["W3"] != 123 || o.counts["W1"] != 50 || o.counts["W2"] != 0 {
+		t.Errorf("counts %v", o.counts)
+	}
+	if o.warmup != 2*time.Second || o.timer != 5*time.Second {
+		t.Errorf("warmup %v timer %v", o.warmup, o.timer)
+	}
+	for _, bad := range [][]string{{"-store", "mysql"}, {"-workloads", "W9"}, {"-n", "W3=0"}, {"-n", "X=3"}, {"-timer", "300ms"}} {
+		if _, err := parseOptions(bad, io.Discard); err == nil {
+			t.Errorf("%v: no error", bad)
+		}
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -2500: "-2,500"} {
+		if got := fmtInt(n); got != want {
+			t.Errorf("fmtInt(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{840 * time.Microsecond: "0.84 ms", 12345 * time.Microsecond: "12.3 ms", 1204 * time.Millisecond: "1204 ms"} {
+		if got := fmtDur(d); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestQuickSQLite runs `iwf-bench -quick -store sqlite` end to end: it
+// builds and starts the real server, runs all workloads and checks that the
+// report has every run and no errors.
+func TestQuickSQLite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the server (about 15 s)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, progress bytes.Buffer
+	if err := run(ctx, []string{"-quick", "-store", "sqlite"}, &out, &progress); err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, progress.String(), out.String())
+	}
+	report := out.String()
+	t.Log("\n" + report)
+	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W2 @64", "W3 timers", "targets:"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"FAILED", "ERRORS", "NOT COMPLETED", "NOT RUN"} {
+		if strings.Contains(report, bad) {
+			t.Errorf("report contains %q", bad)
+		}
+	}
+	if got := strings.Count(report, "verified COMPLETED"); got != 4 {
+		t.Errorf("%d runs verified their workflows, want 4", got)
+	}
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// result is what one run measured.
+type result struct {
+	workload          string
+	inFlight          int // W3: the number of sleeping workflows
+	statesPerWorkflow int
+
+	// started counts every workflow the run started (warm-up included);
+	// completed counts the workflows that completed inside the window.
+	started, completed int64
+	// lat is start -> final execute arrival at the worker (W3: lateness).
+	lat dist
+	// latWait is start -> getWithWait returned COMPLETED (withWait runs).
+	latWait *dist
+	// W3 only.
+	lateness dist
+	// latenessCalm covers the timers due after the last start returned.
+	latenessCalm dist
+	maxAsleep    int
+	early        int
+	// backlogWaitUntil and backlogOverdue count, when the last start
+	// returned, the workflows still waiting for their waitUntil call and
+	// those whose timer was due but whose execute call had not arrived.
+	backlogWaitUntil, backlogOverdue int
+	startRate                        float64
+	startSpan                        time.Duration
+
+	cpu     cpuUse
+	peakRSS int64
+	// background is the machine's busy share just before the run (-1:
+	// unknown).
+	background float64
+
+	errors                 int64
+	firstError             string
+	verified, verifyFailed int
+	verifyError            string
+	retries                int64 // worker calls with attempt > 1
+	logErrors              int
+	firstLogError          string
+	pgCommits, pgRollbacks int64 // whole server lifetime, -1 when unknown
+
+	profile, note string
+}
+
+// throughput returns completed workflows per second of the window.
+func (r *result) throughput() float64 {
+	if r.cpu.wall <= 0 {
+		return 0
+	}
+	return float64(r.completed) / r.cpu.wall.Seconds()
+}
+
+// cpuPer1k returns server CPU seconds per 1,000 completed workflows.
+func (r *result) cpuPer1k() float64 {
+	if r.completed == 0 {
+		return 0
+	}
+	return r.cpu.server.Seconds() / float64(r.completed) * 1000
+}
+
+// name is the run's label in the tables.
+func (r *result) name() string {
+	switch {
+	case r.workload == "W3":
+		return "W3 timers"
+	case r.inFlight == 1:
+		return r.workload + " @1"
+	default:
+		return fmt.Sprintf("%s @%d", r.workload, r.inFlight)
+	}
+}
+
+// goal is a target from the brief, checked against one figure of a run.
+type goal struct {
+	workload string
+	latency  bool // the @1 run rather than the throughput run
+	what     string
+	limit    float64
+	atMost   bool // the figure must be <= limit (else >=)
+	unit     string
+	measure  func(r *result) (float64, string) // value and its label
+}
+
+// goals returns the targets of a store.
+func goals(store string) []goal {
+	p50, tput := 5.0, 2000.0
+	if store == storePostgres {
+		p50, tput = 10, 1500
+	}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return []goal{
+		{workload: "W1", latency: true, what: "p50 start->completion observed with getWithWait", limit: p50, atMost: true, unit: "ms",
+			measure: func(r *result) (float64, string) {
+				if r.latWait == nil {
+					return ms(r.lat.p50), fmtDur(r.lat.p50)
+				}
+				return ms(r.latWait.p50), fmtDur(r.latWait.p50)
+			}},
+		{workload: "W1", what: "state executions/s", limit: tput, unit: "/s",
+			measure: func(r *result) (float64, string) {
+				v := r.throughput() * float64(r.statesPerWorkflow)
+				return v, fmtRate(v) + "/s"
+			}},
+		{workload: "W3", what: "p99 timer lateness", limit: 250, atMost: true, unit: "ms",
+			measure: func(r *result) (float64, string) { return ms(r.lateness.p99), fmtDur(r.lateness.p99) }},
+		{workload: "W3", what: "server peak RSS", limit: 250, atMost: true, unit: "MB",
+			measure: func(r *result) (float64, string) {
+				v := float64(r.peakRSS) / (1 << 20)
+				return v, fmtMB(r.peakRSS)
+			}},
+	}
+}
+
+// storeReport is the runs of one store.
+type storeReport struct {
+	store   string // storeSQLite or storePostgres
+	where   string
+	skipped string // why the store was not measured
+	results []*result
+	failed  []string // runs that failed, with the reason
+}
+
+// printReport writes one store's table, notes and target checks.
+func printReport(out io.Writer, sr *storeReport, o *options) {
+	fmt.Fprintf(out, "\n== %s: %s ==\n", sr.store, sr.where)
+	if sr.skipped != "" {
+		fmt.Fprintf(out, "SKIPPED: %s\n", sr.skipped)
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "\t\t\t\t\t\t\tCPU s/1k wf\t\t\t\t")
+	fmt.Fprintln(tw, "run\tworkflows\twf/s\tstates/s\tp50\tp95\tp99\tsrv (+db)\tsrv peak RSS\tCPU busy: srv+gen+db+other\tPG tx/wf: commit+rb\t")
+	for _, r := range sr.results {
+		wfs, sps := fmtRate(r.throughput()), fmtRate(r.throughput()*float64(r.statesPerWorkflow))
+		if r.workload == "W3" {
+			wfs, sps = "-", "-"
+		}
+		commits := "-"
+		if r.pgCommits >= 0 && r.started > 0 {
+			commits = fmt.Sprintf("%.1f+%.1f", float64(r.pgCommits)/float64(r.started), float64(r.pgRollbacks)/float64(r.started))
+		}
+		cpu := fmt.Sprintf("%.2f", r.cpuPer1k())
+		if r.cpu.hasDB && r.completed > 0 {
+			cpu += fmt.Sprintf(" (+%.2f)", r.cpu.db.Seconds()/float64(r.completed)*1000)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+			r.name(), fmtInt(r.completed), wfs, sps,
+			fmtDur(r.lat.p50), fmtDur(r.lat.p95), fmtDur(r.lat.p99),
+			cpu, fmtMB(r.peakRSS), fmtBusy(r.cpu), commits)
+	}
+	_ = tw.Flush()
+	for _, f := range sr.failed {
+		fmt.Fprintf(out, "FAILED: %s\n", f)
+	}
+
+	fmt.Fprintln(out, "notes:")
+	for _, r := range sr.results {
+		var parts []string
+		switch {
+		case r.workload == "W3":
+			parts = append(parts, fmt.Sprintf("p50/p95/p99 are timer lateness (execute arrival - (waitUntil answer + %s)), max %s, min %s, %d fired early; %s workflows started in %.1f s (%s/s)",
+				o.timer, fmtDur(r.lateness.max), fmtDur(r.lateness.min), r.early, fmtInt(r.started), r.startSpan.Seconds(), fmtRate(r.startRate)))
+			parts = append(parts, fmt.Sprintf("at most %s asleep at once", fmtInt(int64(r.maxAsleep))))
+			parts = append(parts, fmt.Sprintf("when the last start returned, %s still awaited their waitUntil call and %s timers were due but not yet executed",
+				fmtInt(int64(r.backlogWaitUntil)), fmtInt(int64(r.backlogOverdue))))
+			if r.latenessCalm.n > 0 {
+				parts = append(parts, fmt.Sprintf("the %s timers due after the last start: lateness p50 %s p99 %s", fmtInt(int64(r.latenessCalm.n)), fmtDur(r.latenessCalm.p50), fmtDur(r.latenessCalm.p99)))
+			}
+			parts = append(parts, fmt.Sprintf("CPU over %.1f s from the first start to the last timer", r.cpu.wall.Seconds()))
+		default:
+			parts = append(parts, fmt.Sprintf("window %.1f s, %s workflows started in all", r.cpu.wall.Seconds(), fmtInt(r.started)))
+			if r.latWait != nil {
+				parts = append(parts, fmt.Sprintf("start->completion seen by getWithWait: p50 %s p95 %s p99 %s", fmtDur(r.latWait.p50), fmtDur(r.latWait.p95), fmtDur(r.latWait.p99)))
+			}
+		}
+		switch {
+		case r.background >= 0.15:
+			parts = append(parts, fmt.Sprintf("WARNING: the machine was already %.0f%% busy before the run (other processes)", 100*r.background))
+		case r.background >= 0:
+			parts = append(parts, fmt.Sprintf("machine %.0f%% busy before the run", 100*r.background))
+		}
+		if s := serverMetrics(r); s != "" {
+			parts = append(parts, s)
+		}
+		if r.errors > 0 {
+			parts = append(parts, fmt.Sprintf("%d ERRORS, first: %s", r.errors, r.firstError))
+		}
+		if r.verified > 0 {
+			if r.verifyFailed > 0 {
+				parts = append(parts, fmt.Sprintf("verify: %d of %d sampled workflows NOT COMPLETED (%s)", r.verifyFailed, r.verified, r.verifyError))
+			} else {
+				parts = append(parts, fmt.Sprintf("%d sampled workflows verified COMPLETED", r.verified))
+			}
+		}
+		if r.retries > 0 {
+			parts = append(parts, fmt.Sprintf("%d worker calls were retries", r.retries))
+		}
+		if r.logErrors > 0 {
+			parts = append(parts, fmt.Sprintf("server logged %d errors, first: %s", r.logErrors, truncate(r.firstLogError, 300)))
+		}
+		if r.pgCommits >= 0 {
+			parts = append(parts, fmt.Sprintf("PG: %s commits, %s rollbacks (read-only transactions end in rollback) over the server's life, per started workflow in the table", fmtInt(r.pgCommits), fmtInt(r.pgRollbacks)))
+		}
+		if r.profile != "" {
+			parts = append(parts, "cpu profile "+r.profile)
+		}
+		if r.note != "" {
+			parts = append(parts, r.note)
+		}
+		fmt.Fprintf(out, "  %-10s %s\n", r.name()+":", strings.Join(parts, "; "))
+	}
+
+	worst := 0.0
+	for _, r := range sr.results {
+		if u := r.cpu; u.machineTotal > 0 {
+			other := max(0, u.machineBusy-u.server-u.bench-u.db)
+			worst = max(worst, float64(other)/float64(u.machineTotal))
+		}
+	}
+	if worst >= 0.2 {
+		fmt.Fprintf(out, "  WARNING: other processes took up to %.0f%% of the machine's CPU during these runs (column \"other\"): throughput and\n"+
+			"  latency are lower than on an idle machine; CPU per 1,000 workflows is the figure least affected.\n", 100*worst)
+	}
+	fmt.Fprintln(out, "targets:")
+	for _, g := range goals(sr.store) {
+		r := sr.find(g)
+		op := ">="
+		if g.atMost {
+			op = "<="
+		}
+		label := g.workload
+		if g.workload == "W1" {
+			label = "W1 @1"
+			if !g.latency {
+				label = fmt.Sprintf("W1 @%d", o.inFlight)
+			}
+		}
+		want := fmt.Sprintf("%s %s %s %s", g.what, op, fmtInt(int64(g.limit)), g.unit)
+		if r == nil {
+			fmt.Fprintf(out, "  %-8s %-60s %12s  %s\n", label, want, "-", "NOT RUN")
+			continue
+		}
+		v, shown := g.measure(r)
+		verdict := "PASS"
+		if (g.atMost && v > g.limit) || (!g.atMost && v < g.limit) {
+			verdict = "MISS"
+		}
+		if r.errors > 0 || r.verifyFailed > 0 {
+			verdict += " (run had errors)"
+		}
+		if o.quick {
+			verdict += " (quick run: not meaningful)"
+		}
+		fmt.Fprintf(out, "  %-8s %-60s %12s  %s\n", label, want, shown, verdict)
+	}
+}
+
+// find returns the run a goal is checked against.
+func (sr *storeReport) find(g goal) *result {
+	for _, r := range sr.results {
+		if r.workload != g.workload {
+			continue
+		}
+		if g.workload == "W1" && (r.inFlight == 1) != g.latency {
+			continue
+		}
+		return r
+	}
+	return nil
+}
+
+// serverMetrics summarises the server's own metrics over the window: store
+// write transactions per workflow and their mean latency (queueing for the
+// writer included), worker calls and their mean latency, and the server's
+// view of timer lateness.
+func serverMetrics(r *result) string {
+	m := r.cpu.metrics
+	if m == nil || r.completed == 0 {
+		return ""
+	}
+	mean := func(name string) string {
+		n := m[name+"_count"]
+		if n <= 0 {
+			return "-"
+		}
+		return fmtDur(time.Duration(m[name+"_sum"] / n * float64(time.Second)))
+	}
+	per := func(name string) float64 { return m[name] / float64(r.completed) }
+	s := fmt.Sprintf("server metrics: %.1f store writes/wf (mean %s), %.1f worker calls/wf (mean %s)",
+		per("iwf_store_update_seconds_count"), mean("iwf_store_update_seconds"),
+		per("iwf_worker_call_seconds_count"), mean("iwf_worker_call_seconds"))
+	if m["iwf_timer_lateness_seconds_count"] > 0 {
+		s += fmt.Sprintf(", timers fired late by %s on average (server clock)", mean("iwf_timer_lateness_seconds"))
+	}
+	return s
+}
+
+// fmtBusy prints the machine's CPU use over a window as a share of all its
+// cores: total, then server + generator/worker + PostgreSQL backends (when
+// measured) + everything else (other processes, the kernel's softirqs).
+func fmtBusy(u cpuUse) string {
+	if u.machineTotal <= 0 {
+		return "-"
+	}
+	pct := func(d time.Duration) float64 { return 100 * float64(d) / float64(u.machineTotal) }
+	other := max(0, u.machineBusy-u.server-u.bench-u.db)
+	if !u.hasDB {
+		return fmt.Sprintf("%.0f%%: %.0f+%.0f+-+%.0f", pct(u.machineBusy), pct(u.server), pct(u.bench), pct(other))
+	}
+	return fmt.Sprintf("%.0f%%: %.0f+%.0f+%.0f+%.0f", pct(u.machineBusy), pct(u.server), pct(u.bench), pct(u.db), pct(other))
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
