@@ -30,17 +30,65 @@ type dispatcher struct {
 	// running marks the tasks being processed.
 	running map[int64]bool
 	wake    chan struct{}
-	work    chan *Task
+	// ready holds due tasks by priority: timers and timeouts first, then
+	// execute calls, then waitUntil calls, so that work already under way
+	// (a timer that fired, a state about to decide) is not queued behind
+	// newly started workflows when the process is saturated.
+	ready   [3][]*Task
+	readyOK *sync.Cond // signalled when ready gains a task, and on stop
+	stopped bool
 }
 
 func newDispatcher(e *Engine) *dispatcher {
-	return &dispatcher{
+	d := &dispatcher{
 		e:       e,
 		known:   map[int64]bool{},
 		again:   map[int64]*Task{},
 		running: map[int64]bool{},
 		wake:    make(chan struct{}, 1),
-		work:    make(chan *Task, e.cfg.Concurrency),
+	}
+	d.readyOK = sync.NewCond(&d.mu)
+	return d
+}
+
+// priority orders task kinds in the ready queues (0 runs first).
+func priority(k TaskKind) int {
+	switch k {
+	case TaskTimer, TaskTimeout:
+		return 0
+	case TaskExecute:
+		return 1
+	}
+	return 2
+}
+
+// stop wakes the workers so that they return.
+func (d *dispatcher) stop() {
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
+	d.readyOK.Broadcast()
+}
+
+// next blocks until a task is ready and takes the most urgent one; it
+// returns nil once the dispatcher stopped.
+func (d *dispatcher) next() *Task {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
+		if d.stopped {
+			return nil
+		}
+		for p := range d.ready {
+			if q := d.ready[p]; len(q) > 0 {
+				t := q[0]
+				q[0] = nil
+				d.ready[p] = q[1:]
+				d.running[t.ID] = true
+				return t
+			}
+		}
+		d.readyOK.Wait()
 	}
 }
 
@@ -101,7 +149,7 @@ func (d *dispatcher) run(ctx context.Context) {
 	for {
 		d.mu.Lock()
 		var wait time.Duration = -1
-		var due []*Task
+		moved := 0
 		now := clock.Now()
 		for d.queue.Len() > 0 {
 			next := d.queue[0]
@@ -109,18 +157,14 @@ func (d *dispatcher) run(ctx context.Context) {
 				wait = next.DueAt.Sub(now)
 				break
 			}
-			due = append(due, heap.Pop(&d.queue).(*Task))
+			t := heap.Pop(&d.queue).(*Task)
+			p := priority(t.Kind)
+			d.ready[p] = append(d.ready[p], t)
+			moved++
 		}
 		d.mu.Unlock()
-		for _, t := range due {
-			select {
-			case d.work <- t:
-			case <-ctx.Done():
-				return
-			}
-		}
-		if len(due) > 0 {
-			continue
+		for i := 0; i < moved; i++ {
+			d.readyOK.Signal()
 		}
 		var timerC <-chan time.Time
 		var timer Timer
@@ -146,26 +190,22 @@ func (d *dispatcher) run(ctx context.Context) {
 // worker processes tasks from the pool until ctx ends.
 func (d *dispatcher) worker(ctx context.Context) {
 	for {
-		select {
-		case <-ctx.Done():
+		t := d.next()
+		if t == nil {
 			return
-		case t := <-d.work:
-			d.mu.Lock()
-			d.running[t.ID] = true
-			d.mu.Unlock()
-			if err := d.e.processTask(ctx, t); err != nil && ctx.Err() == nil {
-				// Store trouble: keep the task (this process still holds its
-				// lease) and try again shortly.
-				retry := *t
-				retry.DueAt = d.e.cfg.Clock.Now().Add(time.Second)
-				d.mu.Lock()
-				if _, rescheduled := d.again[t.ID]; !rescheduled {
-					d.again[t.ID] = &retry
-				}
-				d.mu.Unlock()
-			}
-			d.done(t)
 		}
+		if err := d.e.processTask(ctx, t); err != nil && ctx.Err() == nil {
+			// Store trouble: keep the task (this process still holds its
+			// lease) and try again shortly.
+			retry := *t
+			retry.DueAt = d.e.cfg.Clock.Now().Add(time.Second)
+			d.mu.Lock()
+			if _, rescheduled := d.again[t.ID]; !rescheduled {
+				d.again[t.ID] = &retry
+			}
+			d.mu.Unlock()
+		}
+		d.done(t)
 	}
 }
 

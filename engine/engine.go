@@ -95,6 +95,7 @@ func (e *Engine) Close(ctx context.Context) error {
 		return nil
 	}
 	e.cancel()
+	e.disp.stop()
 	e.started = false
 	e.mu.Unlock()
 	done := make(chan struct{})
