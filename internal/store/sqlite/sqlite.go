@@ -296,77 +296,88 @@ func (s *Store) writer() {
 	}
 }
 
-// commitBatch runs a batch of Update functions in one transaction.
+// commitBatch runs a batch of Update functions in one transaction. It first
+// runs them back to back and commits once; only when one of them fails does
+// it roll back and run the batch again with a savepoint around each
+// function, so that the failure undoes that function alone. Functions are
+// safe to run again: they only act through the transaction.
 func (s *Store) commitBatch(batch []*writeReq) {
+	if len(batch) > 1 && s.runBatch(batch, false) {
+		return
+	}
+	s.runBatch(batch, true)
+}
+
+// runBatch runs the batch in one transaction and reports whether it
+// delivered the results. Without savepoints it gives up (rolls back,
+// delivers nothing) at the first failing function.
+func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 	results := make([]error, len(batch))
-	finish := func() {
+	finish := func() bool {
 		for i, r := range batch {
 			r.done <- results[i]
 		}
+		return true
 	}
-	failAll := func(err error) {
+	failAll := func(err error) bool {
 		for i := range results {
 			if results[i] == nil {
 				results[i] = err
 			}
 		}
-		finish()
+		return finish()
 	}
 	s.mu.Lock()
 	wst := s.wst
 	s.mu.Unlock()
 	sqlTx, err := s.w.BeginTx(context.Background(), nil)
 	if err != nil {
-		failAll(fmt.Errorf("sqlite: begin: %w", err))
-		return
+		return failAll(fmt.Errorf("sqlite: begin: %w", err))
 	}
 	t := &txn{tx: sqlTx, st: wst}
-	single := len(batch) == 1
+	savepoints = savepoints && len(batch) > 1
 	ok := 0
 	for i, r := range batch {
 		if err := r.ctx.Err(); err != nil {
 			results[i] = err
 			continue
 		}
-		if !single {
+		if savepoints {
 			if _, err := sqlTx.Exec("SAVEPOINT batch"); err != nil {
 				sqlTx.Rollback()
-				failAll(fmt.Errorf("sqlite: savepoint: %w", err))
-				return
+				return failAll(fmt.Errorf("sqlite: savepoint: %w", err))
 			}
 		}
 		results[i] = runFn(r, t)
-		if single {
-			break
+		if results[i] == nil {
+			ok++
+		}
+		if !savepoints {
+			if results[i] != nil && len(batch) > 1 {
+				sqlTx.Rollback()
+				return false
+			}
+			continue
 		}
 		if results[i] != nil {
 			if _, err := sqlTx.Exec("ROLLBACK TO batch"); err != nil {
 				sqlTx.Rollback()
-				failAll(fmt.Errorf("sqlite: rollback to savepoint: %w", err))
-				return
+				return failAll(fmt.Errorf("sqlite: rollback to savepoint: %w", err))
 			}
-		} else {
-			ok++
 		}
 		if _, err := sqlTx.Exec("RELEASE batch"); err != nil {
 			sqlTx.Rollback()
-			failAll(fmt.Errorf("sqlite: release savepoint: %w", err))
-			return
+			return failAll(fmt.Errorf("sqlite: release savepoint: %w", err))
 		}
-	}
-	if single && results[0] == nil {
-		ok = 1
 	}
 	if ok == 0 {
 		sqlTx.Rollback()
-		finish()
-		return
+		return finish()
 	}
 	if err := sqlTx.Commit(); err != nil {
-		failAll(fmt.Errorf("sqlite: commit: %w", err))
-		return
+		return failAll(fmt.Errorf("sqlite: commit: %w", err))
 	}
-	finish()
+	return finish()
 }
 
 // runFn runs one Update function, turning a panic into a panicError.
