@@ -83,6 +83,17 @@ type ReadTx interface {
 	// HistoryList returns up to limit history events of a run with ID greater
 	// than afterID, in append order. limit <= 0 means no limit.
 	HistoryList(ctx context.Context, runID string, afterID int64, limit int) ([]*HistoryEvent, error)
+
+	// RunSearch returns one page of the runs that match q.Filter, in q.Order,
+	// at most q.Limit of them, starting after q.Cursor. SearchQuery (in
+	// search.go) defines the semantics; the store compiles it to SQL with
+	// every literal and key bound as a parameter. An unusable q.Cursor yields
+	// an error wrapping ErrInvalidSearchCursor.
+	RunSearch(ctx context.Context, q *SearchQuery) (*SearchPage, error)
+	// SearchAttributeTypeOf returns the value type last written under a
+	// search attribute key in any run, or ErrNotFound when the key was never
+	// written.
+	SearchAttributeTypeOf(ctx context.Context, key string) (string, error)
 }
 
 // Tx is a read-write transaction.

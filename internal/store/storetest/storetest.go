@@ -68,7 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"TaskReleaseLeases", testTaskReleaseLeases},
 		{"History", testHistory},
 	}
-	for _, tc := range tests {
+	for _, tc := range append(tests, searchTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newStore(t))
 		})

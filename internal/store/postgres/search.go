@@ -1,0 +1,45 @@
+package postgres
+
+import (
+	"context"
+
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/searchsql"
+)
+
+// RunSearch implements engine.ReadTx: the query compiled by searchsql, with
+// every literal bound as a parameter. Each condition on a search attribute
+// is a semi-join (IN subquery); PostgreSQL's planner sizes them from its
+// statistics and picks the plan, so no counts are needed (see
+// searchsql.Counts).
+func (t *txn) RunSearch(ctx context.Context, q *engine.SearchQuery) (*engine.SearchPage, error) {
+	st, err := searchsql.Compile(q, searchsql.PostgreSQL, nil)
+	if err != nil {
+		return nil, wrap("RunSearch", err)
+	}
+	rows, err := t.tx.Query(ctx, st.SQL, st.Args...)
+	if err != nil {
+		return nil, wrap("RunSearch", err)
+	}
+	defer rows.Close()
+	page := st.NewPage()
+	for rows.Next() {
+		if err := page.Scan(rows.Scan); err != nil {
+			return nil, wrap("RunSearch", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap("RunSearch", err)
+	}
+	res, err := page.Result()
+	return res, wrap("RunSearch", err)
+}
+
+// SearchAttributeTypeOf implements engine.ReadTx. search_attribute_types
+// (migration 0002) is kept up to date by a trigger on search_attributes: it
+// holds the type last written under each key.
+func (t *txn) SearchAttributeTypeOf(ctx context.Context, key string) (string, error) {
+	var vt string
+	err := notFound(t.tx.QueryRow(ctx, `SELECT value_type FROM search_attribute_types WHERE key = $1`, key).Scan(&vt))
+	return vt, wrap("SearchAttributeTypeOf", err)
+}

@@ -1,0 +1,68 @@
+package postgres_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+	"github.com/iwf-server/iwf-server/internal/store/searchsql"
+	"github.com/iwf-server/iwf-server/internal/store/storetest"
+)
+
+// BenchmarkSearch times typical searches over 100,000 runs (see
+// storetest.BenchSearch), after an ANALYZE of the loaded tables as
+// autovacuum would run. It is not part of make test:
+//
+//	go test -run '^$' -bench Search -benchtime 200x ./internal/store/postgres
+func BenchmarkSearch(b *testing.B) {
+	ctx := context.Background()
+	url := pgtest.URL(b)
+	schema := pgtest.NewSchemaName()
+	b.Cleanup(func() { pgtest.DropSchema(b, url, schema) })
+	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		b.Fatal(err)
+	}
+	// A connection of its own for EXPLAIN, on the store's schema.
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close(context.Background()) })
+	storetest.BenchSearch(b, s, storetest.SearchBenchOptions{
+		Explain: func(ctx context.Context, q *engine.SearchQuery) (string, error) { return explainSearch(ctx, conn, q) },
+		Analyze: func(ctx context.Context) error {
+			_, err := conn.Exec(ctx, "ANALYZE")
+			return err
+		},
+	})
+}
+
+// explainSearch returns PostgreSQL's plan of a search, run once
+// (EXPLAIN ANALYZE).
+func explainSearch(ctx context.Context, conn *pgx.Conn, q *engine.SearchQuery) (string, error) {
+	st, err := searchsql.Compile(q, searchsql.PostgreSQL, nil)
+	if err != nil {
+		return "", err
+	}
+	rows, err := conn.Query(ctx, "EXPLAIN (ANALYZE, COSTS OFF) "+st.SQL, st.Args...)
+	if err != nil {
+		return "", err
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return strings.Join(lines, "\n"), err
+}

@@ -1,0 +1,965 @@
+// Package searchsql compiles an engine.SearchQuery into one parameterised
+// SELECT over the tables that the SQLite and PostgreSQL schemas share: runs,
+// search_attributes (one typed column per value type),
+// search_attribute_strings (KEYWORD_ARRAY elements) and
+// search_attribute_words (the words of TEXT values, kept by triggers). The
+// stores differ only in what Dialect describes (placeholders and boolean
+// parameters), so both run the same statements.
+//
+// Every literal of the query and every search attribute key is a bind
+// parameter; the only constants in the SQL text are the package's own.
+//
+// The statement reads:
+//
+//	SELECT r.workflow_id, r.run_id, <sort keys>
+//	FROM runs r [LEFT JOIN search_attributes o ON o.run_id = r.run_id AND o.key = ?]
+//	WHERE <filter> [AND <after the cursor>]
+//	ORDER BY <sort keys>, r.run_id
+//	LIMIT <page size + 1>
+//
+// A condition on a run column is a plain comparison; a condition on a search
+// attribute is either a semi-join,
+// r.run_id IN (SELECT run_id FROM search_attributes WHERE key = ? AND ...),
+// or a per-run probe, EXISTS (SELECT 1 ... WHERE run_id = r.run_id AND ...).
+// PostgreSQL's planner sizes semi-joins from its statistics and chooses
+// between the two plans itself, so it always gets the first form. SQLite
+// builds every IN list in full, which is slow for a condition that half the
+// runs pass, and cannot tell how long a list will be; its store therefore
+// counts, cheaply and up to CountCap, the rows of each condition first
+// (Counts) and hands the counts to Compile: conditions with few rows become
+// lists, the smallest of the top-level AND drives the search, and dense ones
+// become probes that the database checks as it walks the runs in the
+// result's order.
+//
+// Paging is by keyset: the cursor holds the sort keys of the last run of a
+// page, so a page costs the same however deep it is, and runs added
+// meanwhile do not shift the pages.
+//
+// The package imports only the engine package (for the query types) and the
+// standard library.
+package searchsql
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// Dialect is what differs between the databases.
+type Dialect struct {
+	// Placeholder returns the marker of the n-th bind parameter (1-based):
+	// "?" for SQLite, "$n" for PostgreSQL.
+	Placeholder func(n int) string
+	// Bool converts a BOOL literal to the value bound for the bool_value
+	// column (SQLite stores 0 and 1, PostgreSQL a BOOLEAN).
+	Bool func(b bool) any
+}
+
+// SQLite is the dialect of the SQLite store.
+var SQLite = Dialect{
+	Placeholder: func(int) string { return "?" },
+	Bool: func(b bool) any {
+		if b {
+			return int64(1)
+		}
+		return int64(0)
+	},
+}
+
+// PostgreSQL is the dialect of the PostgreSQL store.
+var PostgreSQL = Dialect{
+	Placeholder: func(n int) string { return fmt.Sprintf("$%d", n) },
+	Bool:        func(b bool) any { return b },
+}
+
+// openCloseKey is the default order's first key: the close time, or the
+// largest BIGINT for an open run, so that open runs come first in
+// descending order. Migration 0002 indexes this exact expression.
+const openCloseKey = `(CASE WHEN r.closed_at = 0 THEN 9223372036854775807 ELSE r.closed_at END)`
+
+// keyKind is the Go type of a sort key.
+type keyKind int
+
+const (
+	keyInt    keyKind = iota + 1 // int64 (times in ms, INT, BOOL as 0/1)
+	keyFloat                     // float64
+	keyString                    // string
+	keyBool                      // bool
+)
+
+// Statement is a compiled search.
+type Statement struct {
+	// SQL is the statement text; Args its bind parameters, in order.
+	SQL  string
+	Args []any
+
+	limit    int
+	keys     []keyKind // sort keys selected after workflow_id and run_id
+	nullable bool      // the single key may be NULL (custom attribute order)
+}
+
+// cursor is the position after the last run of a page: its sort keys,
+// each formatted according to its keyKind, and its run id.
+type cursor struct {
+	Keys  []string `json:"k,omitempty"`
+	Null  bool     `json:"n,omitempty"` // the (custom) sort key is NULL; Keys is empty
+	RunID string   `json:"r"`
+}
+
+// condMode is how a condition on a search attribute is written.
+type condMode int
+
+const (
+	// modeIn: r.run_id IN (SELECT run_id ... WHERE key = ? AND test), a list
+	// that the database builds once; cheap when few rows pass the test, and
+	// the database may also drive the search from it.
+	modeIn condMode = iota
+	// modeExists: EXISTS (SELECT 1 ... WHERE run_id = r.run_id AND key = ?
+	// AND test), one primary key probe per run that the database visits;
+	// right when many rows pass the test, so that the search can walk the
+	// runs in the order of the result and stop at the page's end.
+	modeExists
+)
+
+// CountCap is the number of rows above which a condition counts as dense
+// (see Counts). Driving a search from a condition costs about one primary
+// key lookup per row, at most CountCap of them; probing costs one lookup per
+// run visited until the page is full, about 10 × runs / rows if matches are
+// spread evenly (fewer than CountCap lookups once rows exceed
+// sqrt(10 × runs), about 1,000 at 100,000 runs) but up to one per run when
+// they cluster at the end of the order. The cap leans towards the bounded
+// cost.
+const CountCap = 2000
+
+// maxCounted bounds the conditions Counts counts.
+const maxCounted = 8
+
+// builder accumulates SQL text and its parameters.
+type builder struct {
+	d    Dialect
+	sb   strings.Builder
+	args []any
+
+	// With counts (see Compile): the mode of each condition and the
+	// condition whose rows drive the search.
+	counts map[*engine.SearchCond]int
+	driver *engine.SearchCond
+}
+
+// modeOf returns the mode of a condition on a search attribute: without
+// counts always modeIn (the database chooses its plan from statistics);
+// with counts, modeIn for conditions that match at most CountCap rows and
+// modeExists for the others (uncounted ones included).
+func (b *builder) modeOf(c *engine.SearchCond) condMode {
+	if b.counts == nil {
+		return modeIn
+	}
+	if n, ok := b.counts[c]; ok && n <= CountCap {
+		return modeIn
+	}
+	return modeExists
+}
+
+func (b *builder) sql(s string) { b.sb.WriteString(s) }
+
+// arg writes a placeholder bound to v.
+func (b *builder) arg(v any) {
+	b.args = append(b.args, v)
+	b.sb.WriteString(b.d.Placeholder(len(b.args)))
+}
+
+// Count is a statement that counts the rows matching one condition, up to
+// CountCap + 1: SELECT count(*) with one column of one row.
+type Count struct {
+	Cond *engine.SearchCond
+	SQL  string
+	Args []any
+}
+
+// countable reports whether Counts counts a condition: a positive one on a
+// search attribute (an index finds its rows).
+func countable(c *engine.SearchCond) bool {
+	return c.Field.Builtin == "" && !c.Negated
+}
+
+// Counts returns the statements that count the rows matching the first few
+// countable conditions of q. A store whose planner cannot size a
+// subquery (SQLite) runs them and passes the results to Compile, which then
+// writes dense conditions as per-run probes and drives the search from the
+// smallest condition of the top-level AND. Each statement reads at most
+// CountCap + 1 index entries.
+func Counts(q *engine.SearchQuery, d Dialect) ([]Count, error) {
+	var conds []*engine.SearchCond
+	var walk func(e engine.SearchExpr)
+	walk = func(e engine.SearchExpr) {
+		switch e := e.(type) {
+		case *engine.SearchAnd:
+			for _, t := range e.Terms {
+				walk(t)
+			}
+		case *engine.SearchOr:
+			for _, t := range e.Terms {
+				walk(t)
+			}
+		case *engine.SearchCond:
+			if countable(e) && len(conds) < maxCounted {
+				conds = append(conds, e)
+			}
+		}
+	}
+	walk(q.Filter)
+	var out []Count
+	for _, c := range conds {
+		if err := checkValues(c); err != nil {
+			return nil, err
+		}
+		b := &builder{d: d}
+		src, pred, err := b.matching(c)
+		if err != nil {
+			return nil, err
+		}
+		b.sql("SELECT count(*) FROM (SELECT 1 ")
+		if err := b.rows(src, c.Field.Key, false, pred); err != nil {
+			return nil, err
+		}
+		b.sql(" LIMIT ")
+		b.arg(int64(CountCap + 1))
+		b.sql(") AS c")
+		out = append(out, Count{Cond: c, SQL: b.sb.String(), Args: b.args})
+	}
+	return out, nil
+}
+
+// pickDriver returns the condition of the top-level AND (or the filter
+// itself) with the fewest rows, if it has at most CountCap.
+func pickDriver(filter engine.SearchExpr, counts map[*engine.SearchCond]int) *engine.SearchCond {
+	var cands []engine.SearchExpr
+	switch f := filter.(type) {
+	case *engine.SearchCond:
+		cands = []engine.SearchExpr{f}
+	case *engine.SearchAnd:
+		cands = f.Terms
+	}
+	var best *engine.SearchCond
+	for _, e := range cands {
+		c, ok := e.(*engine.SearchCond)
+		if !ok {
+			continue
+		}
+		n, ok := counts[c]
+		if ok && n <= CountCap && (best == nil || n < counts[best]) {
+			best = c
+		}
+	}
+	return best
+}
+
+// Compile compiles q for dialect d. counts, when not nil, holds the results
+// of the statements of Counts (by condition); see Counts.
+func Compile(q *engine.SearchQuery, d Dialect, counts map[*engine.SearchCond]int) (*Statement, error) {
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("searchsql: limit %d, want > 0", q.Limit)
+	}
+	st := &Statement{limit: q.Limit}
+	b := &builder{d: d, counts: counts}
+	if counts != nil {
+		b.driver = pickDriver(q.Filter, counts)
+	}
+
+	// Sort keys and their direction.
+	var (
+		keyExprs []string // selected and ordered, before r.run_id
+		join     bool
+		custom   string // the typed column of o, for a custom order
+	)
+	dir := " ASC"
+	cmp := ">"
+	if q.Order.Desc || q.Order.IsDefault() {
+		dir, cmp = " DESC", "<"
+	}
+	switch {
+	case q.Order.IsDefault():
+		keyExprs = []string{openCloseKey, "r.started_at"}
+		st.keys = []keyKind{keyInt, keyInt}
+	case q.Order.Field.Builtin != "":
+		col, kind, err := builtinColumn(q.Order.Field.Builtin)
+		if err != nil {
+			return nil, err
+		}
+		if col != "r.run_id" {
+			keyExprs = []string{col}
+			st.keys = []keyKind{kind}
+		}
+	default:
+		col, err := attributeColumn(q.Order.Field.Type)
+		if err != nil {
+			return nil, err
+		}
+		custom = "o." + col
+		join = true
+		keyExprs = []string{custom}
+		st.keys = []keyKind{orderKind(q.Order.Field.Type)}
+		st.nullable = true
+	}
+
+	b.sql("SELECT r.workflow_id, r.run_id")
+	for _, k := range keyExprs {
+		b.sql(", " + k)
+	}
+	b.sql(" FROM ")
+	if c := b.driver; c != nil {
+		// The driving rows first: CROSS JOIN keeps this loop order in
+		// SQLite. A run has one row per key in search_attributes, but may
+		// have several matching elements.
+		src, pred, err := b.matching(c)
+		if err != nil {
+			return nil, err
+		}
+		b.sql("(SELECT ")
+		if src == stringsSource {
+			b.sql("DISTINCT ")
+		}
+		b.sql(src.alias + ".run_id AS run_id ")
+		if err := b.rows(src, c.Field.Key, false, pred); err != nil {
+			return nil, err
+		}
+		b.sql(") d CROSS JOIN runs r ON r.run_id = d.run_id")
+	} else {
+		b.sql("runs r")
+	}
+	if join {
+		b.sql(" LEFT JOIN search_attributes o ON o.run_id = r.run_id AND o.key = ")
+		b.arg(q.Order.Field.Key)
+	}
+	var where []func() error
+	if q.Filter != nil {
+		where = append(where, func() error { return b.expr(q.Filter) })
+	}
+	if q.Cursor != "" {
+		c, vals, err := decodeCursor(q.Cursor, st, d)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, func() error {
+			b.after(c, vals, keyExprs, custom, cmp)
+			return nil
+		})
+	}
+	for i, w := range where {
+		if i == 0 {
+			b.sql(" WHERE ")
+		} else {
+			b.sql(" AND ")
+		}
+		b.sql("(")
+		if err := w(); err != nil {
+			return nil, err
+		}
+		b.sql(")")
+	}
+	b.sql(" ORDER BY ")
+	if custom != "" {
+		b.sql(custom + " IS NULL, ")
+	}
+	for _, k := range keyExprs {
+		b.sql(k + dir + ", ")
+	}
+	b.sql("r.run_id" + dir + " LIMIT ")
+	b.arg(int64(q.Limit) + 1)
+	st.SQL, st.Args = b.sb.String(), b.args
+	return st, nil
+}
+
+// after writes the keyset condition "the row sorts after the cursor" (whose
+// keys are vals).
+func (b *builder) after(c *cursor, vals []any, keyExprs []string, custom, cmp string) {
+	switch {
+	case custom != "" && c.Null:
+		// The cursor is among the runs without a value, which come last.
+		b.sql(custom + " IS NULL AND r.run_id " + cmp + " ")
+		b.arg(c.RunID)
+	case custom != "":
+		b.sql(custom + " IS NULL OR " + custom + " " + cmp + " ")
+		b.arg(vals[0])
+		b.sql(" OR (" + custom + " = ")
+		b.arg(vals[0])
+		b.sql(" AND r.run_id " + cmp + " ")
+		b.arg(c.RunID)
+		b.sql(")")
+	default:
+		// A row value comparison, which both databases run as an index
+		// range when an index has these columns in this order; SQLite only
+		// when they are plain columns, so the first key is also bounded on
+		// its own (an expression index serves that).
+		if len(keyExprs) > 0 {
+			b.sql(keyExprs[0] + " " + cmp + "= ")
+			b.arg(vals[0])
+			b.sql(" AND ")
+		}
+		b.sql("(")
+		for _, k := range keyExprs {
+			b.sql(k + ", ")
+		}
+		b.sql("r.run_id) " + cmp + " (")
+		for _, v := range vals {
+			b.arg(v)
+			b.sql(", ")
+		}
+		b.arg(c.RunID)
+		b.sql(")")
+	}
+}
+
+// decodeCursor parses a cursor issued for a statement with the same sort
+// keys and returns it with its key values, ready to bind.
+func decodeCursor(s string, st *Statement, d Dialect) (*cursor, []any, error) {
+	var c cursor
+	bad := fmt.Errorf("searchsql: %w", engine.ErrInvalidSearchCursor)
+	if err := json.Unmarshal([]byte(s), &c); err != nil || c.RunID == "" {
+		return nil, nil, bad
+	}
+	if c.Null {
+		if !st.nullable || len(c.Keys) != 0 {
+			return nil, nil, bad
+		}
+		return &c, nil, nil
+	}
+	if len(c.Keys) != len(st.keys) {
+		return nil, nil, bad
+	}
+	vals := make([]any, len(c.Keys))
+	for i, k := range st.keys {
+		var err error
+		switch k {
+		case keyInt:
+			vals[i], err = strconv.ParseInt(c.Keys[i], 10, 64)
+		case keyFloat:
+			vals[i], err = strconv.ParseFloat(c.Keys[i], 64)
+		case keyBool:
+			var x bool
+			x, err = strconv.ParseBool(c.Keys[i])
+			vals[i] = d.Bool(x)
+		default:
+			vals[i] = c.Keys[i]
+		}
+		if err != nil {
+			return nil, nil, bad
+		}
+	}
+	return &c, vals, nil
+}
+
+// builtinColumn returns the runs column of a built-in field.
+func builtinColumn(f engine.SearchBuiltin) (string, keyKind, error) {
+	switch f {
+	case engine.BuiltinWorkflowID:
+		return "r.workflow_id", keyString, nil
+	case engine.BuiltinRunID:
+		return "r.run_id", keyString, nil
+	case engine.BuiltinWorkflowType:
+		return "r.workflow_type", keyString, nil
+	case engine.BuiltinStatus:
+		return "r.status", keyString, nil
+	case engine.BuiltinStartTime:
+		return "r.started_at", keyInt, nil
+	case engine.BuiltinCloseTime:
+		return "r.closed_at", keyInt, nil
+	}
+	return "", 0, fmt.Errorf("searchsql: unknown built-in field %q", f)
+}
+
+// attributeColumn returns the column of search_attributes that holds a
+// value type.
+func attributeColumn(valueType string) (string, error) {
+	switch valueType {
+	case "KEYWORD", "TEXT":
+		return "string_value", nil
+	case "INT":
+		return "int_value", nil
+	case "DOUBLE":
+		return "double_value", nil
+	case "BOOL":
+		return "bool_value", nil
+	case "DATETIME":
+		return "time_value", nil
+	}
+	return "", fmt.Errorf("searchsql: no scalar column for type %q", valueType)
+}
+
+func orderKind(valueType string) keyKind {
+	switch valueType {
+	case "DOUBLE":
+		return keyFloat
+	case "KEYWORD":
+		return keyString
+	case "BOOL":
+		return keyBool
+	}
+	return keyInt
+}
+
+// expr writes a filter.
+func (b *builder) expr(e engine.SearchExpr) error {
+	switch e := e.(type) {
+	case *engine.SearchAnd:
+		return b.join(e.Terms, " AND ")
+	case *engine.SearchOr:
+		return b.join(e.Terms, " OR ")
+	case *engine.SearchCond:
+		return b.cond(e)
+	}
+	return fmt.Errorf("searchsql: unknown filter node %T", e)
+}
+
+func (b *builder) join(terms []engine.SearchExpr, op string) error {
+	if len(terms) == 0 {
+		return fmt.Errorf("searchsql: empty%s", op)
+	}
+	b.sql("(")
+	for i, t := range terms {
+		if i > 0 {
+			b.sql(op)
+		}
+		if err := b.expr(t); err != nil {
+			return err
+		}
+	}
+	b.sql(")")
+	return nil
+}
+
+func (b *builder) cond(c *engine.SearchCond) error {
+	if err := checkValues(c); err != nil {
+		return err
+	}
+	if c.Field.Builtin != "" {
+		return b.builtinCond(c)
+	}
+	if b.driver == c {
+		// The join with the driving rows applies it already.
+		b.sql("1 = 1")
+		return nil
+	}
+	return b.attributeCond(c)
+}
+
+// checkValues checks the number of values of a condition.
+func checkValues(c *engine.SearchCond) error {
+	n := len(c.Values)
+	ok := false
+	switch c.Op {
+	case engine.SearchEq, engine.SearchLt, engine.SearchLe, engine.SearchGt, engine.SearchGe, engine.SearchPrefix:
+		ok = n == 1
+	case engine.SearchBetween:
+		ok = n == 2
+	case engine.SearchIn:
+		ok = n > 0
+	case engine.SearchMatch:
+		ok = n == 1
+	case engine.SearchPresent:
+		ok = n == 0
+	}
+	if !ok {
+		return fmt.Errorf("searchsql: operator %d with %d values", c.Op, n)
+	}
+	if c.Op == engine.SearchMatch && c.Field.Type != "TEXT" {
+		return fmt.Errorf("searchsql: word match on a %s field", c.Field.Type)
+	}
+	if c.Field.Type == "TEXT" && c.Op != engine.SearchMatch && c.Op != engine.SearchPresent {
+		return fmt.Errorf("searchsql: operator %d on a TEXT field", c.Op)
+	}
+	return nil
+}
+
+func (b *builder) builtinCond(c *engine.SearchCond) error {
+	col, _, err := builtinColumn(c.Field.Builtin)
+	if err != nil {
+		return err
+	}
+	closeTime := c.Field.Builtin == engine.BuiltinCloseTime
+	if c.Op == engine.SearchPresent {
+		switch {
+		case closeTime && c.Negated:
+			b.sql("r.closed_at = 0")
+		case closeTime:
+			b.sql("r.closed_at <> 0")
+		case c.Negated:
+			b.sql("1 = 0")
+		default:
+			b.sql("1 = 1")
+		}
+		return nil
+	}
+	b.sql("(")
+	if closeTime {
+		b.sql("r.closed_at <> 0 AND ")
+	}
+	if c.Negated {
+		b.sql("NOT ")
+	}
+	b.sql("(")
+	if err := b.test(col, c); err != nil {
+		return err
+	}
+	b.sql("))")
+	return nil
+}
+
+// source is a table of search attribute rows that a condition reads: the
+// table, its alias and the column of the value.
+type source struct{ table, alias, col string }
+
+// The tables of search attribute values: typed scalars (one row per run and
+// key), KEYWORD_ARRAY elements and the words of TEXT values (one row per
+// element or word).
+var (
+	stringsSource = source{"search_attribute_strings", "e", "e.value"}
+	wordsSource   = source{"search_attribute_words", "w", "w.word"}
+)
+
+// testSource returns the rows that a condition's test reads.
+func testSource(c *engine.SearchCond) (source, error) {
+	switch {
+	case c.Field.Type == "KEYWORD_ARRAY":
+		return stringsSource, nil
+	case c.Op == engine.SearchMatch:
+		return wordsSource, nil
+	}
+	col, err := attributeColumn(c.Field.Type)
+	if err != nil {
+		return source{}, err
+	}
+	return source{"search_attributes", "s", "s." + col}, nil
+}
+
+// presence returns the rows that show a field has a value, and the
+// predicate they must satisfy (nil: any row): an element for a
+// KEYWORD_ARRAY, a non-NULL column of the field's type otherwise.
+func (b *builder) presence(f engine.SearchField) (source, func() error, error) {
+	if f.Type == "KEYWORD_ARRAY" {
+		return stringsSource, nil, nil
+	}
+	col, err := attributeColumn(f.Type)
+	if err != nil {
+		return source{}, nil, err
+	}
+	src := source{"search_attributes", "s", "s." + col}
+	return src, func() error {
+		b.sql(src.col + " IS NOT NULL")
+		return nil
+	}, nil
+}
+
+// matching returns where the rows that make c hold (c positive) are, and
+// their predicate.
+func (b *builder) matching(c *engine.SearchCond) (source, func() error, error) {
+	if c.Op == engine.SearchPresent {
+		return b.presence(c.Field)
+	}
+	src, err := testSource(c)
+	if err != nil {
+		return source{}, nil, err
+	}
+	return src, func() error { return b.test(src.col, c) }, nil
+}
+
+// rows writes "FROM <table> <alias> WHERE <alias>.key = ? AND <pred>" for
+// the rows of src under key that satisfy pred (all its rows when pred is
+// nil); correlated restricts them to the run r.
+func (b *builder) rows(src source, key string, correlated bool, pred func() error) error {
+	b.sql("FROM " + src.table + " " + src.alias + " WHERE ")
+	if correlated {
+		b.sql(src.alias + ".run_id = r.run_id AND ")
+	}
+	b.sql(src.alias + ".key = ")
+	b.arg(key)
+	if pred != nil {
+		b.sql(" AND ")
+		return pred()
+	}
+	return nil
+}
+
+// member writes "the run has a row of src under key that satisfies pred",
+// as an IN list or a correlated EXISTS according to mode.
+func (b *builder) member(src source, key string, mode condMode, pred func() error) error {
+	if mode == modeExists {
+		b.sql("EXISTS (SELECT 1 ")
+		if err := b.rows(src, key, true, pred); err != nil {
+			return err
+		}
+	} else {
+		b.sql("r.run_id IN (SELECT " + src.alias + ".run_id ")
+		if err := b.rows(src, key, false, pred); err != nil {
+			return err
+		}
+	}
+	b.sql(")")
+	return nil
+}
+
+// absent writes "the run has no row of src under key that satisfies pred".
+func (b *builder) absent(src source, key string, pred func() error) error {
+	b.sql("NOT EXISTS (SELECT 1 ")
+	if err := b.rows(src, key, true, pred); err != nil {
+		return err
+	}
+	b.sql(")")
+	return nil
+}
+
+// attributeCond writes a condition on a search attribute.
+func (b *builder) attributeCond(c *engine.SearchCond) error {
+	mode := b.modeOf(c)
+	key := c.Field.Key
+	if !c.Negated {
+		src, pred, err := b.matching(c)
+		if err != nil {
+			return err
+		}
+		return b.member(src, key, mode, pred)
+	}
+	psrc, ppred, err := b.presence(c.Field)
+	if err != nil {
+		return err
+	}
+	if c.Op == engine.SearchPresent {
+		return b.absent(psrc, key, ppred)
+	}
+	tsrc, err := testSource(c)
+	if err != nil {
+		return err
+	}
+	test := func() error { return b.test(tsrc.col, c) }
+	if tsrc.table == "search_attributes" {
+		// One row holds the value: it must fail the test.
+		return b.member(psrc, key, mode, func() error {
+			b.sql(psrc.col + " IS NOT NULL AND NOT (")
+			if err := test(); err != nil {
+				return err
+			}
+			b.sql(")")
+			return nil
+		})
+	}
+	// A value (an element, or a TEXT value), and no element or word that
+	// passes the test.
+	b.sql("(")
+	if err := b.member(psrc, key, mode, ppred); err != nil {
+		return err
+	}
+	b.sql(" AND ")
+	if err := b.absent(tsrc, key, test); err != nil {
+		return err
+	}
+	b.sql(")")
+	return nil
+}
+
+// test writes the positive test of c on column col (never NULL here).
+func (b *builder) test(col string, c *engine.SearchCond) error {
+	vals := make([]any, len(c.Values))
+	for i, v := range c.Values {
+		x, err := b.value(c.Field, v)
+		if err != nil {
+			return err
+		}
+		vals[i] = x
+	}
+	binop := func(op string) {
+		b.sql(col + " " + op + " ")
+		b.arg(vals[0])
+	}
+	switch c.Op {
+	case engine.SearchEq:
+		binop("=")
+	case engine.SearchLt:
+		binop("<")
+	case engine.SearchLe:
+		binop("<=")
+	case engine.SearchGt:
+		binop(">")
+	case engine.SearchGe:
+		binop(">=")
+	case engine.SearchBetween:
+		b.sql(col + " >= ")
+		b.arg(vals[0])
+		b.sql(" AND " + col + " <= ")
+		b.arg(vals[1])
+	case engine.SearchIn:
+		b.sql(col + " IN (")
+		for i, v := range vals {
+			if i > 0 {
+				b.sql(", ")
+			}
+			b.arg(v)
+		}
+		b.sql(")")
+	case engine.SearchPrefix:
+		p, ok := c.Values[0].(string)
+		if !ok {
+			return fmt.Errorf("searchsql: STARTS_WITH needs a string, got %T", c.Values[0])
+		}
+		// A byte-order range rather than LIKE: it uses the index, and it is
+		// case-sensitive in both databases.
+		b.sql(col + " >= ")
+		b.arg(p)
+		if hi, ok := prefixEnd(p); ok {
+			b.sql(" AND " + col + " < ")
+			b.arg(hi)
+		}
+	case engine.SearchMatch:
+		// col is search_attribute_words.word: one row per word.
+		binop("=")
+	default:
+		return fmt.Errorf("searchsql: unknown operator %d", c.Op)
+	}
+	return nil
+}
+
+// value converts a literal to the bound value of its column.
+func (b *builder) value(f engine.SearchField, v any) (any, error) {
+	switch f.Type {
+	case "DATETIME":
+		t, ok := v.(time.Time)
+		if !ok {
+			return nil, fmt.Errorf("searchsql: DATETIME value %T", v)
+		}
+		return toMs(t), nil
+	case "INT":
+		if _, ok := v.(int64); !ok {
+			return nil, fmt.Errorf("searchsql: INT value %T", v)
+		}
+	case "DOUBLE":
+		if _, ok := v.(float64); !ok {
+			return nil, fmt.Errorf("searchsql: DOUBLE value %T", v)
+		}
+	case "BOOL":
+		x, ok := v.(bool)
+		if !ok {
+			return nil, fmt.Errorf("searchsql: BOOL value %T", v)
+		}
+		return b.d.Bool(x), nil
+	default:
+		if _, ok := v.(string); !ok {
+			return nil, fmt.Errorf("searchsql: %s value %T", f.Type, v)
+		}
+	}
+	return v, nil
+}
+
+// toMs is the stores' time representation: unix milliseconds, 0 for the
+// zero time.
+func toMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// prefixEnd returns the smallest string greater than every string that
+// starts with p, in byte (= code point) order: p with its last character
+// incremented, after dropping trailing U+10FFFF. ok is false when there is
+// none (p is empty or made of U+10FFFF only).
+func prefixEnd(p string) (string, bool) {
+	rs := []rune(p)
+	for len(rs) > 0 {
+		last := rs[len(rs)-1]
+		rs = rs[:len(rs)-1]
+		if last == utf8.MaxRune {
+			continue
+		}
+		next := last + 1
+		if next >= 0xD800 && next <= 0xDFFF { // surrogates are not characters
+			next = 0xE000
+		}
+		return string(append(rs, next)), true
+	}
+	return "", false
+}
+
+// Page collects the rows of a compiled statement into a SearchPage.
+type Page struct {
+	st   *Statement
+	runs []engine.SearchRun
+	last []any // scan destinations of the last row
+	more bool
+}
+
+// NewPage starts collecting the rows of st.
+func (st *Statement) NewPage() *Page { return &Page{st: st} }
+
+// Scan reads one result row with scan (sql.Rows.Scan or pgx.Rows.Scan).
+func (p *Page) Scan(scan func(dest ...any) error) error {
+	var wf, run string
+	dest := []any{&wf, &run}
+	keys := make([]any, len(p.st.keys))
+	for i, k := range p.st.keys {
+		switch {
+		case k == keyString:
+			keys[i] = new(sql.NullString)
+		case k == keyFloat:
+			keys[i] = new(sql.NullFloat64)
+		case k == keyBool:
+			keys[i] = new(sql.NullBool)
+		default:
+			keys[i] = new(sql.NullInt64)
+		}
+	}
+	if err := scan(append(dest, keys...)...); err != nil {
+		return err
+	}
+	if len(p.runs) == p.st.limit {
+		p.more = true
+		return nil
+	}
+	p.runs = append(p.runs, engine.SearchRun{WorkflowID: wf, RunID: run})
+	p.last = keys
+	return nil
+}
+
+// Result returns the page: at most the query's limit of runs, and a cursor
+// when more rows followed.
+func (p *Page) Result() (*engine.SearchPage, error) {
+	page := &engine.SearchPage{Runs: p.runs}
+	if !p.more || len(p.runs) == 0 {
+		return page, nil
+	}
+	c := cursor{RunID: p.runs[len(p.runs)-1].RunID}
+	for _, k := range p.last {
+		var (
+			v     string
+			valid bool
+		)
+		switch k := k.(type) {
+		case *sql.NullInt64:
+			v, valid = strconv.FormatInt(k.Int64, 10), k.Valid
+		case *sql.NullFloat64:
+			v, valid = strconv.FormatFloat(k.Float64, 'g', -1, 64), k.Valid
+		case *sql.NullString:
+			v, valid = k.String, k.Valid
+		case *sql.NullBool:
+			v, valid = strconv.FormatBool(k.Bool), k.Valid
+		}
+		if !valid {
+			if !p.st.nullable {
+				return nil, fmt.Errorf("searchsql: NULL sort key in a built-in order")
+			}
+			c.Null = true
+			continue
+		}
+		c.Keys = append(c.Keys, v)
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	page.Cursor = string(b)
+	return page, nil
+}

@@ -1,0 +1,668 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// searchTests are the conformance tests of ReadTx.RunSearch and
+// SearchAttributeTypeOf; Run runs them with the others.
+var searchTests = []struct {
+	name string
+	fn   func(t *testing.T, s engine.Store)
+}{
+	{"SearchAttributeTypeOf", testSearchAttributeTypeOf},
+	{"SearchFilters", testSearchFilters},
+	{"SearchDefaultOrder", testSearchDefaultOrder},
+	{"SearchOrders", testSearchOrders},
+	{"SearchPaging", testSearchPaging},
+	{"SearchPagingAcrossWrites", testSearchPagingAcrossWrites},
+	{"SearchInvalidCursor", testSearchInvalidCursor},
+	{"SearchParametersAreNotSQL", testSearchParametersAreNotSQL},
+	{"SearchTypedColumns", testSearchTypedColumns},
+	{"SearchTextWords", testSearchTextWords},
+}
+
+// RunSearch runs the search tests of Run only. A store whose statements
+// depend on its data (the SQLite store sizes conditions before compiling)
+// uses it to run them again with the other shapes forced.
+func RunSearch(t *testing.T, newStore func(t *testing.T) engine.Store) {
+	t.Helper()
+	for _, tc := range searchTests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.fn(t, newStore(t))
+		})
+	}
+}
+
+// Search attribute keys of the fixture.
+const (
+	saKeyword = "CustomKeywordField"
+	saInt     = "CustomIntField"
+	saDouble  = "CustomDoubleField"
+	saBool    = "CustomBoolField"
+	saTime    = "CustomDatetimeField"
+	saText    = "CustomTextField"
+	saArray   = "CustomKeywordArrayField"
+)
+
+// Typed search attribute values, as the engine builds them.
+func kwAttr(key, v string) *engine.SearchAttribute {
+	return &engine.SearchAttribute{Key: key, ValueType: "KEYWORD", Raw: []byte(`{}`), String: &v}
+}
+
+func textAttr(key, v string) *engine.SearchAttribute {
+	return &engine.SearchAttribute{Key: key, ValueType: "TEXT", Raw: []byte(`{}`), String: &v}
+}
+
+func intAttr(key string, v int64) *engine.SearchAttribute {
+	return &engine.SearchAttribute{Key: key, ValueType: "INT", Raw: []byte(`{}`), Int: &v}
+}
+
+func doubleAttr(key string, v float64) *engine.SearchAttribute {
+	return &engine.SearchAttribute{Key: key, ValueType: "DOUBLE", Raw: []byte(`{}`), Double: &v}
+}
+
+func boolAttr(key string, v bool) *engine.SearchAttribute {
+	return &engine.SearchAttribute{Key: key, ValueType: "BOOL", Raw: []byte(`{}`), Bool: &v}
+}
+
+func timeAttr(key string, v time.Time) *engine.SearchAttribute {
+	return &engine.SearchAttribute{Key: key, ValueType: "DATETIME", Raw: []byte(`{}`), Time: &v}
+}
+
+func arrayAttr(key string, v ...string) *engine.SearchAttribute {
+	return &engine.SearchAttribute{Key: key, ValueType: "KEYWORD_ARRAY", Raw: []byte(`{}`), Strings: append([]string{}, v...)}
+}
+
+// searchRun is one run of a fixture and its search attributes.
+type searchRun struct {
+	run   engine.Run
+	attrs []*engine.SearchAttribute
+}
+
+func insertSearchRuns(t *testing.T, s engine.Store, runs []searchRun) {
+	t.Helper()
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		for _, r := range runs {
+			run := r.run
+			if err := tx.RunInsert(ctx, &run); err != nil {
+				return err
+			}
+			if len(r.attrs) > 0 {
+				if err := tx.SearchAttributeUpsert(ctx, run.RunID, r.attrs); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// searchFixture stores seven runs, run-1 ... run-7. Their default order is
+// run-5, run-1 (open, latest start first), run-6, run-3 (closed, latest
+// close first), run-7, run-4 (same close and start: run id descending),
+// run-2.
+func searchFixture(t *testing.T, s engine.Store) {
+	t.Helper()
+	run := func(n int, wf, typ string, status engine.RunStatus, start, closed time.Duration) engine.Run {
+		r := engine.Run{RunID: fmt.Sprintf("run-%d", n), WorkflowID: wf, WorkflowType: typ, Status: status, StartedAt: at(start), Data: []byte(`{}`)}
+		if closed > 0 {
+			r.ClosedAt = at(closed)
+		}
+		return r
+	}
+	insertSearchRuns(t, s, []searchRun{
+		{run(1, "wf-1", "TypeA", engine.RunRunning, time.Minute, 0), []*engine.SearchAttribute{
+			kwAttr(saKeyword, "alpha"), intAttr(saInt, 1), doubleAttr(saDouble, 0.01), boolAttr(saBool, true),
+			timeAttr(saTime, at(time.Hour)), textAttr(saText, "My name is Quanzheng Long"), arrayAttr(saArray, "a", "b"),
+		}},
+		{run(2, "wf-2", "TypeA", engine.RunCompleted, 2*time.Minute, 10*time.Minute), []*engine.SearchAttribute{
+			kwAttr(saKeyword, "beta"), intAttr(saInt, 2), doubleAttr(saDouble, 1.5), boolAttr(saBool, false),
+			timeAttr(saTime, at(2*time.Hour)), textAttr(saText, "hello, World!"), arrayAttr(saArray, "b", "c"),
+		}},
+		{run(3, "wf-3", "TypeB", engine.RunFailed, 3*time.Minute, 20*time.Minute), []*engine.SearchAttribute{
+			kwAttr(saKeyword, "alphabet"), intAttr(saInt, 3), doubleAttr(saDouble, -2.25), boolAttr(saBool, true),
+			timeAttr(saTime, at(3*time.Hour)), textAttr(saText, "quanzheng_long other"), arrayAttr(saArray),
+		}},
+		{run(4, "wf-4", "TypeB", engine.RunTimeout, 4*time.Minute, 10*time.Minute), []*engine.SearchAttribute{
+			intAttr(saInt, 10),
+		}},
+		{run(5, "wf-5", "TypeC", engine.RunRunning, 5*time.Minute, 0), []*engine.SearchAttribute{
+			kwAttr(saKeyword, "100%_sure"), arrayAttr(saArray, "z"), timeAttr(saTime, at(-time.Hour)),
+		}},
+		{run(6, "wf-1", "TypeA", engine.RunTerminated, 6*time.Minute, 30*time.Minute), []*engine.SearchAttribute{
+			kwAttr(saKeyword, "alpha"), doubleAttr(saDouble, 100), textAttr(saText, "quanzhengxlong"),
+		}},
+		{run(7, "wf-7", "TypeC", engine.RunCanceled, 4*time.Minute, 10*time.Minute), []*engine.SearchAttribute{
+			kwAttr(saKeyword, "100x_sure"),
+		}},
+	})
+}
+
+// fixtureDefaultOrder is the fixture in the default order.
+var fixtureDefaultOrder = []string{"run-5", "run-1", "run-6", "run-3", "run-7", "run-4", "run-2"}
+
+// runSearch runs one RunSearch in a View.
+func runSearch(t *testing.T, s engine.Store, q engine.SearchQuery) (*engine.SearchPage, error) {
+	t.Helper()
+	var page *engine.SearchPage
+	err := s.View(ctxT(t), func(ctx context.Context, tx engine.ReadTx) error {
+		var err error
+		page, err = tx.RunSearch(ctx, &q)
+		return err
+	})
+	return page, err
+}
+
+// searchAll pages through a search with the given page size and returns the
+// run ids in order. It checks the paging contract: every page but the last
+// is full and carries a cursor, the last carries none, and no run repeats.
+func searchAll(t *testing.T, s engine.Store, filter engine.SearchExpr, order engine.SearchOrder, limit int) []string {
+	t.Helper()
+	var out []string
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 1; ; page++ {
+		p, err := runSearch(t, s, engine.SearchQuery{Filter: filter, Order: order, Limit: limit, Cursor: cursor})
+		if err != nil {
+			t.Fatalf("RunSearch page %d: %v", page, err)
+		}
+		if len(p.Runs) > limit {
+			t.Fatalf("page %d has %d runs, limit %d", page, len(p.Runs), limit)
+		}
+		for _, r := range p.Runs {
+			if seen[r.RunID] {
+				t.Fatalf("page %d repeats %s", page, r.RunID)
+			}
+			seen[r.RunID] = true
+			out = append(out, r.RunID)
+		}
+		if p.Cursor == "" {
+			return out
+		}
+		if len(p.Runs) != limit {
+			t.Fatalf("page %d has %d runs and a cursor; a page with a cursor must be full (%d)", page, len(p.Runs), limit)
+		}
+		if page > 1000 {
+			t.Fatal("more than 1000 pages")
+		}
+		cursor = p.Cursor
+	}
+}
+
+func sortedIDs(ids []string) []string {
+	out := append([]string{}, ids...)
+	sort.Strings(out)
+	return out
+}
+
+// runIDs names fixture runs by number.
+func runIDs(ns ...int) []string {
+	out := []string{}
+	for _, n := range ns {
+		out = append(out, fmt.Sprintf("run-%d", n))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func field(key, typ string) engine.SearchField { return engine.SearchField{Key: key, Type: typ} }
+
+func builtin(b engine.SearchBuiltin) engine.SearchField {
+	typ := "KEYWORD"
+	if b == engine.BuiltinStartTime || b == engine.BuiltinCloseTime {
+		typ = "DATETIME"
+	}
+	return engine.SearchField{Builtin: b, Type: typ}
+}
+
+func cond(f engine.SearchField, op engine.SearchOp, values ...any) *engine.SearchCond {
+	return &engine.SearchCond{Field: f, Op: op, Values: values}
+}
+
+func negate(c *engine.SearchCond) *engine.SearchCond {
+	c.Negated = !c.Negated
+	return c
+}
+
+func and(terms ...engine.SearchExpr) *engine.SearchAnd { return &engine.SearchAnd{Terms: terms} }
+func or(terms ...engine.SearchExpr) *engine.SearchOr   { return &engine.SearchOr{Terms: terms} }
+
+func testSearchAttributeTypeOf(t *testing.T, s engine.Store) {
+	typeOf := func(key string) (string, error) {
+		var vt string
+		err := s.View(ctxT(t), func(ctx context.Context, tx engine.ReadTx) error {
+			var err error
+			vt, err = tx.SearchAttributeTypeOf(ctx, key)
+			return err
+		})
+		return vt, err
+	}
+	if vt, err := typeOf("Never"); !errors.Is(err, engine.ErrNotFound) {
+		t.Fatalf("type of an unwritten key: %q, %v; want ErrNotFound", vt, err)
+	}
+	write := func(run string, a *engine.SearchAttribute) {
+		update(t, s, func(ctx context.Context, tx engine.Tx) error {
+			return tx.SearchAttributeUpsert(ctx, run, []*engine.SearchAttribute{a})
+		})
+	}
+	want := func(key, typ string) {
+		t.Helper()
+		vt, err := typeOf(key)
+		if err != nil || vt != typ {
+			t.Fatalf("type of %s: %q, %v; want %s", key, vt, err, typ)
+		}
+	}
+	write("r1", intAttr("K", 1))
+	want("K", "INT")
+	write("r2", kwAttr("K", "x")) // another run, another type: last written wins
+	want("K", "KEYWORD")
+	write("r1", intAttr("K", 2)) // an update of the first run's value
+	want("K", "INT")
+	write("r1", arrayAttr("K", "a"))
+	want("K", "KEYWORD_ARRAY")
+	// A write that rolls back changes nothing.
+	errBoom := errors.New("boom")
+	if err := s.Update(ctxT(t), func(ctx context.Context, tx engine.Tx) error {
+		if err := tx.SearchAttributeUpsert(ctx, "r3", []*engine.SearchAttribute{boolAttr("K", true)}); err != nil {
+			return err
+		}
+		return errBoom
+	}); !errors.Is(err, errBoom) {
+		t.Fatal(err)
+	}
+	want("K", "KEYWORD_ARRAY")
+	// Several keys in one upsert.
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		return tx.SearchAttributeUpsert(ctx, "r4", []*engine.SearchAttribute{doubleAttr("D", 1), timeAttr("T", base), textAttr("X", "a b")})
+	})
+	want("D", "DOUBLE")
+	want("T", "DATETIME")
+	want("X", "TEXT")
+}
+
+func testSearchFilters(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	kw, in, dbl, bl := field(saKeyword, "KEYWORD"), field(saInt, "INT"), field(saDouble, "DOUBLE"), field(saBool, "BOOL")
+	dt, tx, arr := field(saTime, "DATETIME"), field(saText, "TEXT"), field(saArray, "KEYWORD_ARRAY")
+	wfID, runID, wfType := builtin(engine.BuiltinWorkflowID), builtin(engine.BuiltinRunID), builtin(engine.BuiltinWorkflowType)
+	status, start, closeT := builtin(engine.BuiltinStatus), builtin(engine.BuiltinStartTime), builtin(engine.BuiltinCloseTime)
+	all := []int{1, 2, 3, 4, 5, 6, 7}
+	cases := []struct {
+		name   string
+		filter engine.SearchExpr
+		want   []int
+	}{
+		{"all", nil, all},
+
+		{"keyword =", cond(kw, engine.SearchEq, "alpha"), []int{1, 6}},
+		{"keyword = is case-sensitive", cond(kw, engine.SearchEq, "ALPHA"), nil},
+		{"keyword !=", negate(cond(kw, engine.SearchEq, "alpha")), []int{2, 3, 5, 7}},
+		{"keyword IN", cond(kw, engine.SearchIn, "beta", "100x_sure", "nope"), []int{2, 7}},
+		{"keyword NOT IN", negate(cond(kw, engine.SearchIn, "beta", "alpha")), []int{3, 5, 7}},
+		{"keyword <", cond(kw, engine.SearchLt, "b"), []int{1, 3, 5, 6, 7}},
+		{"keyword <=", cond(kw, engine.SearchLe, "alpha"), []int{1, 5, 6, 7}},
+		{"keyword >", cond(kw, engine.SearchGt, "alpha"), []int{2, 3}},
+		{"keyword >=", cond(kw, engine.SearchGe, "alphabet"), []int{2, 3}},
+		{"keyword BETWEEN", cond(kw, engine.SearchBetween, "alpha", "beta"), []int{1, 2, 3, 6}},
+		{"keyword NOT BETWEEN", negate(cond(kw, engine.SearchBetween, "alpha", "beta")), []int{5, 7}},
+		{"keyword STARTS_WITH", cond(kw, engine.SearchPrefix, "alpha"), []int{1, 3, 6}},
+		{"keyword STARTS_WITH is case-sensitive", cond(kw, engine.SearchPrefix, "ALP"), nil},
+		{"keyword STARTS_WITH has no wildcards", cond(kw, engine.SearchPrefix, "100%_"), []int{5}},
+		{"keyword STARTS_WITH ''", cond(kw, engine.SearchPrefix, ""), []int{1, 2, 3, 5, 6, 7}},
+		{"keyword NOT STARTS_WITH", negate(cond(kw, engine.SearchPrefix, "alpha")), []int{2, 5, 7}},
+		{"keyword IS NOT NULL", cond(kw, engine.SearchPresent), []int{1, 2, 3, 5, 6, 7}},
+		{"keyword IS NULL", negate(cond(kw, engine.SearchPresent)), []int{4}},
+
+		{"int =", cond(in, engine.SearchEq, int64(2)), []int{2}},
+		{"int >", cond(in, engine.SearchGt, int64(2)), []int{3, 4}},
+		{"int <=", cond(in, engine.SearchLe, int64(2)), []int{1, 2}},
+		{"int BETWEEN", cond(in, engine.SearchBetween, int64(2), int64(10)), []int{2, 3, 4}},
+		{"int IN", cond(in, engine.SearchIn, int64(1), int64(10)), []int{1, 4}},
+		{"int !=", negate(cond(in, engine.SearchEq, int64(1))), []int{2, 3, 4}},
+		{"int NOT >", negate(cond(in, engine.SearchGt, int64(2))), []int{1, 2}},
+		{"int IS NULL", negate(cond(in, engine.SearchPresent)), []int{5, 6, 7}},
+
+		{"double =", cond(dbl, engine.SearchEq, 0.01), []int{1}},
+		{"double <", cond(dbl, engine.SearchLt, 0.0), []int{3}},
+		{"double >=", cond(dbl, engine.SearchGe, 1.5), []int{2, 6}},
+		{"double IN", cond(dbl, engine.SearchIn, 1.5, 100.0), []int{2, 6}},
+		{"double BETWEEN", cond(dbl, engine.SearchBetween, -3.0, 1.0), []int{1, 3}},
+		{"double !=", negate(cond(dbl, engine.SearchEq, 0.01)), []int{2, 3, 6}},
+
+		{"bool = true", cond(bl, engine.SearchEq, true), []int{1, 3}},
+		{"bool = false", cond(bl, engine.SearchEq, false), []int{2}},
+		{"bool != true", negate(cond(bl, engine.SearchEq, true)), []int{2}},
+		{"bool IN", cond(bl, engine.SearchIn, true, false), []int{1, 2, 3}},
+		{"bool IS NULL", negate(cond(bl, engine.SearchPresent)), []int{4, 5, 6, 7}},
+
+		// Times are kept to the millisecond: at(time.Hour) has nanoseconds,
+		// and equality still holds.
+		{"datetime =", cond(dt, engine.SearchEq, at(time.Hour)), []int{1}},
+		{"datetime = other zone", cond(dt, engine.SearchEq, at(time.Hour).UTC()), []int{1}},
+		{"datetime >", cond(dt, engine.SearchGt, at(90*time.Minute)), []int{2, 3}},
+		{"datetime <", cond(dt, engine.SearchLt, at(0)), []int{5}},
+		{"datetime BETWEEN inclusive", cond(dt, engine.SearchBetween, at(time.Hour), at(2*time.Hour)), []int{1, 2}},
+		{"datetime !=", negate(cond(dt, engine.SearchEq, at(time.Hour))), []int{2, 3, 5}},
+
+		{"text word", cond(tx, engine.SearchMatch, "quanzheng"), []int{1}},
+		{"text words in any order", and(cond(tx, engine.SearchMatch, "long"), cond(tx, engine.SearchMatch, "my")), []int{1}},
+		{"text word next to punctuation", cond(tx, engine.SearchMatch, "world"), []int{2}},
+		{"text first and last word", and(cond(tx, engine.SearchMatch, "hello"), cond(tx, engine.SearchMatch, "world")), []int{2}},
+		{"text part of a word", cond(tx, engine.SearchMatch, "wor"), nil},
+		{"text underscore joins words", cond(tx, engine.SearchMatch, "quanzheng_long"), []int{3}},
+		{"text no match of every word", and(cond(tx, engine.SearchMatch, "hello"), cond(tx, engine.SearchMatch, "long")), nil},
+		{"text either word", or(cond(tx, engine.SearchMatch, "hello"), cond(tx, engine.SearchMatch, "long")), []int{1, 2}},
+		{"text negated", negate(cond(tx, engine.SearchMatch, "world")), []int{1, 3, 6}},
+		{"text IS NOT NULL", cond(tx, engine.SearchPresent), []int{1, 2, 3, 6}},
+
+		{"array = any element", cond(arr, engine.SearchEq, "b"), []int{1, 2}},
+		{"array != no element", negate(cond(arr, engine.SearchEq, "b")), []int{5}},
+		{"array IN", cond(arr, engine.SearchIn, "a", "z"), []int{1, 5}},
+		{"array NOT IN", negate(cond(arr, engine.SearchIn, "a", "c")), []int{5}},
+		{"array <", cond(arr, engine.SearchLt, "b"), []int{1}},
+		{"array NOT <", negate(cond(arr, engine.SearchLt, "c")), []int{5}},
+		{"array STARTS_WITH", cond(arr, engine.SearchPrefix, "z"), []int{5}},
+		{"array IS NOT NULL (empty is null)", cond(arr, engine.SearchPresent), []int{1, 2, 5}},
+		{"array IS NULL", negate(cond(arr, engine.SearchPresent)), []int{3, 4, 6, 7}},
+
+		{"WorkflowId =", cond(wfID, engine.SearchEq, "wf-1"), []int{1, 6}},
+		{"WorkflowId IN", cond(wfID, engine.SearchIn, "wf-2", "wf-3"), []int{2, 3}},
+		{"WorkflowId STARTS_WITH", cond(wfID, engine.SearchPrefix, "wf-"), all},
+		{"WorkflowId !=", negate(cond(wfID, engine.SearchEq, "wf-1")), []int{2, 3, 4, 5, 7}},
+		{"WorkflowId >", cond(wfID, engine.SearchGt, "wf-5"), []int{7}},
+		{"WorkflowId IS NOT NULL", cond(wfID, engine.SearchPresent), all},
+		{"WorkflowId IS NULL", negate(cond(wfID, engine.SearchPresent)), nil},
+		{"RunId =", cond(runID, engine.SearchEq, "run-2"), []int{2}},
+		{"WorkflowType =", cond(wfType, engine.SearchEq, "TypeB"), []int{3, 4}},
+		{"WorkflowType STARTS_WITH", cond(wfType, engine.SearchPrefix, "TypeC"), []int{5, 7}},
+		{"ExecutionStatus =", cond(status, engine.SearchEq, string(engine.RunRunning)), []int{1, 5}},
+		{"ExecutionStatus IN", cond(status, engine.SearchIn, string(engine.RunCompleted), string(engine.RunFailed)), []int{2, 3}},
+		{"ExecutionStatus !=", negate(cond(status, engine.SearchEq, string(engine.RunRunning))), []int{2, 3, 4, 6, 7}},
+		{"ExecutionStatus = TIMEOUT", cond(status, engine.SearchEq, string(engine.RunTimeout)), []int{4}},
+		{"StartTime >", cond(start, engine.SearchGt, at(4*time.Minute)), []int{5, 6}},
+		{"StartTime >=", cond(start, engine.SearchGe, at(4*time.Minute)), []int{4, 5, 6, 7}},
+		{"StartTime BETWEEN", cond(start, engine.SearchBetween, at(2*time.Minute), at(3*time.Minute)), []int{2, 3}},
+		{"StartTime NOT <", negate(cond(start, engine.SearchLt, at(4*time.Minute))), []int{4, 5, 6, 7}},
+		{"CloseTime IS NOT NULL", cond(closeT, engine.SearchPresent), []int{2, 3, 4, 6, 7}},
+		{"CloseTime IS NULL", negate(cond(closeT, engine.SearchPresent)), []int{1, 5}},
+		{"CloseTime < skips open runs", cond(closeT, engine.SearchLt, at(15*time.Minute)), []int{2, 4, 7}},
+		{"CloseTime != skips open runs", negate(cond(closeT, engine.SearchEq, at(10*time.Minute))), []int{3, 6}},
+		{"CloseTime NOT >", negate(cond(closeT, engine.SearchGt, at(10*time.Minute))), []int{2, 4, 7}},
+
+		{"AND", and(cond(wfType, engine.SearchEq, "TypeA"), cond(in, engine.SearchGt, int64(1))), []int{2}},
+		{"OR", or(cond(kw, engine.SearchEq, "beta"), cond(in, engine.SearchEq, int64(10))), []int{2, 4}},
+		{"AND of OR", and(
+			or(cond(status, engine.SearchEq, string(engine.RunRunning)), cond(closeT, engine.SearchLt, at(15*time.Minute))),
+			cond(kw, engine.SearchPresent)), []int{1, 2, 5, 7}},
+		{"OR of AND", or(
+			and(cond(wfID, engine.SearchEq, "wf-1"), negate(cond(status, engine.SearchEq, string(engine.RunRunning)))),
+			and(cond(arr, engine.SearchEq, "z"), cond(dt, engine.SearchLt, at(0)))), []int{5, 6}},
+		{"unknown key", cond(field("Nope", "KEYWORD"), engine.SearchEq, "alpha"), nil},
+		{"unknown key IS NULL", negate(cond(field("Nope", "INT"), engine.SearchPresent)), all},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := sortedIDs(searchAll(t, s, c.filter, engine.SearchOrder{}, 100))
+			equal(t, "runs", got, runIDs(c.want...))
+		})
+	}
+}
+
+func testSearchDefaultOrder(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	equal(t, "default order", searchAll(t, s, nil, engine.SearchOrder{}, 100), fixtureDefaultOrder)
+	// A filter keeps the order.
+	got := searchAll(t, s, cond(builtin(engine.BuiltinWorkflowType), engine.SearchIn, "TypeB", "TypeC"), engine.SearchOrder{}, 100)
+	equal(t, "filtered default order", got, []string{"run-5", "run-3", "run-7", "run-4"})
+}
+
+func testSearchOrders(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	cases := []struct {
+		name  string
+		order engine.SearchOrder
+		want  []string
+	}{
+		{"StartTime ASC", engine.SearchOrder{Field: builtin(engine.BuiltinStartTime)},
+			[]string{"run-1", "run-2", "run-3", "run-4", "run-7", "run-5", "run-6"}},
+		{"StartTime DESC", engine.SearchOrder{Field: builtin(engine.BuiltinStartTime), Desc: true},
+			[]string{"run-6", "run-5", "run-7", "run-4", "run-3", "run-2", "run-1"}},
+		{"CloseTime ASC (open runs first)", engine.SearchOrder{Field: builtin(engine.BuiltinCloseTime)},
+			[]string{"run-1", "run-5", "run-2", "run-4", "run-7", "run-3", "run-6"}},
+		{"CloseTime DESC (open runs last)", engine.SearchOrder{Field: builtin(engine.BuiltinCloseTime), Desc: true},
+			[]string{"run-6", "run-3", "run-7", "run-4", "run-2", "run-5", "run-1"}},
+		{"WorkflowId ASC", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowID)},
+			[]string{"run-1", "run-6", "run-2", "run-3", "run-4", "run-5", "run-7"}},
+		{"WorkflowId DESC", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowID), Desc: true},
+			[]string{"run-7", "run-5", "run-4", "run-3", "run-2", "run-6", "run-1"}},
+		{"RunId DESC", engine.SearchOrder{Field: builtin(engine.BuiltinRunID), Desc: true},
+			[]string{"run-7", "run-6", "run-5", "run-4", "run-3", "run-2", "run-1"}},
+		{"WorkflowType ASC", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowType)},
+			[]string{"run-1", "run-2", "run-6", "run-3", "run-4", "run-5", "run-7"}},
+		{"ExecutionStatus ASC", engine.SearchOrder{Field: builtin(engine.BuiltinStatus)},
+			[]string{"run-7", "run-2", "run-3", "run-1", "run-5", "run-6", "run-4"}},
+		{"INT DESC (missing last)", engine.SearchOrder{Field: field(saInt, "INT"), Desc: true},
+			[]string{"run-4", "run-3", "run-2", "run-1", "run-7", "run-6", "run-5"}},
+		{"INT ASC (missing last)", engine.SearchOrder{Field: field(saInt, "INT")},
+			[]string{"run-1", "run-2", "run-3", "run-4", "run-5", "run-6", "run-7"}},
+		{"DOUBLE ASC", engine.SearchOrder{Field: field(saDouble, "DOUBLE")},
+			[]string{"run-3", "run-1", "run-2", "run-6", "run-4", "run-5", "run-7"}},
+		{"KEYWORD DESC", engine.SearchOrder{Field: field(saKeyword, "KEYWORD"), Desc: true},
+			[]string{"run-2", "run-3", "run-6", "run-1", "run-7", "run-5", "run-4"}},
+		{"BOOL DESC", engine.SearchOrder{Field: field(saBool, "BOOL"), Desc: true},
+			[]string{"run-3", "run-1", "run-2", "run-7", "run-6", "run-5", "run-4"}},
+		{"DATETIME ASC", engine.SearchOrder{Field: field(saTime, "DATETIME")},
+			[]string{"run-5", "run-1", "run-2", "run-3", "run-4", "run-6", "run-7"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, limit := range []int{100, 3, 1} {
+				equal(t, fmt.Sprintf("order with page size %d", limit), searchAll(t, s, nil, c.order, limit), c.want)
+			}
+		})
+	}
+	// A filter and a custom order together.
+	got := searchAll(t, s, cond(builtin(engine.BuiltinWorkflowType), engine.SearchEq, "TypeA"), engine.SearchOrder{Field: field(saDouble, "DOUBLE"), Desc: true}, 1)
+	equal(t, "filtered custom order", got, []string{"run-6", "run-2", "run-1"})
+}
+
+func testSearchPaging(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	for limit := 1; limit <= 8; limit++ {
+		equal(t, fmt.Sprintf("pages of %d", limit), searchAll(t, s, nil, engine.SearchOrder{}, limit), fixtureDefaultOrder)
+	}
+	// The page sizes of the iWF persistence test: 2, 2, 2, 1, and the last
+	// page has no cursor.
+	var sizes []int
+	cursor := ""
+	for {
+		p, err := runSearch(t, s, engine.SearchQuery{Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes = append(sizes, len(p.Runs))
+		if p.Cursor == "" {
+			break
+		}
+		cursor = p.Cursor
+	}
+	equal(t, "page sizes", sizes, []int{2, 2, 2, 1})
+	// Nothing matches: an empty page without a cursor.
+	p, err := runSearch(t, s, engine.SearchQuery{Filter: cond(builtin(engine.BuiltinWorkflowID), engine.SearchEq, "none"), Limit: 10})
+	if err != nil || len(p.Runs) != 0 || p.Cursor != "" {
+		t.Fatalf("empty search: %+v, %v", p, err)
+	}
+	// The page reports workflow ids too.
+	p, err = runSearch(t, s, engine.SearchQuery{Filter: cond(builtin(engine.BuiltinRunID), engine.SearchEq, "run-6"), Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "runs", p.Runs, []engine.SearchRun{{WorkflowID: "wf-1", RunID: "run-6"}})
+}
+
+// testSearchPagingAcrossWrites checks that runs written between two pages
+// neither repeat nor hide the runs of the next page.
+func testSearchPagingAcrossWrites(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	p, err := runSearch(t, s, engine.SearchQuery{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new open run sorts first; a run that closes moves.
+	insertSearchRuns(t, s, []searchRun{{run: engine.Run{RunID: "run-8", WorkflowID: "wf-8", WorkflowType: "TypeA", Status: engine.RunRunning, StartedAt: at(time.Hour)}}})
+	p2, err := runSearch(t, s, engine.SearchQuery{Limit: 10, Cursor: p.Cursor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range append(p.Runs, p2.Runs...) {
+		got = append(got, r.RunID)
+	}
+	equal(t, "pages across a write", got, fixtureDefaultOrder)
+}
+
+func testSearchInvalidCursor(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	p, err := runSearch(t, s, engine.SearchQuery{Limit: 2})
+	if err != nil || p.Cursor == "" {
+		t.Fatalf("first page: %+v, %v", p, err)
+	}
+	bad := []struct {
+		name   string
+		order  engine.SearchOrder
+		cursor string
+	}{
+		{"garbage", engine.SearchOrder{}, "not a cursor"},
+		{"another order's cursor", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowID)}, p.Cursor},
+		{"a custom order's cursor", engine.SearchOrder{Field: field(saDouble, "DOUBLE")}, p.Cursor},
+	}
+	for _, b := range bad {
+		_, err := runSearch(t, s, engine.SearchQuery{Order: b.order, Limit: 2, Cursor: b.cursor})
+		if !errors.Is(err, engine.ErrInvalidSearchCursor) {
+			t.Errorf("%s: %v, want ErrInvalidSearchCursor", b.name, err)
+		}
+	}
+}
+
+// testSearchParametersAreNotSQL checks that literals and keys reach the
+// database as values: quotes, comment markers and LIKE wildcards match
+// themselves only.
+func testSearchParametersAreNotSQL(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	odd := `x' OR '1'='1`
+	key := `K'; DROP TABLE runs; --`
+	insertSearchRuns(t, s, []searchRun{{
+		run:   engine.Run{RunID: "run-odd", WorkflowID: "wf-odd", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)},
+		attrs: []*engine.SearchAttribute{kwAttr(key, odd), textAttr(saText, "100% sure, it's fine")},
+	}})
+	kw := field(saKeyword, "KEYWORD")
+	for _, lit := range []string{odd, `' OR 1=1 --`, `%`, `_`, `\`, `alpha' --`} {
+		for _, c := range []engine.SearchExpr{
+			cond(kw, engine.SearchEq, lit), cond(kw, engine.SearchPrefix, lit), cond(kw, engine.SearchIn, lit, lit),
+			cond(builtin(engine.BuiltinWorkflowID), engine.SearchEq, lit),
+		} {
+			if got := searchAll(t, s, c, engine.SearchOrder{}, 100); len(got) != 0 {
+				t.Fatalf("literal %q matched %v", lit, got)
+			}
+		}
+	}
+	equal(t, "odd key and value", searchAll(t, s, cond(field(key, "KEYWORD"), engine.SearchEq, odd), engine.SearchOrder{}, 100), []string{"run-odd"})
+	equal(t, "odd key order", searchAll(t, s, cond(field(key, "KEYWORD"), engine.SearchPresent), engine.SearchOrder{Field: field(key, "KEYWORD")}, 1), []string{"run-odd"})
+	tx := field(saText, "TEXT")
+	equal(t, "text word with a quote", searchAll(t, s, and(cond(tx, engine.SearchMatch, "it"), cond(tx, engine.SearchMatch, "s"), cond(tx, engine.SearchMatch, "fine")), engine.SearchOrder{}, 100), []string{"run-odd"})
+	equal(t, "text word 100", searchAll(t, s, cond(tx, engine.SearchMatch, "100"), engine.SearchOrder{}, 100), []string{"run-odd"})
+	// The tables are intact.
+	equal(t, "runs after", len(searchAll(t, s, nil, engine.SearchOrder{}, 100)), 8)
+}
+
+// testSearchTypedColumns checks that a condition reads the column of its
+// field's type: a key written with another type in some runs matches there
+// neither the comparison nor its negation.
+func testSearchTypedColumns(t *testing.T, s engine.Store) {
+	insertSearchRuns(t, s, []searchRun{
+		{engine.Run{RunID: "a", WorkflowID: "a", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{intAttr("K", 5)}},
+		{engine.Run{RunID: "b", WorkflowID: "b", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{kwAttr("K", "5")}},
+		{engine.Run{RunID: "c", WorkflowID: "c", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{arrayAttr("K", "5")}},
+	})
+	i, k, a := field("K", "INT"), field("K", "KEYWORD"), field("K", "KEYWORD_ARRAY")
+	check := func(name string, e engine.SearchExpr, want ...string) {
+		t.Helper()
+		got := sortedIDs(searchAll(t, s, e, engine.SearchOrder{}, 100))
+		if want == nil {
+			want = []string{}
+		}
+		if got == nil {
+			got = []string{}
+		}
+		equal(t, name, got, want)
+	}
+	check("INT =", cond(i, engine.SearchEq, int64(5)), "a")
+	check("INT !=", negate(cond(i, engine.SearchEq, int64(6))), "a")
+	check("INT present", cond(i, engine.SearchPresent), "a")
+	check("KEYWORD =", cond(k, engine.SearchEq, "5"), "b")
+	check("KEYWORD !=", negate(cond(k, engine.SearchEq, "6")), "b")
+	check("KEYWORD_ARRAY =", cond(a, engine.SearchEq, "5"), "c")
+	// Rewriting a run's value with another type moves it.
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		return tx.SearchAttributeUpsert(ctx, "c", []*engine.SearchAttribute{intAttr("K", 7)})
+	})
+	check("KEYWORD_ARRAY after a rewrite", cond(a, engine.SearchPresent))
+	check("INT after a rewrite", cond(i, engine.SearchGe, int64(5)), "a", "c")
+}
+
+// testSearchTextWords checks that the words a store finds in TEXT values
+// are engine.SearchWords: every separator splits, the underscore, digits
+// and non-ASCII characters do not, and ASCII letters fold to lower case;
+// rewriting or retyping a value replaces its words.
+func testSearchTextWords(t *testing.T, s engine.Store) {
+	var sep []byte
+	for c := 1; c < 128; c++ {
+		if c != '_' && !('a' <= c && c <= 'z') && !('A' <= c && c <= 'Z') && !('0' <= c && c <= '9') {
+			sep = append(sep, byte(c))
+		}
+	}
+	var value strings.Builder
+	for i, c := range sep {
+		fmt.Fprintf(&value, "W%d%c", i, c)
+	}
+	value.WriteString("snake_Case Ünï naïve ÜNÏ 42")
+	words := engine.SearchWords(value.String())
+	if len(words) != len(sep)+5 {
+		t.Fatalf("engine.SearchWords found %d words in %q: %q", len(words), value.String(), words)
+	}
+	insertSearchRuns(t, s, []searchRun{
+		{engine.Run{RunID: "t1", WorkflowID: "t1", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{textAttr("X", value.String())}},
+		{engine.Run{RunID: "t2", WorkflowID: "t2", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{textAttr("X", "")}},
+	})
+	x := field("X", "TEXT")
+	for _, w := range words {
+		equal(t, "word "+w, searchAll(t, s, cond(x, engine.SearchMatch, w), engine.SearchOrder{}, 100), []string{"t1"})
+	}
+	for _, w := range []string{"w", "w99", "snake", "case", "ünï", "naive", "4", "", " "} {
+		equal(t, "not a word: "+w, len(searchAll(t, s, cond(x, engine.SearchMatch, w), engine.SearchOrder{}, 100)), 0)
+	}
+	// A value without words is present and matches no word.
+	equal(t, "negated match", searchAll(t, s, negate(cond(x, engine.SearchMatch, "w1")), engine.SearchOrder{}, 100), []string{"t2"})
+	// A new value replaces the words; another type removes them.
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		if err := tx.SearchAttributeUpsert(ctx, "t1", []*engine.SearchAttribute{textAttr("X", "fresh words")}); err != nil {
+			return err
+		}
+		return tx.SearchAttributeUpsert(ctx, "t2", []*engine.SearchAttribute{textAttr("X", "words")})
+	})
+	equal(t, "old word", len(searchAll(t, s, cond(x, engine.SearchMatch, "w0"), engine.SearchOrder{}, 100)), 0)
+	equal(t, "new word", sortedIDs(searchAll(t, s, cond(x, engine.SearchMatch, "words"), engine.SearchOrder{}, 100)), []string{"t1", "t2"})
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		return tx.SearchAttributeUpsert(ctx, "t1", []*engine.SearchAttribute{kwAttr("X", "words")})
+	})
+	equal(t, "retyped", searchAll(t, s, cond(x, engine.SearchMatch, "words"), engine.SearchOrder{}, 100), []string{"t2"})
+}
