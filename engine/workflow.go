@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -431,9 +432,16 @@ func (e *Engine) GetSearchAttributes(ctx context.Context, req iwfapi.WorkflowGet
 		if err != nil {
 			return err
 		}
-		byKey := make(map[string]*SearchAttribute, len(attrs))
+		byKey := make(map[string]*SearchAttribute, len(attrs)+1)
 		for _, a := range attrs {
 			byKey[a.Key] = a
+		}
+		if slices.Contains(keys, SystemSAWorkflowType) {
+			run, err := tx.RunGet(ctx, id)
+			if err != nil {
+				return err
+			}
+			byKey[SystemSAWorkflowType] = systemTypeAttribute(run.WorkflowType)
 		}
 		var out []iwfapi.SearchAttribute
 		for _, k := range wanted {
@@ -527,9 +535,12 @@ func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi
 			return nil, nil, err
 		}
 	}
-	all := append([]*SearchAttribute{systemTypeAttribute(req.IwfWorkflowType)}, sas...)
-	if err := tx.SearchAttributeUpsert(ctx, run.RunID, all); err != nil {
-		return nil, nil, err
+	// IwfWorkflowType is not stored as a search attribute row: it is the
+	// run's workflow_type column, which searches and reads use directly.
+	if len(sas) > 0 {
+		if err := tx.SearchAttributeUpsert(ctx, run.RunID, sas); err != nil {
+			return nil, nil, err
+		}
 	}
 	fx.record(e.event(run, "", "WorkflowStarted", map[string]any{
 		"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateId), "retryAttempt": chain.retryAttempt,
