@@ -62,6 +62,13 @@ func priority(k TaskKind) int {
 	return 2
 }
 
+// backlog is the number of due tasks waiting for a free goroutine.
+func (d *dispatcher) backlog() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.ready[0]) + len(d.ready[1]) + len(d.ready[2])
+}
+
 // stop wakes the workers so that they return.
 func (d *dispatcher) stop() {
 	d.mu.Lock()
