@@ -74,10 +74,10 @@ func TestCronScheduleStartsRunsInSequence(t *testing.T) {
 			WorkflowStartOptions: &iwfapi.WorkflowStartOptions{CronSchedule: ptr("not a schedule")}}); engine.CodeOf(err) != engine.CodeInvalidArgument {
 			t.Fatalf("bad cron: %v", err)
 		}
-		// Every minute: the first run waits for the next minute boundary.
+		// Once a year: the first run waits for its first tick, weeks away.
 		first := h.start("wf-cron", "S1", nil, func(r *iwfapi.WorkflowStartRequest) {
 			r.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
-			r.WorkflowStartOptions = &iwfapi.WorkflowStartOptions{CronSchedule: ptr("* * * * *")}
+			r.WorkflowStartOptions = &iwfapi.WorkflowStartOptions{CronSchedule: ptr("0 0 1 1 *")}
 		})
 		if s := h.status("wf-cron"); s != iwfapi.WorkflowStatusRunning || runs.Load() != 0 {
 			t.Fatalf("cron run started before its time: %s, %d", s, runs.Load())
