@@ -5,11 +5,9 @@ import (
 	"embed"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/iwf-server/iwf-server/internal/store/migration"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -17,40 +15,9 @@ import (
 //go:embed migrations/*.up.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change, migrations/NNNN_name.up.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // loadMigrations reads the embedded migrations in version order.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	seen := map[int]string{}
-	for _, path := range entries {
-		base := strings.TrimSuffix(strings.TrimPrefix(path, "migrations/"), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil || version <= 0 || name == "" {
-			return nil, fmt.Errorf("migration file %s: want NNNN_name.up.sql", path)
-		}
-		if prev, dup := seen[version]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, path, version)
-		}
-		seen[version] = path
-		b, err := migrationFiles.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: version, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
+func loadMigrations() ([]migration.Migration, error) {
+	return migration.Load(migrationFiles)
 }
 
 // migrationLockKey is the key of the advisory lock that serialises Migrate
@@ -108,7 +75,7 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	}
 	for _, m := range migrations {
 		if err := apply(ctx, conn.Conn(), m); err != nil {
-			return fmt.Errorf("postgres: migration %04d_%s: %w", m.version, m.name, err)
+			return fmt.Errorf("postgres: migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	return nil
@@ -116,14 +83,14 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 
 // apply runs one migration, unless it is recorded already, in a transaction
 // with its record.
-func apply(ctx context.Context, conn *pgx.Conn, m migration) error {
+func apply(ctx context.Context, conn *pgx.Conn, m migration.Migration) error {
 	tx, err := conn.Begin(ctx)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.version).Scan(&exists); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&exists); err != nil {
 		return err
 	}
 	if exists {
@@ -131,11 +98,11 @@ func apply(ctx context.Context, conn *pgx.Conn, m migration) error {
 	}
 	// Without arguments pgx uses the simple protocol, which runs a
 	// multi-statement script.
-	if _, err := tx.Exec(ctx, m.sql); err != nil {
+	if _, err := tx.Exec(ctx, m.SQL); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
+		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -4,50 +4,17 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
+
+	"github.com/iwf-server/iwf-server/internal/store/migration"
 )
 
 //go:embed migrations/*.up.sql
 var migrationFiles embed.FS
 
-// migration is one numbered schema change, migrations/NNNN_name.up.sql.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
 // loadMigrations reads the embedded migrations in version order.
-func loadMigrations() ([]migration, error) {
-	entries, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	var out []migration
-	seen := map[int]string{}
-	for _, path := range entries {
-		base := strings.TrimSuffix(strings.TrimPrefix(path, "migrations/"), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		version, err := strconv.Atoi(num)
-		if !ok || err != nil || version <= 0 || name == "" {
-			return nil, fmt.Errorf("migration file %s: want NNNN_name.up.sql", path)
-		}
-		if prev, dup := seen[version]; dup {
-			return nil, fmt.Errorf("migrations %s and %s share version %d", prev, path, version)
-		}
-		seen[version] = path
-		b, err := migrationFiles.ReadFile(path)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{version: version, name: name, sql: string(b)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].version < out[j].version })
-	return out, nil
+func loadMigrations() ([]migration.Migration, error) {
+	return migration.Load(migrationFiles)
 }
 
 // Migrate brings the schema up to date: it applies, in version order, every
@@ -68,7 +35,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	}
 	for _, m := range migrations {
 		if err := s.apply(ctx, m); err != nil {
-			return fmt.Errorf("sqlite: migration %04d_%s: %w", m.version, m.name, err)
+			return fmt.Errorf("sqlite: migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	return nil
@@ -77,24 +44,24 @@ func (s *Store) Migrate(ctx context.Context) error {
 // apply runs one migration unless it is recorded already. The IMMEDIATE
 // transaction takes the write lock first, so the check and the change are
 // atomic even against another process migrating the same file.
-func (s *Store) apply(ctx context.Context, m migration) error {
+func (s *Store) apply(ctx context.Context, m migration.Migration) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
 	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&n); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, m.Version).Scan(&n); err != nil {
 		return err
 	}
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-		m.version, m.name, time.Now().UnixMilli()); err != nil {
+		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return err
 	}
 	return tx.Commit()
