@@ -237,8 +237,8 @@ func channelKind(k channels.Kind) ChannelKind {
 
 // evaluate advances one waiting execution: due timers fire, buffered
 // messages are consumed in command order, and when the waiting condition is
-// met the execution moves on to execute. It reports whether x changed; the
-// caller writes x.
+// met the execution moves on to execute. It reports whether x or xd changed; the
+// caller encodes xd into x.Data and writes x.
 func (e *Engine) evaluate(ctx context.Context, tx Tx, fx *txEffects, run *Run, x *Execution, xd *execData) (bool, error) {
 	req := flatCommands(xd.Commands)
 	nowMs := unixMs(e.cfg.Clock.Now())
@@ -281,14 +281,10 @@ func (e *Engine) evaluate(ctx context.Context, tx Tx, fx *txEffects, run *Run, x
 		}
 	}
 	if !req.Satisfied(xd.Done) {
-		if changed {
-			x.Data = encode(xd)
-		}
 		return changed, nil
 	}
-	xd.Results = commandResults(xd, req)
+	xd.Results = commandResults(xd)
 	x.Status = ExecExecute
-	x.Data = encode(xd)
 	if err := tx.TaskDeleteByExecution(ctx, run.RunID, x.ExecutionID, TaskTimer); err != nil {
 		return false, err
 	}
@@ -298,7 +294,7 @@ func (e *Engine) evaluate(ctx context.Context, tx Tx, fx *txEffects, run *Run, x
 
 // commandResults builds the execute call's commandResults: one result per
 // command in request order, arrays only for the kinds that were requested.
-func commandResults(xd *execData, req channels.Request) *iwfapi.CommandResults {
+func commandResults(xd *execData) *iwfapi.CommandResults {
 	res := &iwfapi.CommandResults{StateStartApiSucceeded: ptr(true), StateWaitUntilFailed: ptr(false)}
 	cr := xd.Commands
 	if cr == nil {
@@ -343,7 +339,6 @@ func commandResults(xd *execData, req channels.Request) *iwfapi.CommandResults {
 		}
 		res.InterStateChannelResults = &out
 	}
-	_ = req
 	return res
 }
 
@@ -367,6 +362,7 @@ func (e *Engine) deliver(ctx context.Context, tx Tx, fx *txEffects, run *Run, sk
 			return err
 		}
 		if changed {
+			x.Data = encode(xd)
 			if err := tx.ExecutionUpdate(ctx, x); err != nil {
 				return err
 			}
