@@ -733,57 +733,15 @@ func newWorker(t *testing.T) *worker {
 		calls: map[string]int{}, bodies: map[string][][]byte{}, headers: map[string][]http.Header{},
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST "+workerclient.WaitUntilPath, func(rw http.ResponseWriter, r *http.Request) {
-		var req iwfapi.WorkflowStateStartRequest
-		raw, ok := w.decode(rw, r, &req)
-		if !ok {
-			return
-		}
-		key := req.WorkflowStateId + ".waitUntil"
-		w.record(key, raw, r.Header)
-		w.mu.Lock()
-		h := w.waitUntil[req.WorkflowStateId]
-		w.mu.Unlock()
-		if h == nil {
-			w.write(rw, w.unexpected(key))
-			return
-		}
-		w.write(rw, h(req))
-	})
-	mux.HandleFunc("POST "+workerclient.ExecutePath, func(rw http.ResponseWriter, r *http.Request) {
-		var req iwfapi.WorkflowStateDecideRequest
-		raw, ok := w.decode(rw, r, &req)
-		if !ok {
-			return
-		}
-		key := req.WorkflowStateId + ".execute"
-		w.record(key, raw, r.Header)
-		w.mu.Lock()
-		h := w.execute[req.WorkflowStateId]
-		w.mu.Unlock()
-		if h == nil {
-			w.write(rw, w.unexpected(key))
-			return
-		}
-		w.write(rw, h(req))
-	})
-	mux.HandleFunc("POST "+workerclient.RPCPath, func(rw http.ResponseWriter, r *http.Request) {
-		var req iwfapi.WorkflowWorkerRpcRequest
-		raw, ok := w.decode(rw, r, &req)
-		if !ok {
-			return
-		}
-		key := req.RpcName + ".rpc"
-		w.record(key, raw, r.Header)
-		w.mu.Lock()
-		h := w.rpcs[req.RpcName]
-		w.mu.Unlock()
-		if h == nil {
-			w.write(rw, w.unexpected(key))
-			return
-		}
-		w.write(rw, h(req))
-	})
+	mux.HandleFunc("POST "+workerclient.WaitUntilPath, handle(w, ".waitUntil",
+		func(r *iwfapi.WorkflowStateStartRequest) string { return r.WorkflowStateId },
+		func(name string) func(iwfapi.WorkflowStateStartRequest) reply { return w.waitUntil[name] }))
+	mux.HandleFunc("POST "+workerclient.ExecutePath, handle(w, ".execute",
+		func(r *iwfapi.WorkflowStateDecideRequest) string { return r.WorkflowStateId },
+		func(name string) func(iwfapi.WorkflowStateDecideRequest) reply { return w.execute[name] }))
+	mux.HandleFunc("POST "+workerclient.RPCPath, handle(w, ".rpc",
+		func(r *iwfapi.WorkflowWorkerRpcRequest) string { return r.RpcName },
+		func(name string) func(iwfapi.WorkflowWorkerRpcRequest) reply { return w.rpcs[name] }))
 	srv := httptest.NewServer(mux)
 	w.url = srv.URL
 	t.Cleanup(func() {
@@ -1037,3 +995,27 @@ func goTo(stateID string) executeFunc {
 
 // bytesContain reports whether b contains s.
 func bytesContain(b []byte, s string) bool { return bytes.Contains(b, []byte(s)) }
+
+// handle serves one worker path: it decodes the request, records the call
+// under "<state or rpc name><suffix>", and answers with the test's handler
+// for that name, or fails the test when there is none.
+func handle[Req any](w *worker, suffix string, name func(*Req) string, handler func(name string) func(Req) reply) http.HandlerFunc {
+	return func(rw http.ResponseWriter, r *http.Request) {
+		var req Req
+		raw, ok := w.decode(rw, r, &req)
+		if !ok {
+			return
+		}
+		n := name(&req)
+		key := n + suffix
+		w.record(key, raw, r.Header)
+		w.mu.Lock()
+		h := handler(n)
+		w.mu.Unlock()
+		if h == nil {
+			w.write(rw, w.unexpected(key))
+			return
+		}
+		w.write(rw, h(req))
+	}
+}
