@@ -8,40 +8,38 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
 
-// encodeValue turns an optional EncodedObject into the stored JSON (nil for
-// no value).
-func encodeValue(v *iwfapi.EncodedObject) ([]byte, error) {
+// encodeValue turns an optional value into the stored JSON (nil for no
+// value).
+func encodeValue(v *record.Value) []byte {
 	if v == nil {
-		return nil, nil
+		return nil
 	}
-	return json.Marshal(v)
+	return encode(v)
 }
 
-func decodeValue(b []byte) *iwfapi.EncodedObject {
+// decodeValue reads a stored value; nil for none or an unreadable one.
+func decodeValue(b []byte) *record.Value {
 	if b == nil {
 		return nil
 	}
-	var v iwfapi.EncodedObject
+	var v record.Value
 	if err := json.Unmarshal(b, &v); err != nil {
 		return nil
 	}
 	return &v
 }
 
-func toStoreDataAttributes(kvs []iwfapi.KeyValue) ([]*Attribute, error) {
+func toStoreDataAttributes(kvs []record.KeyValue) ([]*Attribute, error) {
 	out := make([]*Attribute, 0, len(kvs))
 	for _, kv := range kvs {
 		key := deref(kv.Key)
 		if key == "" {
 			return nil, Errorf(CodeInvalidArgument, "a data attribute needs a non-empty key")
 		}
-		v, err := encodeValue(kv.Value)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, &Attribute{Key: key, Value: v})
+		out = append(out, &Attribute{Key: key, Value: encodeValue(kv.Value)})
 	}
 	return out, nil
 }
@@ -49,13 +47,13 @@ func toStoreDataAttributes(kvs []iwfapi.KeyValue) ([]*Attribute, error) {
 func fromStoreDataAttributes(attrs []*Attribute) []iwfapi.KeyValue {
 	out := make([]iwfapi.KeyValue, 0, len(attrs))
 	for _, a := range attrs {
-		out = append(out, iwfapi.KeyValue{Key: ptr(a.Key), Value: decodeValue(a.Value)})
+		out = append(out, iwfapi.KeyValue{Key: ptr(a.Key), Value: mapPtr(decodeValue(a.Value), valueOut)})
 	}
 	return out
 }
 
 func systemTypeAttribute(workflowType string) *SearchAttribute {
-	sa := iwfapi.SearchAttribute{Key: ptr(SystemSAWorkflowType), ValueType: ptr(iwfapi.SearchAttributeValueType("KEYWORD")), StringValue: ptr(workflowType)}
+	sa := record.SearchAttribute{Key: ptr(SystemSAWorkflowType), ValueType: ptr("KEYWORD"), StringValue: ptr(workflowType)}
 	return &SearchAttribute{Key: SystemSAWorkflowType, ValueType: "KEYWORD", Raw: encode(sa), String: ptr(workflowType)}
 }
 
@@ -64,11 +62,11 @@ func isSystemSearchAttribute(key string) bool {
 }
 
 // toStoreSearchAttributes validates search attributes and adds the typed
-// value the index uses.
-func (e *Engine) toStoreSearchAttributes(sas []iwfapi.SearchAttribute) ([]*SearchAttribute, error) {
+// value the index uses. now resolves relative DATETIME values.
+func (e *Engine) toStoreSearchAttributes(sas []record.SearchAttribute, now time.Time) ([]*SearchAttribute, error) {
 	out := make([]*SearchAttribute, 0, len(sas))
 	for _, sa := range sas {
-		a, err := e.toStoreSearchAttribute(sa)
+		a, err := e.toStoreSearchAttribute(sa, now)
 		if err != nil {
 			return nil, err
 		}
@@ -77,7 +75,7 @@ func (e *Engine) toStoreSearchAttributes(sas []iwfapi.SearchAttribute) ([]*Searc
 	return out, nil
 }
 
-func (e *Engine) toStoreSearchAttribute(sa iwfapi.SearchAttribute) (*SearchAttribute, error) {
+func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time) (*SearchAttribute, error) {
 	key := deref(sa.Key)
 	if key == "" {
 		return nil, Errorf(CodeInvalidArgument, "a search attribute needs a non-empty key")
@@ -85,7 +83,7 @@ func (e *Engine) toStoreSearchAttribute(sa iwfapi.SearchAttribute) (*SearchAttri
 	if isSystemSearchAttribute(key) {
 		return nil, Errorf(CodeInvalidArgument, "search attribute %s is maintained by the server", key)
 	}
-	vt := string(deref(sa.ValueType))
+	vt := deref(sa.ValueType)
 	if vt == "" {
 		return nil, Errorf(CodeInvalidArgument, "search attribute %s has no valueType", key)
 	}
@@ -105,7 +103,7 @@ func (e *Engine) toStoreSearchAttribute(sa iwfapi.SearchAttribute) (*SearchAttri
 	case "KEYWORD", "TEXT":
 		a.String = ptr(deref(sa.StringValue))
 	case "DATETIME":
-		t, err := parseDatetime(deref(sa.StringValue), e.cfg.Clock.Now())
+		t, err := parseDatetime(deref(sa.StringValue), now)
 		if err != nil {
 			return nil, Errorf(CodeInvalidArgument, "search attribute %s: %v", key, err)
 		}
@@ -122,15 +120,23 @@ func (e *Engine) toStoreSearchAttribute(sa iwfapi.SearchAttribute) (*SearchAttri
 	return a, nil
 }
 
+// decodeSearchAttribute reads a search attribute row as it was written.
+func decodeSearchAttribute(a *SearchAttribute) (record.SearchAttribute, error) {
+	var sa record.SearchAttribute
+	if err := json.Unmarshal(a.Raw, &sa); err != nil {
+		return sa, fmt.Errorf("decoding search attribute %s: %w", a.Key, err)
+	}
+	return sa, nil
+}
+
 // readSearchAttribute answers searchattributes/get: the value as written,
 // with DATETIME in its canonical RFC 3339 (UTC, nanoseconds) form.
 func readSearchAttribute(a *SearchAttribute) iwfapi.SearchAttribute {
-	var sa iwfapi.SearchAttribute
-	_ = json.Unmarshal(a.Raw, &sa)
+	sa, _ := decodeSearchAttribute(a)
 	if a.ValueType == "DATETIME" && a.Time != nil {
 		sa.StringValue = ptr(a.Time.UTC().Format(time.RFC3339Nano))
 	}
-	return sa
+	return searchAttributeOut(sa)
 }
 
 var relativeDatetime = regexp.MustCompile(`^(\d+)(s|m|h|d|w|M|y|second|minute|hour|day|week|month|year)$`)

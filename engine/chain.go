@@ -1,13 +1,12 @@
 package engine
 
 import (
-	"context"
 	"math"
 	"time"
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
 
 // parseCron parses a standard five-field cron schedule ("" means none).
@@ -27,31 +26,23 @@ func parseCron(spec string) (cron.Schedule, error) {
 // backoff, within the workflow timeout), or else the next run of a cron
 // schedule. Cancelled and terminated runs end their chain. Runs are chained
 // one after another, so cron runs never overlap.
-func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
+func (r *runTxn) chainNext() error {
+	run, rd := r.run, r.rd
 	if run.Status != RunFailed && run.Status != RunCompleted && run.Status != RunTimeout {
 		return nil
 	}
 	req := rd.Start
-	opts := deref(req.WorkflowStartOptions)
-	now := e.cfg.Clock.Now()
-	das, err := toStoreDataAttributes(slice(opts.DataAttributes))
-	if err != nil {
-		return err
-	}
-	sas, err := e.toStoreSearchAttributes(slice(opts.SearchAttributes))
-	if err != nil {
-		return err
-	}
+	opts := deref(req.StartOptions)
 	if p := opts.RetryPolicy; run.Status == RunFailed && p != nil {
 		if max := deref(p.MaximumAttempts); max <= 0 || rd.RetryAttempt < int(max) {
-			due := now.Add(workflowBackoff(p, rd.RetryAttempt))
+			due := r.now.Add(workflowBackoff(p, rd.RetryAttempt))
 			if rd.TimeoutAt == 0 || unixMs(due) < rd.TimeoutAt {
-				next, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: rd.TimeoutAt, retryAttempt: rd.RetryAttempt + 1}, das, sas)
+				next, err := r.createRun(req, runChain{due: due, timeoutAt: rd.TimeoutAt, retryAttempt: rd.RetryAttempt + 1}, true)
 				if err != nil {
 					return err
 				}
-				rd.RetriedBy = next.RunID
-				fx.record(e.event(run, "", "RetriedAsNewRun", map[string]any{"runId": next.RunID, "due": due}))
+				rd.RetriedBy = next.run.RunID
+				r.record(r.event("", "RetriedAsNewRun", map[string]any{"runId": next.run.RunID, "due": due}))
 				return nil
 			}
 		}
@@ -60,18 +51,18 @@ func (e *Engine) chainNext(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 	if err != nil || sched == nil {
 		return err
 	}
-	due := sched.Next(now)
-	next, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: deadline(due, req.WorkflowTimeoutSeconds)}, das, sas)
+	due := sched.Next(r.now)
+	next, err := r.createRun(req, runChain{due: due, timeoutAt: deadline(due, req.WorkflowTimeoutSeconds)}, true)
 	if err != nil {
 		return err
 	}
-	fx.record(e.event(run, "", "CronNextRun", map[string]any{"runId": next.RunID, "due": due}))
+	r.record(r.event("", "CronNextRun", map[string]any{"runId": next.run.RunID, "due": due}))
 	return nil
 }
 
 // workflowBackoff is the wait before retry attempt+1 of a workflow retry
 // policy (defaults: 1 s, ×2, capped at 100 s).
-func workflowBackoff(p *iwfapi.WorkflowRetryPolicy, attempt int) time.Duration {
+func workflowBackoff(p *record.WorkflowRetryPolicy, attempt int) time.Duration {
 	initial, coef, maxInterval := 1.0, 2.0, 100.0
 	if v := deref(p.InitialIntervalSeconds); v > 0 {
 		initial = float64(v)

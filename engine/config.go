@@ -45,6 +45,11 @@ type Config struct {
 	// KEYWORD_ARRAY). When set, writes of undeclared keys or mismatched
 	// types are rejected.
 	SearchAttributeTypes map[string]string
+	// OnCommit, when set, is called after every committed transaction that
+	// appended history, with the events in append order (IDs set). It runs
+	// on the engine's goroutine: it must not block or call the engine. Tests
+	// use it to wait for events instead of sleeping.
+	OnCommit func(events []*HistoryEvent)
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -128,54 +128,6 @@ func (e *Engine) localHorizon() time.Duration {
 	return e.cfg.LeaseDuration / 2
 }
 
-// txEffects collects what a transaction did that matters after its commit:
-// tasks leased to this process, and runs whose waiters must wake.
-type txEffects struct {
-	tasks   []*Task
-	runs    []string
-	events  []*HistoryEvent
-	started int         // runs created
-	closed  []RunStatus // runs closed
-}
-
-// record queues history events; update appends them, in order, with one
-// statement at the end of the transaction.
-func (fx *txEffects) record(events ...*HistoryEvent) {
-	fx.events = append(fx.events, events...)
-}
-
-// update runs fn in a store transaction and, after the commit, schedules the
-// tasks it leased to this process and wakes long polls on changed runs.
-func (e *Engine) update(ctx context.Context, fn func(ctx context.Context, tx Tx, fx *txEffects) error) error {
-	var fx txEffects
-	begin := time.Now()
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
-		fx = txEffects{}
-		if err := fn(ctx, tx, &fx); err != nil {
-			return err
-		}
-		if len(fx.events) == 0 {
-			return nil
-		}
-		return tx.HistoryAppend(ctx, fx.events)
-	})
-	e.metrics.txSeconds.observe(time.Since(begin))
-	if err != nil {
-		return err
-	}
-	if fx.started > 0 {
-		e.metrics.started.add(int64(fx.started))
-	}
-	for _, s := range fx.closed {
-		e.metrics.closed.inc(string(s))
-	}
-	e.disp.schedule(fx.tasks...)
-	for _, r := range fx.runs {
-		e.waits.notify(r)
-	}
-	return nil
-}
-
 // notifier wakes long polls (getWithWait, waitForStateCompletion) of this
 // process when a run changes. Changes made by other processes are seen by
 // the waiters' periodic re-check.

@@ -1,127 +1,92 @@
 package engine
 
+// External inputs: signals, publishes, attribute writes, timer skips,
+// config updates and RPC mutations that reach a run from outside. Each is
+// applied in one transaction and recorded in the run's history with its
+// payload (a record.Input), so that a reset can apply it again.
+
 import (
 	"context"
 	"encoding/json"
 	"errors"
 
-	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
-
-// externalInput is one input that reached a run from outside: an API call
-// or the mutations of an RPC answer. Each is applied in one transaction and
-// recorded in the run's history with its payload, so that a reset can apply
-// it again to the new run. Exactly one field is set.
-type externalInput struct {
-	Signal    *iwfapi.WorkflowSignalRequest              `json:"signal,omitempty"`
-	Publish   *iwfapi.PublishToInternalChannelRequest    `json:"publish,omitempty"`
-	SetData   *iwfapi.WorkflowSetDataObjectsRequest      `json:"setDataAttributes,omitempty"`
-	SetSearch *iwfapi.WorkflowSetSearchAttributesRequest `json:"setSearchAttributes,omitempty"`
-	SkipTimer *iwfapi.WorkflowSkipTimerRequest           `json:"skipTimer,omitempty"`
-	Config    *iwfapi.WorkflowConfigUpdateRequest        `json:"configUpdate,omitempty"`
-	RPC       *rpcMutation                               `json:"rpc,omitempty"`
-}
-
-// rpcMutation is what an RPC answer changes in a run.
-type rpcMutation struct {
-	Name                   string                                `json:"rpcName"`
-	Locking                bool                                  `json:"locking,omitempty"`
-	UpsertSearchAttributes *[]iwfapi.SearchAttribute             `json:"upsertSearchAttributes,omitempty"`
-	UpsertDataAttributes   *[]iwfapi.KeyValue                    `json:"upsertDataAttributes,omitempty"`
-	Publish                *[]iwfapi.InterStateChannelPublishing `json:"publishToInterStateChannel,omitempty"`
-	Decision               *iwfapi.StateDecision                 `json:"stateDecision,omitempty"`
-}
 
 // externalInputEvent is the history event type of external inputs.
 const externalInputEvent = "ExternalInput"
 
 // applyExternal applies one external input to a running run.
-func (e *Engine) applyExternal(ctx context.Context, workflowID, runID string, in externalInput) error {
-	return e.mutateRun(ctx, workflowID, runID, func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		return e.applyInput(ctx, tx, fx, run, rd, in, false)
+func (e *Engine) applyExternal(ctx context.Context, workflowID, runID string, in record.Input) error {
+	return e.mutateRun(ctx, workflowID, runID, func(r *runTxn) error {
+		return r.applyInput(in, false)
 	})
 }
 
 // applyInput applies an external input and records it. With replay (a
 // reset applying inputs again), a timer skip for an execution that has not
 // reached its timers yet is kept until it does, instead of being rejected.
-func (e *Engine) applyInput(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData, in externalInput, replay bool) error {
-	now := e.cfg.Clock.Now()
+func (r *runTxn) applyInput(in record.Input, replay bool) error {
 	deliver := false
 	switch {
 	case in.Signal != nil:
-		value, err := encodeValue(in.Signal.SignalValue)
-		if err != nil {
-			return err
-		}
-		msg := &Message{RunID: run.RunID, Kind: ChannelSignal, Channel: in.Signal.SignalChannelName, Value: value, CreatedAt: now}
-		if err := tx.MessageAppend(ctx, []*Message{msg}); err != nil {
+		msg := &Message{RunID: r.run.RunID, Kind: ChannelSignal, Channel: in.Signal.SignalChannelName, Value: encodeValue(in.Signal.SignalValue), CreatedAt: r.now}
+		if err := r.tx.MessageAppend(r.ctx, []*Message{msg}); err != nil {
 			return err
 		}
 		deliver = true
 	case in.Publish != nil:
-		if err := e.publish(ctx, tx, fx, run, "", slice(in.Publish.Messages)); err != nil {
+		if err := r.publish("", slice(in.Publish.Messages)); err != nil {
 			return err
 		}
 		deliver = true
 	case in.SetData != nil:
-		attrs, err := toStoreDataAttributes(slice(in.SetData.Objects))
-		if err != nil {
+		if err := r.applyUpserts("", upserts{dataAttrs: slice(in.SetData.Objects)}); err != nil {
 			return err
-		}
-		if len(attrs) > 0 {
-			if err := tx.DataAttributeUpsert(ctx, run.RunID, attrs); err != nil {
-				return err
-			}
 		}
 	case in.SetSearch != nil:
-		attrs, err := e.toStoreSearchAttributes(slice(in.SetSearch.SearchAttributes))
-		if err != nil {
+		if err := r.applyUpserts("", upserts{searchAttrs: slice(in.SetSearch.SearchAttributes)}); err != nil {
 			return err
 		}
-		if len(attrs) > 0 {
-			if err := tx.SearchAttributeUpsert(ctx, run.RunID, attrs); err != nil {
-				return err
-			}
-		}
 	case in.SkipTimer != nil:
-		applied, err := e.skipTimer(ctx, tx, fx, run, *in.SkipTimer)
+		applied, err := r.skipTimer(*in.SkipTimer)
 		if err != nil && !(replay && CodeOf(err) == CodeInvalidArgument) {
 			return err
 		}
 		if replay && !applied {
-			rd.PendingSkips = append(rd.PendingSkips, *in.SkipTimer)
+			r.rd.PendingSkips = append(r.rd.PendingSkips, *in.SkipTimer)
 		}
 	case in.Config != nil:
 		c := in.Config.WorkflowConfig
 		c.OptimizeTimer = nil
-		rd.Config = mergeConfig(rd.Config, &c)
+		r.rd.Config = mergeConfig(r.rd.Config, &c)
 	case in.RPC != nil:
 		m := in.RPC
-		if err := e.applyUpserts(ctx, tx, fx, run, "", slice(m.UpsertSearchAttributes), slice(m.UpsertDataAttributes), slice(m.Publish)); err != nil {
+		writes := upserts{searchAttrs: slice(m.UpsertSearchAttributes), dataAttrs: slice(m.UpsertDataAttributes), publishes: slice(m.Publish)}
+		if err := r.applyUpserts("", writes); err != nil {
 			return err
 		}
-		deliver = len(slice(m.Publish)) > 0
+		deliver = len(writes.publishes) > 0
 		if m.Decision != nil {
-			if err := e.startStates(ctx, tx, fx, run, rd, slice(m.Decision.NextStates), now); err != nil {
+			if err := r.startStates(slice(m.Decision.NextStates), r.now); err != nil {
 				return err
 			}
 		}
 	default:
 		return errors.New("engine: empty external input")
 	}
-	fx.record(e.event(run, "", externalInputEvent, in))
+	r.record(r.event("", externalInputEvent, in))
 	if deliver {
-		return e.deliver(ctx, tx, fx, run, "")
+		return r.deliver("")
 	}
 	return nil
 }
 
 // skipTimer marks a pending timer command as fired. It reports whether a
 // pending timer was found and skipped.
-func (e *Engine) skipTimer(ctx context.Context, tx Tx, fx *txEffects, run *Run, req iwfapi.WorkflowSkipTimerRequest) (bool, error) {
+func (r *runTxn) skipTimer(req record.SkipTimer) (bool, error) {
 	notFound := Errorf(CodeInvalidArgument, "invalid request - requested timer command doesn't exist")
-	x, err := tx.ExecutionGet(ctx, run.RunID, req.WorkflowStateExecutionId)
+	x, err := r.tx.ExecutionGet(r.ctx, r.run.RunID, req.WorkflowStateExecutionID)
 	if errors.Is(err, ErrNotFound) {
 		return false, notFound
 	}
@@ -137,26 +102,26 @@ func (e *Engine) skipTimer(ctx context.Context, tx Tx, fx *txEffects, run *Run, 
 		return false, err
 	}
 	xd.FireAt[idx] = 0
-	if _, err := e.evaluate(ctx, tx, fx, run, x, xd); err != nil {
+	if _, err := r.evaluate(x, xd); err != nil {
 		return false, err
 	}
 	x.Data = encode(xd)
-	return true, tx.ExecutionUpdate(ctx, x)
+	return true, r.tx.ExecutionUpdate(r.ctx, x)
 }
 
 // timerIndex finds the timer a skip request names: by id, the first timer
 // with that commandId (pending or not); by index, a timer that must still be
 // pending.
-func timerIndex(x *Execution, xd *execData, req iwfapi.WorkflowSkipTimerRequest) (idx int, pending bool, err error) {
+func timerIndex(x *Execution, xd *record.Execution, req record.SkipTimer) (idx int, pending bool, err error) {
 	notFound := Errorf(CodeInvalidArgument, "invalid request - requested timer command doesn't exist")
-	var timers []iwfapi.TimerCommand
+	var timers []record.TimerCommand
 	if xd.Commands != nil {
 		timers = slice(xd.Commands.TimerCommands)
 	}
 	waiting := x.Status == ExecWaiting
-	if id := deref(req.TimerCommandId); id != "" {
+	if id := deref(req.TimerCommandID); id != "" {
 		for i, t := range timers {
-			if deref(t.CommandId) == id {
+			if deref(t.CommandID) == id {
 				return i, waiting && !xd.Done[i], nil
 			}
 		}
@@ -171,10 +136,10 @@ func timerIndex(x *Execution, xd *execData, req iwfapi.WorkflowSkipTimerRequest)
 
 // applyPendingSkips applies timer skips kept by a reset for an execution
 // that has just started waiting.
-func applyPendingSkips(rd *runData, x *Execution, xd *execData) {
+func applyPendingSkips(rd *record.Run, x *Execution, xd *record.Execution) {
 	kept := rd.PendingSkips[:0]
 	for _, req := range rd.PendingSkips {
-		if req.WorkflowStateExecutionId != x.ExecutionID {
+		if req.WorkflowStateExecutionID != x.ExecutionID {
 			kept = append(kept, req)
 			continue
 		}
@@ -185,8 +150,8 @@ func applyPendingSkips(rd *runData, x *Execution, xd *execData) {
 	rd.PendingSkips = kept
 }
 
-func decodeExternalInput(ev *HistoryEvent) (externalInput, bool) {
-	var in externalInput
+func decodeExternalInput(ev *HistoryEvent) (record.Input, bool) {
+	var in record.Input
 	if ev.Type != externalInputEvent || json.Unmarshal(ev.Data, &in) != nil {
 		return in, false
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
 
 // Locks on data and search attribute keys (iWF §7.3). A state API whose
@@ -14,16 +14,10 @@ import (
 // Locks live in the run's data, so they survive restarts; an RPC's locks
 // carry an expiry in case its server process dies while holding them.
 
-// lockHolder is who holds one lock.
-type lockHolder struct {
-	Holder  string `json:"holder"`
-	Expires int64  `json:"expires,omitempty"` // unix ms; 0 = until released
-}
-
 // lockRetry is how soon a state API blocked by a lock tries again.
 const lockRetry = 50 * time.Millisecond
 
-func lockingKeys(p *iwfapi.PersistenceLoadingPolicy) []string {
+func lockingKeys(p *record.LoadingPolicy) []string {
 	if isLocking(p) {
 		return slice(p.LockingKeys)
 	}
@@ -31,7 +25,7 @@ func lockingKeys(p *iwfapi.PersistenceLoadingPolicy) []string {
 }
 
 // lockKeys lists the lock names a pair of policies asks for.
-func lockKeys(da, sa *iwfapi.PersistenceLoadingPolicy) []string {
+func lockKeys(da, sa *record.LoadingPolicy) []string {
 	var keys []string
 	for _, k := range lockingKeys(da) {
 		keys = append(keys, "da:"+k)
@@ -44,23 +38,23 @@ func lockKeys(da, sa *iwfapi.PersistenceLoadingPolicy) []string {
 
 // tryLock takes all keys for holder, or none when another live holder has
 // one of them. Re-taking one's own locks succeeds.
-func tryLock(rd *runData, keys []string, holder string, expires int64, nowMs int64) bool {
+func tryLock(rd *record.Run, keys []string, holder string, expires int64, nowMs int64) bool {
 	for _, k := range keys {
 		if h, ok := rd.Locks[k]; ok && h.Holder != holder && (h.Expires == 0 || h.Expires > nowMs) {
 			return false
 		}
 	}
 	if len(keys) > 0 && rd.Locks == nil {
-		rd.Locks = map[string]lockHolder{}
+		rd.Locks = map[string]record.LockHolder{}
 	}
 	for _, k := range keys {
-		rd.Locks[k] = lockHolder{Holder: holder, Expires: expires}
+		rd.Locks[k] = record.LockHolder{Holder: holder, Expires: expires}
 	}
 	return true
 }
 
 // holdsAll reports whether holder holds every key.
-func holdsAll(rd *runData, keys []string, holder string) bool {
+func holdsAll(rd *record.Run, keys []string, holder string) bool {
 	for _, k := range keys {
 		if rd.Locks[k].Holder != holder {
 			return false
@@ -70,7 +64,7 @@ func holdsAll(rd *runData, keys []string, holder string) bool {
 }
 
 // unlock releases every lock of holder.
-func unlock(rd *runData, holder string) {
+func unlock(rd *record.Run, holder string) {
 	for k, h := range rd.Locks {
 		if h.Holder == holder {
 			delete(rd.Locks, k)
@@ -84,10 +78,11 @@ func apiLockHolder(executionID string, kind TaskKind) string {
 
 // acquireAPILocks takes the locks a state API call needs. It reports false
 // when they are held by others; the task is then rescheduled shortly.
-func (e *Engine) acquireAPILocks(ctx context.Context, t *Task, keys []string) (bool, error) {
+func (e *Engine) acquireAPILocks(ctx context.Context, task *Task, keys []string) (bool, error) {
 	acquired := false
-	err := e.update(ctx, func(ctx context.Context, tx Tx, fx *txEffects) error {
-		run, err := tx.RunLock(ctx, t.RunID)
+	err := e.update(ctx, func(t *txn) error {
+		acquired = false
+		run, err := t.tx.RunLock(t.ctx, task.RunID)
 		if err != nil || run.Status != RunRunning {
 			return err
 		}
@@ -95,19 +90,11 @@ func (e *Engine) acquireAPILocks(ctx context.Context, t *Task, keys []string) (b
 		if err != nil {
 			return err
 		}
-		now := e.cfg.Clock.Now()
-		if tryLock(rd, keys, apiLockHolder(t.ExecutionID, t.Kind), 0, unixMs(now)) {
+		if tryLock(rd, keys, apiLockHolder(task.ExecutionID, task.Kind), 0, unixMs(t.now)) {
 			acquired = true
-			return e.saveRun(ctx, tx, fx, run, rd)
+			return t.forRun(run, rd).save()
 		}
-		next := *t
-		next.DueAt = now.Add(lockRetry)
-		e.leaseLocally(&next, now)
-		ok, err := tx.TaskReschedule(ctx, &next, e.cfg.NodeID)
-		if err == nil && ok && next.LeaseOwner == e.cfg.NodeID {
-			fx.tasks = append(fx.tasks, &next)
-		}
-		return err
+		return t.reschedule(task, t.now.Add(lockRetry), task.Attempt)
 	})
 	return acquired, err
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
 
 // InvokeRPC calls the worker's RPC handler with the run's attributes and
@@ -19,11 +20,12 @@ import (
 // atomically before answering (POST /api/v1/workflow/rpc).
 func (e *Engine) InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (iwfapi.WorkflowRpcResponse, error) {
 	holder := ""
-	if keys := lockKeys(req.DataAttributesLoadingPolicy, req.SearchAttributesLoadingPolicy); len(keys) > 0 {
+	daPolicy, saPolicy := mapPtr(req.DataAttributesLoadingPolicy, loadingIn), mapPtr(req.SearchAttributesLoadingPolicy, loadingIn)
+	if keys := lockKeys(daPolicy, saPolicy); len(keys) > 0 {
 		holder = "rpc:" + uuid.NewString()
 		expires := e.cfg.Clock.Now().Add(e.waitBudget(deref(req.TimeoutSeconds)) + e.cfg.LeaseDuration)
-		err := e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-			if !tryLock(rd, keys, holder, unixMs(expires), unixMs(e.cfg.Clock.Now())) {
+		err := e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(r *runTxn) error {
+			if !tryLock(r.rd, keys, holder, unixMs(expires), unixMs(r.now)) {
 				return Errorf(CodeLocked, "requested data or search attributes are being locked by other operations")
 			}
 			return nil
@@ -32,11 +34,11 @@ func (e *Engine) InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (
 			return iwfapi.WorkflowRpcResponse{}, err
 		}
 	}
-	resp, err := e.invokeRPC(ctx, req, holder)
+	resp, err := e.invokeRPC(ctx, req, daPolicy, saPolicy, holder)
 	if err != nil && holder != "" {
 		// Release the locks; the run may have closed meanwhile.
-		_ = e.mutateRun(context.WithoutCancel(ctx), req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-			unlock(rd, holder)
+		_ = e.mutateRun(context.WithoutCancel(ctx), req.WorkflowId, deref(req.WorkflowRunId), func(r *runTxn) error {
+			unlock(r.rd, holder)
 			return nil
 		})
 	}
@@ -45,9 +47,9 @@ func (e *Engine) InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (
 
 // invokeRPC calls the worker and applies the answer; holder names the RPC's
 // locks ("" for a non-locking RPC), released with the answer.
-func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, holder string) (iwfapi.WorkflowRpcResponse, error) {
+func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, daPolicy, saPolicy *record.LoadingPolicy, holder string) (iwfapi.WorkflowRpcResponse, error) {
 	var run *Run
-	var rd *runData
+	var rd *record.Run
 	var wreq iwfapi.WorkflowWorkerRpcRequest
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
 		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
@@ -60,11 +62,11 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, h
 		if rd, err = decodeRun(run); err != nil {
 			return err
 		}
-		das, err := loadDataAttributes(ctx, tx, id, req.DataAttributesLoadingPolicy)
+		das, err := loadDataAttributes(ctx, tx, id, daPolicy)
 		if err != nil {
 			return err
 		}
-		sas, err := loadSearchAttributes(ctx, tx, id, req.SearchAttributesLoadingPolicy)
+		sas, err := loadSearchAttributes(ctx, tx, id, saPolicy)
 		if err != nil {
 			return err
 		}
@@ -112,15 +114,17 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, h
 	mutates := len(slice(resp.UpsertDataAttributes)) > 0 || len(slice(resp.UpsertSearchAttributes)) > 0 ||
 		len(slice(resp.PublishToInterStateChannel)) > 0 || (resp.StateDecision != nil && len(slice(resp.StateDecision.NextStates)) > 0)
 	if mutates || holder != "" {
-		err := e.mutateRun(ctx, run.WorkflowID, run.RunID, func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-			unlock(rd, holder)
+		mutation := &record.RPCMutation{
+			Name: req.RpcName, Locking: holder != "", UpsertSearchAttributes: mapSlice(resp.UpsertSearchAttributes, searchAttributeIn),
+			UpsertDataAttributes: mapSlice(resp.UpsertDataAttributes, kvIn), Publish: mapSlice(resp.PublishToInterStateChannel, publishIn),
+			Decision: mapPtr(resp.StateDecision, decisionIn),
+		}
+		err := e.mutateRun(ctx, run.WorkflowID, run.RunID, func(r *runTxn) error {
+			unlock(r.rd, holder)
 			if !mutates {
 				return nil
 			}
-			return e.applyInput(ctx, tx, fx, run, rd, externalInput{RPC: &rpcMutation{
-				Name: req.RpcName, Locking: holder != "", UpsertSearchAttributes: resp.UpsertSearchAttributes,
-				UpsertDataAttributes: resp.UpsertDataAttributes, Publish: resp.PublishToInterStateChannel, Decision: resp.StateDecision,
-			}}, false)
+			return r.applyInput(record.Input{RPC: mutation}, false)
 		})
 		if err != nil {
 			return iwfapi.WorkflowRpcResponse{}, err
@@ -129,12 +133,12 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, h
 	return iwfapi.WorkflowRpcResponse{Output: resp.Output}, nil
 }
 
-func isLocking(p *iwfapi.PersistenceLoadingPolicy) bool {
+func isLocking(p *record.LoadingPolicy) bool {
 	if p == nil || p.PersistenceLoadingType == nil {
 		return false
 	}
 	t := *p.PersistenceLoadingType
-	return t == iwfapi.PersistenceLoadingTypeLoadPartialWithExclusiveLock || t == iwfapi.PersistenceLoadingTypeLoadAllWithPartialLock
+	return t == record.LoadPartialWithExclusiveLock || t == record.LoadAllWithPartialLock
 }
 
 func channelInfos(ctx context.Context, tx ReadTx, runID string, kind ChannelKind) (map[string]iwfapi.ChannelInfo, error) {
@@ -174,14 +178,14 @@ func (e *Engine) SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequ
 	if deref(req.TimerCommandId) == "" && req.TimerCommandIndex == nil {
 		return Errorf(CodeInvalidArgument, "invalid request - must provide either a timerCommandId or index")
 	}
-	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{SkipTimer: &req})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), record.Input{SkipTimer: ptr(skipTimerIn(req))})
 }
 
 // UpdateConfig overwrites the run's workflow config field by field
 // (POST /api/v1/workflow/config/update). As in iWF, optimizeTimer is not
 // updated.
 func (e *Engine) UpdateConfig(ctx context.Context, req iwfapi.WorkflowConfigUpdateRequest) error {
-	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{Config: &req})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), record.Input{Config: &record.ConfigInput{WorkflowConfig: configIn(req.WorkflowConfig)}})
 }
 
 // WaitForStateCompletion waits until a watched state execution's execute
@@ -226,7 +230,7 @@ func (e *Engine) WaitForStateCompletion(ctx context.Context, req iwfapi.Workflow
 				return err
 			}
 			if c, ok := rd.Completions[key]; ok {
-				found = &c
+				found = ptr(outputOut(c))
 			}
 			return nil
 		})
@@ -299,7 +303,7 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 		if err != nil {
 			return err
 		}
-		doc = dumpDocument{WorkflowID: run.WorkflowID, RunID: run.RunID, Status: run.Status, Counters: rd.Counters, Outputs: rd.Outputs, Config: rd.Config}
+		doc = dumpDocument{WorkflowID: run.WorkflowID, RunID: run.RunID, Status: run.Status, Counters: rd.Counters, Outputs: slice(mapSlice(&rd.Outputs, outputOut)), Config: configOut(rd.Config)}
 		execs, err := tx.ExecutionList(ctx, id)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
 
 // ResetWorkflow starts a new run of a workflow from an earlier point of a
@@ -29,16 +30,17 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 	if req.WorkflowId == "" {
 		return iwfapi.WorkflowResetResponse{}, errNoWorkflowID()
 	}
-	var out iwfapi.WorkflowResetResponse
-	err := e.update(ctx, func(ctx context.Context, tx Tx, fx *txEffects) error {
-		if _, err := tx.WorkflowLock(ctx, req.WorkflowId); err != nil {
+	var newRunID string
+	err := e.update(ctx, func(t *txn) error {
+		newRunID = ""
+		if _, err := t.tx.WorkflowLock(t.ctx, req.WorkflowId); err != nil {
 			return err
 		}
-		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		id, err := resolveRun(t.ctx, t.tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
 		}
-		base, err := tx.RunLock(ctx, id)
+		base, err := t.tx.RunLock(t.ctx, id)
 		if err != nil {
 			return err
 		}
@@ -46,41 +48,42 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 		if err != nil {
 			return err
 		}
-		history, err := tx.HistoryList(ctx, id, 0, 0)
+		history, err := t.tx.HistoryList(t.ctx, id, 0, 0)
 		if err != nil {
 			return err
 		}
-		point, err := resetPoint(ctx, tx, base, history, req)
+		point, err := t.resetPoint(base, history, req)
 		if err != nil {
 			return err
 		}
+		b := t.forRun(base, brd)
 		if base.Status == RunRunning {
-			if err := e.closeRun(ctx, tx, fx, base, brd, RunTerminated, "", "reset"); err != nil {
+			if err := b.closeRun(RunTerminated, "", "reset"); err != nil {
 				return err
 			}
-			if err := e.saveRun(ctx, tx, fx, base, brd); err != nil {
+			if err := b.save(); err != nil {
 				return err
 			}
 		}
-		var run *Run
+		var r *runTxn
 		if point == nil {
-			run, err = e.resetToBeginning(ctx, tx, fx, brd, history, req)
+			r, err = t.resetToBeginning(brd, history, req)
 		} else {
-			run, err = e.resetToExecution(ctx, tx, fx, base, brd, point)
+			r, err = t.resetToExecution(b, point)
 		}
 		if err != nil {
 			return err
 		}
-		out.WorkflowRunId = run.RunID
-		fx.record(e.event(base, "", "Reset", map[string]any{"resetType": req.ResetType, "newRunId": run.RunID}))
+		newRunID = r.run.RunID
+		b.record(b.event("", "Reset", map[string]any{"resetType": req.ResetType, "newRunId": newRunID}))
 		return nil
 	})
-	return out, err
+	return iwfapi.WorkflowResetResponse{WorkflowRunId: newRunID}, err
 }
 
 // resetPoint returns the execution a reset resumes before, or nil for the
 // beginning.
-func resetPoint(ctx context.Context, tx Tx, base *Run, history []*HistoryEvent, req iwfapi.WorkflowResetRequest) (*Execution, error) {
+func (t *txn) resetPoint(base *Run, history []*HistoryEvent, req iwfapi.WorkflowResetRequest) (*Execution, error) {
 	lastStartedBefore := func(ok func(ev *HistoryEvent) bool) (*Execution, error) {
 		var id string
 		for _, ev := range history {
@@ -91,13 +94,13 @@ func resetPoint(ctx context.Context, tx Tx, base *Run, history []*HistoryEvent, 
 		if id == "" {
 			return nil, nil
 		}
-		return tx.ExecutionGet(ctx, base.RunID, id)
+		return t.tx.ExecutionGet(t.ctx, base.RunID, id)
 	}
 	switch req.ResetType {
 	case iwfapi.WorkflowResetTypeBeginning:
 		return nil, nil
 	case iwfapi.WorkflowResetTypeStateId:
-		execs, err := tx.ExecutionList(ctx, base.RunID)
+		execs, err := t.tx.ExecutionList(t.ctx, base.RunID)
 		if err != nil {
 			return nil, err
 		}
@@ -108,7 +111,7 @@ func resetPoint(ctx context.Context, tx Tx, base *Run, history []*HistoryEvent, 
 		}
 		return nil, Errorf(CodeInvalidArgument, "run %s never started state %q", base.RunID, deref(req.StateId))
 	case iwfapi.WorkflowResetTypeStateExecutionId:
-		x, err := tx.ExecutionGet(ctx, base.RunID, deref(req.StateExecutionId))
+		x, err := t.tx.ExecutionGet(t.ctx, base.RunID, deref(req.StateExecutionId))
 		if errors.Is(err, ErrNotFound) {
 			return nil, Errorf(CodeInvalidArgument, "run %s has no state execution %q", base.RunID, deref(req.StateExecutionId))
 		}
@@ -117,7 +120,7 @@ func resetPoint(ctx context.Context, tx Tx, base *Run, history []*HistoryEvent, 
 		limit := int64(deref(req.HistoryEventId))
 		return lastStartedBefore(func(ev *HistoryEvent) bool { return ev.ID <= limit })
 	case iwfapi.WorkflowResetTypeHistoryEventTime:
-		at, err := parseDatetime(deref(req.HistoryEventTime), time.Now())
+		at, err := parseDatetime(deref(req.HistoryEventTime), t.now)
 		if err != nil {
 			return nil, Errorf(CodeInvalidArgument, "historyEventTime: %v", err)
 		}
@@ -126,19 +129,11 @@ func resetPoint(ctx context.Context, tx Tx, base *Run, history []*HistoryEvent, 
 	return nil, Errorf(CodeInvalidArgument, "unsupported resetType %q", req.ResetType)
 }
 
-func (e *Engine) resetToBeginning(ctx context.Context, tx Tx, fx *txEffects, brd *runData, history []*HistoryEvent, req iwfapi.WorkflowResetRequest) (*Run, error) {
+// resetToBeginning starts a new run from the base run's start request and
+// applies the base run's external inputs again.
+func (t *txn) resetToBeginning(brd *record.Run, history []*HistoryEvent, req iwfapi.WorkflowResetRequest) (*runTxn, error) {
 	start := brd.Start
-	opts := deref(start.WorkflowStartOptions)
-	das, err := toStoreDataAttributes(slice(opts.DataAttributes))
-	if err != nil {
-		return nil, err
-	}
-	sas, err := e.toStoreSearchAttributes(slice(opts.SearchAttributes))
-	if err != nil {
-		return nil, err
-	}
-	now := e.cfg.Clock.Now()
-	run, rd, err := e.createRun(ctx, tx, fx, start, runChain{due: now, timeoutAt: deadline(now, start.WorkflowTimeoutSeconds)}, das, sas)
+	r, err := t.createRun(start, runChain{due: t.now, timeoutAt: deadline(t.now, start.WorkflowTimeoutSeconds)}, true)
 	if err != nil {
 		return nil, err
 	}
@@ -154,24 +149,26 @@ func (e *Engine) resetToBeginning(ctx context.Context, tx Tx, fx *txEffects, brd
 		} else if deref(req.SkipSignalReapply) {
 			continue
 		}
-		if err := e.applyInput(ctx, tx, fx, run, rd, in, true); err != nil {
+		if err := r.applyInput(in, true); err != nil {
 			return nil, err
 		}
 	}
-	return run, e.saveRun(ctx, tx, fx, run, rd)
+	return r, r.save()
 }
 
-func (e *Engine) resetToExecution(ctx context.Context, tx Tx, fx *txEffects, base *Run, brd *runData, point *Execution) (*Run, error) {
+// resetToExecution starts a new run at the checkpoint of the decision that
+// started point, with the base run's attributes and buffered messages.
+func (t *txn) resetToExecution(b *runTxn, point *Execution) (*runTxn, error) {
 	pd, err := decodeExec(point)
 	if err != nil {
 		return nil, err
 	}
-	execs, err := tx.ExecutionList(ctx, base.RunID)
+	execs, err := t.tx.ExecutionList(t.ctx, b.run.RunID)
 	if err != nil {
 		return nil, err
 	}
-	var cp *checkpoint
-	var moves []iwfapi.StateMovement
+	var cp *record.Checkpoint
+	var moves []record.Movement
 	for _, x := range execs {
 		xd, err := decodeExec(x)
 		if err != nil {
@@ -183,7 +180,7 @@ func (e *Engine) resetToExecution(ctx context.Context, tx Tx, fx *txEffects, bas
 		if xd.Checkpoint != nil {
 			cp = xd.Checkpoint
 		}
-		m := iwfapi.StateMovement{StateId: x.StateID, StateInput: xd.Input, StateOptions: xd.Options}
+		m := record.Movement{StateID: x.StateID, StateInput: xd.Input, StateOptions: xd.Options}
 		if xd.WaitForKey != "" {
 			m.WaitForKey = ptr(xd.WaitForKey)
 		}
@@ -192,25 +189,26 @@ func (e *Engine) resetToExecution(ctx context.Context, tx Tx, fx *txEffects, bas
 	if cp == nil {
 		return nil, Errorf(CodeInternal, "state execution %s has no checkpoint to reset to", point.ExecutionID)
 	}
+	brd := b.rd
 	start := brd.Start
-	start.StartStateId = nil
-	now := e.cfg.Clock.Now()
-	run, rd, err := e.createRun(ctx, tx, fx, start, runChain{due: now, timeoutAt: deadline(now, start.WorkflowTimeoutSeconds)}, nil, nil)
+	start.StartStateID = nil
+	r, err := t.createRun(start, runChain{due: t.now, timeoutAt: deadline(t.now, start.WorkflowTimeoutSeconds)}, false)
 	if err != nil {
 		return nil, err
 	}
+	rd := r.rd
 	rd.Start = brd.Start
 	rd.Config = brd.Config
 	rd.Counters = cp.Counters
 	rd.Outputs = brd.Outputs[:min(cp.Outputs, len(brd.Outputs))]
 	rd.Graceful = cp.Graceful
-	if err := copyRunState(ctx, tx, base.RunID, run.RunID, now); err != nil {
+	if err := copyRunState(t.ctx, t.tx, b.run.RunID, r.run.RunID, t.now); err != nil {
 		return nil, err
 	}
-	if err := e.startStates(ctx, tx, fx, run, rd, moves, now); err != nil {
+	if err := r.startStates(moves, t.now); err != nil {
 		return nil, err
 	}
-	return run, e.saveRun(ctx, tx, fx, run, rd)
+	return r, r.save()
 }
 
 // copyRunState copies user data and search attributes and unconsumed

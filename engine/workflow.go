@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
 
 // errNoWorkflowID is iWF's answer to an empty workflowId.
@@ -39,13 +40,13 @@ func resolveRun(ctx context.Context, tx ReadTx, workflowID, runID string) (strin
 
 // mutateRun locks the named run, checks that it is running, calls fn and
 // saves the run. Everything happens in one transaction.
-func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error) error {
-	return e.update(ctx, func(ctx context.Context, tx Tx, fx *txEffects) error {
-		id, err := resolveRun(ctx, tx, workflowID, runID)
+func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn func(r *runTxn) error) error {
+	return e.update(ctx, func(t *txn) error {
+		id, err := resolveRun(t.ctx, t.tx, workflowID, runID)
 		if err != nil {
 			return err
 		}
-		run, err := tx.RunLock(ctx, id)
+		run, err := t.tx.RunLock(t.ctx, id)
 		if err != nil {
 			return err
 		}
@@ -56,20 +57,12 @@ func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn fun
 		if err != nil {
 			return err
 		}
-		if err := fn(ctx, tx, fx, run, rd); err != nil {
+		r := t.forRun(run, rd)
+		if err := fn(r); err != nil {
 			return err
 		}
-		return e.saveRun(ctx, tx, fx, run, rd)
+		return r.save()
 	})
-}
-
-func (e *Engine) saveRun(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-	if err := e.executingStateIDs(ctx, tx, run, rd); err != nil {
-		return err
-	}
-	run.Data = encode(rd)
-	fx.runs = append(fx.runs, run.RunID, workflowKey(run.WorkflowID))
-	return tx.RunUpdate(ctx, run)
 }
 
 // admit applies backpressure to new workflows: while more due tasks wait
@@ -98,17 +91,18 @@ func (e *Engine) admit(ctx context.Context) error {
 func workflowKey(workflowID string) string { return "workflow:" + workflowID }
 
 // StartWorkflow starts a new run of a workflow id (POST /api/v1/workflow/start).
-func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequest) (iwfapi.WorkflowStartResponse, error) {
-	if req.WorkflowId == "" {
+func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStartRequest) (iwfapi.WorkflowStartResponse, error) {
+	req := startIn(wireReq)
+	if req.WorkflowID == "" {
 		return iwfapi.WorkflowStartResponse{}, errNoWorkflowID()
 	}
-	if strings.TrimSpace(req.IwfWorkerUrl) == "" {
+	if strings.TrimSpace(req.IwfWorkerURL) == "" {
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "iwfWorkerUrl must not be empty")
 	}
 	if req.WorkflowTimeoutSeconds < 0 {
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "workflowTimeoutSeconds must not be negative")
 	}
-	opts := deref(req.WorkflowStartOptions)
+	opts := deref(req.StartOptions)
 	sched, err := parseCron(deref(opts.CronSchedule))
 	if err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
@@ -116,12 +110,8 @@ func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequ
 	if d := deref(opts.WorkflowStartDelaySeconds); d < 0 {
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "workflowStartDelaySeconds must not be negative")
 	}
-	initialSAs, err := e.toStoreSearchAttributes(slice(opts.SearchAttributes))
-	if err != nil {
-		return iwfapi.WorkflowStartResponse{}, err
-	}
-	initialDAs, err := toStoreDataAttributes(slice(opts.DataAttributes))
-	if err != nil {
+	// Validate the initial attributes before anything is stored.
+	if _, err := e.initialAttributes(opts, e.cfg.Clock.Now()); err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}
 	policy, err := reusePolicy(opts)
@@ -131,77 +121,92 @@ func (e *Engine) StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequ
 	if err := e.admit(ctx); err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}
-	var out iwfapi.WorkflowStartResponse
-	err = e.update(ctx, func(ctx context.Context, tx Tx, fx *txEffects) error {
-		now := e.cfg.Clock.Now()
-		cur, err := tx.WorkflowLock(ctx, req.WorkflowId)
+	var runID string
+	err = e.update(ctx, func(t *txn) error {
+		runID = ""
+		cur, err := t.tx.WorkflowLock(t.ctx, req.WorkflowID)
 		if err != nil {
 			return err
 		}
 		if cur != "" {
-			prev, err := tx.RunLock(ctx, cur)
-			if err != nil {
+			if runID, err = t.checkReuse(req, cur, policy); err != nil || runID != "" {
 				return err
 			}
-			reject := false
-			switch policy {
-			case "ALLOW_DUPLICATE":
-				reject = prev.Status == RunRunning
-			case "ALLOW_DUPLICATE_FAILED_ONLY":
-				reject = prev.Status == RunRunning || prev.Status == RunCompleted
-			case "REJECT_DUPLICATE":
-				reject = true
-			case "TERMINATE_IF_RUNNING":
-				if prev.Status == RunRunning {
-					prd, err := decodeRun(prev)
-					if err != nil {
-						return err
-					}
-					if err := e.closeRun(ctx, tx, fx, prev, prd, RunTerminated, "", "terminated by a new run (TERMINATE_IF_RUNNING)"); err != nil {
-						return err
-					}
-					if err := e.saveRun(ctx, tx, fx, prev, prd); err != nil {
-						return err
-					}
-				}
-			}
-			if reject {
-				if started := opts.WorkflowAlreadyStartedOptions; started != nil && started.IgnoreAlreadyStartedError && prev.Status == RunRunning {
-					prd, err := decodeRun(prev)
-					if err != nil {
-						return err
-					}
-					if want := deref(started.RequestId); want == "" || want == prd.RequestID {
-						out.WorkflowRunId = ptr(prev.RunID)
-						return nil
-					}
-				}
-				return Errorf(CodeAlreadyStarted, "workflow %s already has a run %s (%s) and the id reuse policy %s forbids another", req.WorkflowId, prev.RunID, prev.Status, policy)
-			}
 		}
-		due := now.Add(time.Duration(deref(opts.WorkflowStartDelaySeconds)) * time.Second)
+		due := t.now.Add(time.Duration(deref(opts.WorkflowStartDelaySeconds)) * time.Second)
 		if sched != nil {
-			due = sched.Next(now)
+			due = sched.Next(t.now)
 		}
 		// The timeout counts from the start request, as recommended for a
 		// start delay; a cron run's from its scheduled time.
-		timeoutFrom := now
+		timeoutFrom := t.now
 		if sched != nil {
 			timeoutFrom = due
 		}
-		run, _, err := e.createRun(ctx, tx, fx, req, runChain{due: due, timeoutAt: deadline(timeoutFrom, req.WorkflowTimeoutSeconds)}, initialDAs, initialSAs)
+		r, err := t.createRun(req, runChain{due: due, timeoutAt: deadline(timeoutFrom, req.WorkflowTimeoutSeconds)}, true)
 		if err != nil {
 			return err
 		}
-		out.WorkflowRunId = ptr(run.RunID)
+		runID = r.run.RunID
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return iwfapi.WorkflowStartResponse{}, err
+	}
+	return iwfapi.WorkflowStartResponse{WorkflowRunId: ptr(runID)}, nil
 }
 
-func reusePolicy(opts iwfapi.WorkflowStartOptions) (string, error) {
-	if opts.IdReusePolicy != nil {
-		switch p := string(*opts.IdReusePolicy); p {
+// checkReuse applies the id reuse policy to a start of a workflow id whose
+// current run is cur. It terminates cur when the policy says so, returns
+// cur's id when the start is answered with the running run
+// (ignoreAlreadyStartedError), and an error when the start is refused.
+func (t *txn) checkReuse(req record.Start, cur, policy string) (string, error) {
+	prev, err := t.tx.RunLock(t.ctx, cur)
+	if err != nil {
+		return "", err
+	}
+	reject := false
+	switch policy {
+	case "ALLOW_DUPLICATE":
+		reject = prev.Status == RunRunning
+	case "ALLOW_DUPLICATE_FAILED_ONLY":
+		reject = prev.Status == RunRunning || prev.Status == RunCompleted
+	case "REJECT_DUPLICATE":
+		reject = true
+	case "TERMINATE_IF_RUNNING":
+		if prev.Status == RunRunning {
+			prd, err := decodeRun(prev)
+			if err != nil {
+				return "", err
+			}
+			r := t.forRun(prev, prd)
+			if err := r.closeRun(RunTerminated, "", "terminated by a new run (TERMINATE_IF_RUNNING)"); err != nil {
+				return "", err
+			}
+			if err := r.save(); err != nil {
+				return "", err
+			}
+		}
+	}
+	if !reject {
+		return "", nil
+	}
+	opts := deref(req.StartOptions)
+	if started := opts.WorkflowAlreadyStartedOptions; started != nil && started.IgnoreAlreadyStartedError && prev.Status == RunRunning {
+		prd, err := decodeRun(prev)
+		if err != nil {
+			return "", err
+		}
+		if want := deref(started.RequestID); want == "" || want == prd.RequestID {
+			return prev.RunID, nil
+		}
+	}
+	return "", Errorf(CodeAlreadyStarted, "workflow %s already has a run %s (%s) and the id reuse policy %s forbids another", req.WorkflowID, prev.RunID, prev.Status, policy)
+}
+
+func reusePolicy(opts record.StartOptions) (string, error) {
+	if opts.IDReusePolicy != nil {
+		switch p := *opts.IDReusePolicy; p {
 		case "ALLOW_IF_NO_RUNNING":
 			return "ALLOW_DUPLICATE", nil
 		case "ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY", "ALLOW_IF_PREVIOUS_EXITS_ABNORMALLY":
@@ -215,7 +220,7 @@ func reusePolicy(opts iwfapi.WorkflowStartOptions) (string, error) {
 		}
 	}
 	if opts.WorkflowIDReusePolicy != nil {
-		switch p := string(*opts.WorkflowIDReusePolicy); p {
+		switch p := *opts.WorkflowIDReusePolicy; p {
 		case "ALLOW_DUPLICATE", "ALLOW_DUPLICATE_FAILED_ONLY", "REJECT_DUPLICATE", "TERMINATE_IF_RUNNING":
 			return p, nil
 		default:
@@ -226,7 +231,7 @@ func reusePolicy(opts iwfapi.WorkflowStartOptions) (string, error) {
 }
 
 // mergeConfig overlays the non-nil fields of override on base.
-func mergeConfig(base iwfapi.WorkflowConfig, override *iwfapi.WorkflowConfig) iwfapi.WorkflowConfig {
+func mergeConfig(base record.Config, override *record.Config) record.Config {
 	if override == nil {
 		return base
 	}
@@ -234,8 +239,8 @@ func mergeConfig(base iwfapi.WorkflowConfig, override *iwfapi.WorkflowConfig) iw
 	if o.DisableSystemSearchAttribute != nil {
 		base.DisableSystemSearchAttribute = o.DisableSystemSearchAttribute
 	}
-	if o.ExecutingStateIdMode != nil {
-		base.ExecutingStateIdMode = o.ExecutingStateIdMode
+	if o.ExecutingStateIDMode != nil {
+		base.ExecutingStateIDMode = o.ExecutingStateIDMode
 	}
 	if o.ContinueAsNewThreshold != nil {
 		base.ContinueAsNewThreshold = o.ContinueAsNewThreshold
@@ -257,13 +262,13 @@ func (e *Engine) SignalWorkflow(ctx context.Context, req iwfapi.WorkflowSignalRe
 	if strings.HasPrefix(req.SignalChannelName, reservedChannelPrefix) {
 		return Errorf(CodeInvalidArgument, "signal channel names starting with %s are reserved", reservedChannelPrefix)
 	}
-	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{Signal: &req})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), record.Input{Signal: &record.SignalInput{SignalChannelName: req.SignalChannelName, SignalValue: mapPtr(req.SignalValue, valueIn)}})
 }
 
 // PublishToInternalChannel appends messages to internal channels
 // (POST /api/v1/workflow/publishToInternalChannel).
 func (e *Engine) PublishToInternalChannel(ctx context.Context, req iwfapi.PublishToInternalChannelRequest) error {
-	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{Publish: &req})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), record.Input{Publish: &record.PublishInput{Messages: mapSlice(req.Messages, publishIn)}})
 }
 
 // StopWorkflow cancels, terminates or fails a run (POST /api/v1/workflow/stop).
@@ -284,12 +289,12 @@ func (e *Engine) StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopReques
 	default:
 		return Errorf(CodeInvalidArgument, "unsupported stopType %q", stopType)
 	}
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(ctx context.Context, tx Tx, fx *txEffects, run *Run, rd *runData) error {
-		msg := ""
-		if status == RunFailed {
-			msg = deref(req.Reason)
-		}
-		return e.closeRun(ctx, tx, fx, run, rd, status, errType, msg)
+	msg := ""
+	if status == RunFailed {
+		msg = deref(req.Reason)
+	}
+	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(r *runTxn) error {
+		return r.closeRun(status, errType, msg)
 	})
 }
 
@@ -390,7 +395,7 @@ func (e *Engine) describe(ctx context.Context, workflowID, runID string, withRes
 		switch {
 		case run.Status == RunCompleted || (run.Status == RunFailed && rd.ErrorType == errStateDecisionFailing):
 			if len(rd.Outputs) > 0 {
-				resp.Results = ptr(rd.Outputs)
+				resp.Results = mapSlice(&rd.Outputs, outputOut)
 			}
 		}
 		if run.Status == RunFailed {
@@ -433,7 +438,7 @@ func (e *Engine) GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDa
 
 // SetDataAttributes upserts data attributes (POST /api/v1/workflow/dataobjects/set).
 func (e *Engine) SetDataAttributes(ctx context.Context, req iwfapi.WorkflowSetDataObjectsRequest) error {
-	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{SetData: &req})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), record.Input{SetData: &record.SetDataInput{Objects: mapSlice(req.Objects, kvIn)}})
 }
 
 // GetSearchAttributes reads the requested search attributes, typed as the
@@ -486,7 +491,7 @@ func (e *Engine) GetSearchAttributes(ctx context.Context, req iwfapi.WorkflowGet
 
 // SetSearchAttributes upserts search attributes (POST /api/v1/workflow/searchattributes/set).
 func (e *Engine) SetSearchAttributes(ctx context.Context, req iwfapi.WorkflowSetSearchAttributesRequest) error {
-	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), externalInput{SetSearch: &req})
+	return e.applyExternal(ctx, req.WorkflowId, deref(req.WorkflowRunId), record.Input{SetSearch: &record.SetSearchInput{SearchAttributes: mapSlice(req.SearchAttributes, searchAttributeIn)}})
 }
 
 // TriggerContinueAsNew is accepted for compatibility: runs here never need
@@ -526,67 +531,103 @@ type runChain struct {
 	retryAttempt int       // 1 for the first run of a start request
 }
 
+// initial are the attribute rows a new run starts with.
+type initial struct {
+	das []*Attribute
+	sas []*SearchAttribute
+}
+
+// initialAttributes converts and validates a start request's initial data
+// and search attributes.
+func (e *Engine) initialAttributes(opts record.StartOptions, now time.Time) (initial, error) {
+	das, err := toStoreDataAttributes(slice(opts.DataAttributes))
+	if err != nil {
+		return initial{}, err
+	}
+	sas, err := e.toStoreSearchAttributes(slice(opts.SearchAttributes), now)
+	if err != nil {
+		return initial{}, err
+	}
+	return initial{das, sas}, nil
+}
+
 // createRun inserts a run of a start request, points the workflow id at it
-// and schedules its start state. The caller holds the workflow row lock.
-func (e *Engine) createRun(ctx context.Context, tx Tx, fx *txEffects, req iwfapi.WorkflowStartRequest, chain runChain, das []*Attribute, sas []*SearchAttribute) (*Run, *runData, error) {
-	now := e.cfg.Clock.Now()
-	opts := deref(req.WorkflowStartOptions)
+// and schedules its start state. With withAttributes the run gets the
+// request's initial data and search attributes. The caller holds the
+// workflow row lock.
+func (t *txn) createRun(req record.Start, chain runChain, withAttributes bool) (*runTxn, error) {
+	opts := deref(req.StartOptions)
 	run := &Run{
 		RunID:        uuid.NewString(),
-		WorkflowID:   req.WorkflowId,
+		WorkflowID:   req.WorkflowID,
 		WorkflowType: req.IwfWorkflowType,
 		Status:       RunRunning,
-		StartedAt:    now,
+		StartedAt:    t.now,
 	}
 	if chain.retryAttempt == 0 {
 		chain.retryAttempt = 1
 	}
-	rd := &runData{
-		WorkerURL:    strings.TrimRight(req.IwfWorkerUrl, "/"),
+	rd := &record.Run{
+		V:            record.FormatVersion,
+		WorkerURL:    strings.TrimRight(req.IwfWorkerURL, "/"),
 		Start:        req,
-		Config:       mergeConfig(iwfapi.WorkflowConfig{ContinueAsNewThreshold: ptr(int32(100))}, opts.WorkflowConfigOverride),
+		Config:       mergeConfig(record.Config{ContinueAsNewThreshold: ptr(int32(100))}, opts.WorkflowConfigOverride),
 		Counters:     map[string]int{},
 		TimeoutAt:    chain.timeoutAt,
 		RetryAttempt: chain.retryAttempt,
 	}
 	if started := opts.WorkflowAlreadyStartedOptions; started != nil {
-		rd.RequestID = deref(started.RequestId)
+		rd.RequestID = deref(started.RequestID)
 	}
-	if err := tx.WorkflowSetCurrentRun(ctx, req.WorkflowId, run.RunID); err != nil {
-		return nil, nil, err
+	r := t.forRun(run, rd)
+	if err := t.tx.WorkflowSetCurrentRun(t.ctx, req.WorkflowID, run.RunID); err != nil {
+		return nil, err
 	}
-	if len(das) > 0 {
-		if err := tx.DataAttributeUpsert(ctx, run.RunID, das); err != nil {
-			return nil, nil, err
+	if withAttributes {
+		if err := r.writeInitialAttributes(opts); err != nil {
+			return nil, err
+		}
+	}
+	r.record(r.event("", "WorkflowStarted", map[string]any{
+		"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateID), "retryAttempt": chain.retryAttempt,
+	}))
+	if rd.TimeoutAt > 0 {
+		if err := t.insertTasks(t.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
+			return nil, err
+		}
+	}
+	if deref(req.StartStateID) != "" {
+		move := record.Movement{StateID: *req.StartStateID, StateInput: req.StateInput, StateOptions: req.StateOptions}
+		if err := r.startStates([]record.Movement{move}, chain.due); err != nil {
+			return nil, err
+		}
+	}
+	// The run row is written once, last, with everything the start did.
+	if err := r.executingStateIDs(); err != nil {
+		return nil, err
+	}
+	run.Data = encode(rd)
+	t.fx.runs = append(t.fx.runs, run.RunID, workflowKey(run.WorkflowID))
+	t.fx.started++
+	return r, t.tx.RunInsert(t.ctx, run)
+}
+
+// writeInitialAttributes stores a start request's initial data and search
+// attributes on the new run.
+func (r *runTxn) writeInitialAttributes(opts record.StartOptions) error {
+	in, err := r.e.initialAttributes(opts, r.now)
+	if err != nil {
+		return err
+	}
+	if len(in.das) > 0 {
+		if err := r.tx.DataAttributeUpsert(r.ctx, r.run.RunID, in.das); err != nil {
+			return err
 		}
 	}
 	// IwfWorkflowType is not stored as a search attribute row: it is the
 	// run's workflow_type column, which searches and reads use directly.
-	if len(sas) > 0 {
-		if err := tx.SearchAttributeUpsert(ctx, run.RunID, sas); err != nil {
-			return nil, nil, err
-		}
+	if len(in.sas) > 0 {
+		return r.tx.SearchAttributeUpsert(r.ctx, r.run.RunID, in.sas)
 	}
-	fx.record(e.event(run, "", "WorkflowStarted", map[string]any{
-		"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateId), "retryAttempt": chain.retryAttempt,
-	}))
-	if rd.TimeoutAt > 0 {
-		if err := e.insertTasks(ctx, tx, fx, e.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
-			return nil, nil, err
-		}
-	}
-	if req.StartStateId != nil && *req.StartStateId != "" {
-		move := iwfapi.StateMovement{StateId: *req.StartStateId, StateInput: req.StateInput, StateOptions: req.StateOptions}
-		if err := e.startStates(ctx, tx, fx, run, rd, []iwfapi.StateMovement{move}, chain.due); err != nil {
-			return nil, nil, err
-		}
-	}
-	// The run row is written once, last, with everything the start did.
-	if err := e.executingStateIDs(ctx, tx, run, rd); err != nil {
-		return nil, nil, err
-	}
-	run.Data = encode(rd)
-	fx.runs = append(fx.runs, run.RunID, workflowKey(run.WorkflowID))
-	fx.started++
-	return run, rd, tx.RunInsert(ctx, run)
+	return nil
 }

@@ -1,0 +1,284 @@
+package engine
+
+// Worker calls of state executions: what a waitUntil or execute call is
+// sent (read in a snapshot before the call), its timeout, and the call.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
+)
+
+// defaultAPITimeout is the per-attempt timeout of waitUntil and execute.
+const defaultAPITimeout = 30 * time.Second
+
+// apiSnapshot is what a state API call needs, read before the call.
+type apiSnapshot struct {
+	run *Run
+	rd  *record.Run
+	x   *Execution
+	xd  *record.Execution
+	das []iwfapi.KeyValue
+	sas []iwfapi.SearchAttribute
+}
+
+// loadingPolicies returns the effective data and search attribute loading
+// policies of one state API: per-API field > generic field > legacy field.
+func loadingPolicies(o *record.StateOptions, waitUntil bool) (da, sa *record.LoadingPolicy) {
+	if o == nil {
+		return nil, nil
+	}
+	if waitUntil {
+		da, sa = o.WaitUntilAPIDataAttributesLoadingPolicy, o.WaitUntilAPISearchAttributesLoadingPolicy
+	} else {
+		da, sa = o.ExecuteAPIDataAttributesLoadingPolicy, o.ExecuteAPISearchAttributesLoadingPolicy
+	}
+	if da == nil {
+		da = o.DataAttributesLoadingPolicy
+	}
+	if da == nil {
+		da = o.DataObjectsLoadingPolicy
+	}
+	if sa == nil {
+		sa = o.SearchAttributesLoadingPolicy
+	}
+	return da, sa
+}
+
+// loadKeys returns the keys a policy loads: nil for all, an empty slice for
+// none.
+func loadKeys(p *record.LoadingPolicy) []string {
+	if p == nil || p.PersistenceLoadingType == nil {
+		return nil
+	}
+	switch *p.PersistenceLoadingType {
+	case record.LoadNone:
+		return []string{}
+	case record.LoadPartialWithoutLocking:
+		return append([]string{}, slice(p.PartialLoadingKeys)...)
+	case record.LoadPartialWithExclusiveLock:
+		return append(append([]string{}, slice(p.PartialLoadingKeys)...), slice(p.LockingKeys)...)
+	}
+	return nil
+}
+
+func loadDataAttributes(ctx context.Context, tx ReadTx, runID string, p *record.LoadingPolicy) ([]iwfapi.KeyValue, error) {
+	keys := loadKeys(p)
+	if keys != nil && len(keys) == 0 {
+		return nil, nil
+	}
+	attrs, err := tx.DataAttributeGet(ctx, runID, keys)
+	if err != nil {
+		return nil, err
+	}
+	return fromStoreDataAttributes(attrs), nil
+}
+
+func loadSearchAttributes(ctx context.Context, tx ReadTx, runID string, p *record.LoadingPolicy) ([]iwfapi.SearchAttribute, error) {
+	keys := loadKeys(p)
+	if keys != nil && len(keys) == 0 {
+		return nil, nil
+	}
+	attrs, err := tx.SearchAttributeGet(ctx, runID, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]iwfapi.SearchAttribute, 0, len(attrs))
+	for _, a := range attrs {
+		if isSystemSearchAttribute(a.Key) {
+			continue
+		}
+		sa, err := decodeSearchAttribute(a)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, searchAttributeOut(sa))
+	}
+	return out, nil
+}
+
+// snapshot reads what a state API call of task needs. It returns nil when
+// the run or execution has moved on.
+func (e *Engine) snapshot(ctx context.Context, t *Task, want ExecutionStatus) (*apiSnapshot, error) {
+	var s *apiSnapshot
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		s = nil
+		run, err := tx.RunGet(ctx, t.RunID)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		x, err := tx.ExecutionGet(ctx, t.RunID, t.ExecutionID)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if run.Status != RunRunning || x.Status != want {
+			return nil
+		}
+		rd, err := decodeRun(run)
+		if err != nil {
+			return err
+		}
+		xd, err := decodeExec(x)
+		if err != nil {
+			return err
+		}
+		daPolicy, saPolicy := loadingPolicies(xd.Options, want == ExecWaitUntil)
+		das, err := loadDataAttributes(ctx, tx, run.RunID, daPolicy)
+		if err != nil {
+			return err
+		}
+		sas, err := loadSearchAttributes(ctx, tx, run.RunID, saPolicy)
+		if err != nil {
+			return err
+		}
+		s = &apiSnapshot{run: run, rd: rd, x: x, xd: xd, das: das, sas: sas}
+		return nil
+	})
+	return s, err
+}
+
+func nonEmpty[T any](s []T) *[]T {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s
+}
+
+// apiTimeout returns the per-attempt timeout of one state API.
+func apiTimeout(o *record.StateOptions, waitUntil bool) time.Duration {
+	var secs int32
+	if o != nil {
+		if waitUntil {
+			secs = deref(o.WaitUntilAPITimeoutSeconds)
+			if o.StartAPITimeoutSeconds != nil {
+				secs = *o.StartAPITimeoutSeconds
+			}
+		} else {
+			secs = deref(o.ExecuteAPITimeoutSeconds)
+			if o.DecideAPITimeoutSeconds != nil {
+				secs = *o.DecideAPITimeoutSeconds
+			}
+		}
+	}
+	if secs <= 0 {
+		return defaultAPITimeout
+	}
+	return time.Duration(secs) * time.Second
+}
+
+// callStateAPI makes one attempt of a waitUntil or execute call and records
+// its outcome.
+func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
+	waitUntil := t.Kind == TaskWaitUntil
+	want := ExecExecute
+	if waitUntil {
+		want = ExecWaitUntil
+	}
+	s, err := e.snapshot(ctx, t, want)
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		return e.dropTask(ctx, t)
+	}
+	if keys := lockKeys(loadingPolicies(s.xd.Options, waitUntil)); len(keys) > 0 && !holdsAll(s.rd, keys, apiLockHolder(t.ExecutionID, t.Kind)) {
+		acquired, err := e.acquireAPILocks(ctx, t, keys)
+		if err != nil || !acquired {
+			return err
+		}
+		// Load again: the previous holder may have written the keys.
+		if s, err = e.snapshot(ctx, t, want); err != nil {
+			return err
+		}
+		if s == nil {
+			return e.dropTask(ctx, t)
+		}
+	}
+	callCtx, cancel := context.WithTimeout(ctx, apiTimeout(s.xd.Options, waitUntil))
+	defer cancel()
+	if waitUntil {
+		return e.callWaitUntil(ctx, callCtx, t, s)
+	}
+	return e.callExecute(ctx, callCtx, t, s)
+}
+
+// workerContext is the context part of a state API request.
+func workerContext(t *Task, s *apiSnapshot) iwfapi.Context {
+	return iwfapi.Context{
+		WorkflowId:               s.run.WorkflowID,
+		WorkflowRunId:            s.run.RunID,
+		WorkflowStartedTimestamp: s.run.StartedAt.Unix(),
+		StateExecutionId:         ptr(s.x.ExecutionID),
+		FirstAttemptTimestamp:    ptr(t.FirstAttemptAt.Unix()),
+		Attempt:                  ptr(int32(t.Attempt)),
+	}
+}
+
+// callWaitUntil calls the worker's waitUntil and applies the answer or
+// the failed attempt. ctx is the task's, callCtx the attempt's.
+func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnapshot) error {
+	begin := time.Now()
+	resp, err := e.worker.WaitUntil(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateStartRequest{
+		Context: workerContext(t, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
+		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
+	})
+	e.recordCall("waitUntil", begin, err)
+	if err == nil {
+		if verr := flatCommands(mapPtr(resp.CommandRequest, commandsIn)).Validate(); verr != nil {
+			err = fmt.Errorf("err msg: %v, response: %s", verr, encode(resp))
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.attemptLog(t, s).Debug().Err(err).Msg("waitUntil attempt failed")
+		return e.attemptFailed(ctx, t, err)
+	}
+	return e.applyWaitUntil(ctx, t, resp)
+}
+
+// callExecute calls the worker's execute and applies the answer or the
+// failed attempt.
+func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapshot) error {
+	begin := time.Now()
+	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateDecideRequest{
+		Context: workerContext(t, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
+		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
+		StateLocals: mapSlice(s.xd.StateLocals, kvOut), CommandResults: mapPtr(s.xd.Results, resultsOut),
+	})
+	e.recordCall("execute", begin, err)
+	if err == nil {
+		if d := resp.StateDecision; d == nil || (len(slice(d.NextStates)) == 0 && d.ConditionalClose == nil) {
+			err = fmt.Errorf("err msg: empty state decision is no longer supported. If it's from old SDKs then upgrade the SDK to newer versions, response: %s", encode(resp))
+		}
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		e.attemptLog(t, s).Debug().Err(err).Msg("execute attempt failed")
+		return e.attemptFailed(ctx, t, err)
+	}
+	return e.applyExecute(ctx, t, resp)
+}
+
+// recordCall counts a worker call and its latency.
+func (e *Engine) recordCall(api string, begin time.Time, err error) {
+	e.metrics.apiSeconds.observe(time.Since(begin), api)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	e.metrics.apiCalls.inc(api, outcome)
+}

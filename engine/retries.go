@@ -1,0 +1,160 @@
+package engine
+
+// Retries of state API calls: the effective retry policy, backoff, and what
+// happens when the policy is exhausted (proceed, or fail the workflow).
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/engine/internal/record"
+)
+
+// retryPolicy returns the effective retry policy of one state API (the
+// legacy field wins when present).
+func retryPolicy(o *record.StateOptions, waitUntil bool) *record.RetryPolicy {
+	if o == nil {
+		return nil
+	}
+	if waitUntil {
+		if o.StartAPIRetryPolicy != nil {
+			return o.StartAPIRetryPolicy
+		}
+		return o.WaitUntilAPIRetryPolicy
+	}
+	if o.DecideAPIRetryPolicy != nil {
+		return o.DecideAPIRetryPolicy
+	}
+	return o.ExecuteAPIRetryPolicy
+}
+
+// nextBackoff returns the wait before attempt+1, or ok=false when the policy
+// allows no further attempt.
+func nextBackoff(p *record.RetryPolicy, attempt int, firstAttempt, now time.Time) (time.Duration, bool) {
+	initial, coef, maxInterval := 1.0, 2.0, 100.0
+	var maxAttempts, maxDuration int32
+	if p != nil {
+		if p.InitialIntervalSeconds != nil && *p.InitialIntervalSeconds > 0 {
+			initial = float64(*p.InitialIntervalSeconds)
+		}
+		if p.BackoffCoefficient != nil && *p.BackoffCoefficient >= 1 {
+			coef = float64(*p.BackoffCoefficient)
+		}
+		if p.MaximumIntervalSeconds != nil && *p.MaximumIntervalSeconds > 0 {
+			maxInterval = float64(*p.MaximumIntervalSeconds)
+		}
+		maxAttempts, maxDuration = deref(p.MaximumAttempts), deref(p.MaximumAttemptsDurationSeconds)
+	}
+	if maxAttempts > 0 && attempt >= int(maxAttempts) {
+		return 0, false
+	}
+	secs := math.Min(initial*math.Pow(coef, float64(attempt-1)), maxInterval)
+	wait := time.Duration(secs * float64(time.Second))
+	if maxDuration > 0 && now.Add(wait).Sub(firstAttempt) >= time.Duration(maxDuration)*time.Second {
+		return 0, false
+	}
+	return wait, true
+}
+
+// attemptLog is the logger of one state API attempt.
+func (e *Engine) attemptLog(t *Task, s *apiSnapshot) *zerolog.Logger {
+	l := e.log.With().Str("workflowId", s.run.WorkflowID).Str("runId", s.run.RunID).
+		Str("stateExecutionId", s.x.ExecutionID).Int("attempt", t.Attempt).Logger()
+	return &l
+}
+
+// attemptFailed records a failed state API attempt: it schedules the next
+// attempt with backoff, or, when the retry policy is exhausted, applies the
+// failure policy (proceed, or fail the workflow).
+func (e *Engine) attemptFailed(ctx context.Context, task *Task, callErr error) error {
+	waitUntil := task.Kind == TaskWaitUntil
+	want := ExecExecute
+	if waitUntil {
+		want = ExecWaitUntil
+	}
+	msg := callErr.Error()
+	return e.update(ctx, func(t *txn) error {
+		run, err := t.tx.RunLock(t.ctx, task.RunID)
+		if err != nil || run.Status != RunRunning {
+			if errors.Is(err, ErrNotFound) {
+				err = nil
+			}
+			return err
+		}
+		x, err := t.tx.ExecutionGet(t.ctx, task.RunID, task.ExecutionID)
+		if err != nil || x.Status != want {
+			if errors.Is(err, ErrNotFound) {
+				err = nil
+			}
+			return err
+		}
+		xd, err := decodeExec(x)
+		if err != nil {
+			return err
+		}
+		t.record(&HistoryEvent{RunID: run.RunID, At: t.now, Type: string(task.Kind) + "AttemptFailed", ExecutionID: x.ExecutionID,
+			Data: encode(map[string]any{"attempt": task.Attempt, "error": truncate(msg, 1000)})})
+		if wait, retry := nextBackoff(retryPolicy(xd.Options, waitUntil), task.Attempt, task.FirstAttemptAt, t.now); retry {
+			return t.reschedule(task, t.now.Add(wait), task.Attempt+1)
+		}
+		removed, err := t.tx.TaskDelete(t.ctx, task.ID, e.cfg.NodeID)
+		if err != nil || !removed {
+			return err
+		}
+		rd, err := decodeRun(run)
+		if err != nil {
+			return err
+		}
+		tt := &taskTxn{runTxn: t.forRun(run, rd), x: x, xd: xd}
+		unlock(rd, apiLockHolder(task.ExecutionID, task.Kind))
+		return tt.attemptsExhausted(waitUntil, msg)
+	})
+}
+
+// attemptsExhausted applies a state API's failure policy once its retry
+// policy allows no further attempt.
+func (tt *taskTxn) attemptsExhausted(waitUntil bool, msg string) error {
+	x, xd := tt.x, tt.xd
+	o := deref(xd.Options)
+	if waitUntil {
+		proceed := deref(o.WaitUntilAPIFailurePolicy) == record.WaitUntilProceedOnFailure
+		if o.StartAPIFailurePolicy != nil {
+			proceed = *o.StartAPIFailurePolicy == record.StartAPIProceedToDecide
+		}
+		if proceed {
+			xd.Results = &record.CommandResults{StateStartAPISucceeded: ptr(false), StateWaitUntilFailed: ptr(true)}
+			x.Status = ExecExecute
+			x.Data = encode(xd)
+			if err := tt.tx.ExecutionUpdate(tt.ctx, x); err != nil {
+				return err
+			}
+			if err := tt.insertTasks(tt.newTask(tt.run, x.ExecutionID, TaskExecute, tt.now)); err != nil {
+				return err
+			}
+			return tt.save()
+		}
+	} else if deref(o.ExecuteAPIFailurePolicy) == record.ExecuteProceedToConfigured && deref(o.ExecuteAPIFailureProceedStateID) != "" {
+		x.Status = ExecFailed
+		finished(tt.rd, x, xd)
+		if err := tt.tx.ExecutionUpdate(tt.ctx, x); err != nil {
+			return err
+		}
+		move := record.Movement{StateID: *o.ExecuteAPIFailureProceedStateID, StateInput: xd.Input, StateOptions: o.ExecuteAPIFailureProceedStateOptions}
+		if err := tt.startStates([]record.Movement{move}, tt.now); err != nil {
+			return err
+		}
+		return tt.save()
+	}
+	x.Status = ExecFailed
+	if err := tt.tx.ExecutionUpdate(tt.ctx, x); err != nil {
+		return err
+	}
+	if err := tt.closeRun(RunFailed, errStateAPIFail, msg); err != nil {
+		return err
+	}
+	return tt.save()
+}

@@ -1,0 +1,177 @@
+package engine
+
+// Task leasing: creating tasks, leasing them to this process, and checking
+// in a transaction that a task is still ours before its outcome is applied.
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/iwf-server/iwf-server/engine/internal/record"
+)
+
+// newTask builds a task of run; it is leased to this process when it is due
+// soon, so that this process runs it right after the commit.
+func (t *txn) newTask(run *Run, executionID string, kind TaskKind, due time.Time) *Task {
+	task := &Task{
+		RunID:          run.RunID,
+		WorkflowID:     run.WorkflowID,
+		ExecutionID:    executionID,
+		Kind:           kind,
+		DueAt:          due,
+		Attempt:        1,
+		FirstAttemptAt: due,
+	}
+	t.e.leaseLocally(task, t.now)
+	return task
+}
+
+// leaseLocally leases t to this process if it is due within the local
+// horizon; otherwise it leaves it for the poller.
+func (e *Engine) leaseLocally(t *Task, now time.Time) {
+	// Stores keep milliseconds: round up so that memory and store agree and
+	// a task never runs before its stored due time.
+	if r := t.DueAt.Truncate(time.Millisecond); !r.Equal(t.DueAt) {
+		t.DueAt = r.Add(time.Millisecond)
+	}
+	if t.DueAt.Sub(now) <= e.localHorizon() {
+		t.LeaseOwner = e.cfg.NodeID
+		base := t.DueAt
+		if base.Before(now) {
+			base = now
+		}
+		t.LeaseExpiresAt = base.Add(e.cfg.LeaseDuration)
+	} else {
+		t.LeaseOwner = ""
+		t.LeaseExpiresAt = time.Time{}
+	}
+}
+
+// insertTasks stores tasks; those leased to this process run after the commit.
+func (t *txn) insertTasks(tasks ...*Task) error {
+	if err := t.tx.TaskInsert(t.ctx, tasks); err != nil {
+		return err
+	}
+	t.keepLocal(tasks...)
+	return nil
+}
+
+// keepLocal schedules, after the commit, the tasks leased to this process.
+func (t *txn) keepLocal(tasks ...*Task) {
+	for _, task := range tasks {
+		if task.LeaseOwner == t.e.cfg.NodeID {
+			t.fx.tasks = append(t.fx.tasks, task)
+		}
+	}
+}
+
+// reschedule moves a task this process holds to a later attempt or time.
+func (t *txn) reschedule(task *Task, due time.Time, attempt int) error {
+	next := *task
+	next.DueAt = due
+	next.Attempt = attempt
+	t.e.leaseLocally(&next, t.now)
+	ok, err := t.tx.TaskReschedule(t.ctx, &next, t.e.cfg.NodeID)
+	if err == nil && ok {
+		t.keepLocal(&next)
+	}
+	return err
+}
+
+// taskTxn is a runTxn for a task's outcome: the run, and for state tasks
+// the execution and its record.
+type taskTxn struct {
+	*runTxn
+	x  *Execution
+	xd *record.Execution
+}
+
+// lockForTask locks the task's run, deletes the task and checks that it was
+// still ours and its execution still in the phase want. It returns nil when
+// the task is stale: gone, leased to another process, or its run or
+// execution moved on; nothing of its outcome may then be applied.
+func (t *txn) lockForTask(task *Task, want ExecutionStatus) (*taskTxn, error) {
+	run, err := t.tx.RunLock(t.ctx, task.RunID)
+	if errors.Is(err, ErrNotFound) {
+		_, err = t.tx.TaskDelete(t.ctx, task.ID, t.e.cfg.NodeID)
+		return nil, err
+	}
+	if err != nil {
+		return nil, err
+	}
+	removed, err := t.tx.TaskDelete(t.ctx, task.ID, t.e.cfg.NodeID)
+	if err != nil {
+		return nil, err
+	}
+	if !removed {
+		t.fx.stale = append(t.fx.stale, task)
+		return nil, nil
+	}
+	if run.Status != RunRunning {
+		return nil, nil
+	}
+	tt := &taskTxn{}
+	if task.ExecutionID != "" {
+		tt.x, err = t.tx.ExecutionGet(t.ctx, task.RunID, task.ExecutionID)
+		if errors.Is(err, ErrNotFound) {
+			return nil, nil
+		}
+		if err != nil || tt.x.Status != want {
+			return nil, err
+		}
+		if tt.xd, err = decodeExec(tt.x); err != nil {
+			return nil, err
+		}
+	}
+	rd, err := decodeRun(run)
+	if err != nil {
+		return nil, err
+	}
+	tt.runTxn = t.forRun(run, rd)
+	return tt, nil
+}
+
+// processTask runs one due task. It returns an error when the task should be
+// tried again later by this process (store trouble); everything else is
+// recorded in the store.
+func (e *Engine) processTask(ctx context.Context, t *Task) error {
+	var err error
+	switch t.Kind {
+	case TaskWaitUntil, TaskExecute:
+		err = e.callStateAPI(ctx, t)
+	case TaskTimer:
+		err = e.fireTimer(ctx, t)
+	case TaskTimeout:
+		err = e.fireTimeout(ctx, t)
+	default:
+		err = e.dropTask(ctx, t)
+	}
+	if err != nil && ctx.Err() == nil {
+		e.log.Error().Err(err).Str("workflowId", t.WorkflowID).Str("runId", t.RunID).
+			Str("stateExecutionId", t.ExecutionID).Str("task", string(t.Kind)).Msg("task failed; retrying")
+	}
+	return err
+}
+
+// dropTask deletes a task whose execution or run has moved on.
+func (e *Engine) dropTask(ctx context.Context, task *Task) error {
+	return e.update(ctx, func(t *txn) error {
+		_, err := t.tx.TaskDelete(t.ctx, task.ID, e.cfg.NodeID)
+		return err
+	})
+}
+
+// fireTimeout ends a run whose workflow timeout expired.
+func (e *Engine) fireTimeout(ctx context.Context, task *Task) error {
+	return e.update(ctx, func(t *txn) error {
+		tt, err := t.lockForTask(task, "")
+		if err != nil || tt == nil {
+			return err
+		}
+		if err := tt.closeRun(RunTimeout, "", ""); err != nil {
+			return err
+		}
+		return tt.save()
+	})
+}

@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/iwf-server/iwf-server/engine/internal/record"
+)
+
+// txn is one attempt of one engine transaction: the store transaction, the
+// time it runs at, and what it did that matters after its commit. The
+// methods that make up the state machine hang off txn (and runTxn, for the
+// run a step changes) instead of taking (ctx, tx, effects, run, …) lists.
+//
+// A store may run a transaction function more than once (see Store.Update),
+// so a txn is built afresh for every attempt and nothing it collects leaves
+// it before the commit: e.update applies the effects once, afterwards.
+type txn struct {
+	e   *Engine
+	ctx context.Context
+	tx  Tx
+	now time.Time // read once: every step of a transaction sees one time
+	fx  txEffects
+}
+
+// runTxn is a txn working on one run, whose record it has decoded. The
+// run's row is written back by save (or by createRun for a new run).
+type runTxn struct {
+	*txn
+	run *Run
+	rd  *record.Run
+}
+
+// txEffects collects what a transaction did that matters after its commit.
+type txEffects struct {
+	tasks   []*Task         // tasks leased to this process, to schedule
+	runs    []string        // runs (and workflow keys) whose waiters must wake
+	events  []*HistoryEvent // history to append, in order, at the end
+	started int             // runs created
+	closed  []RunStatus     // runs closed
+	// timerLateness has one entry per fired timer: how late it fired.
+	timerLateness []time.Duration
+	// stale lists tasks whose result was dropped because another process
+	// holds them or they are gone (logged at debug level).
+	stale []*Task
+}
+
+// update runs fn in a store transaction and, after the commit, schedules the
+// tasks it leased to this process, wakes long polls on changed runs and
+// records metrics. fn may run more than once; only the last run's effects
+// count.
+func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
+	var last *txn
+	begin := time.Now()
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		t := &txn{e: e, ctx: ctx, tx: tx, now: e.cfg.Clock.Now()}
+		last = t
+		if err := fn(t); err != nil {
+			return err
+		}
+		if len(t.fx.events) == 0 {
+			return nil
+		}
+		return tx.HistoryAppend(ctx, t.fx.events)
+	})
+	e.metrics.txSeconds.observe(time.Since(begin))
+	if err != nil {
+		return err
+	}
+	e.committed(&last.fx)
+	return nil
+}
+
+// committed applies a committed transaction's effects, once.
+func (e *Engine) committed(fx *txEffects) {
+	if fx.started > 0 {
+		e.metrics.started.add(int64(fx.started))
+	}
+	for _, s := range fx.closed {
+		e.metrics.closed.inc(string(s))
+	}
+	for _, late := range fx.timerLateness {
+		e.metrics.timersFired.inc()
+		e.metrics.timerLateness.observe(late)
+	}
+	for _, t := range fx.stale {
+		e.log.Debug().Str("workflowId", t.WorkflowID).Str("runId", t.RunID).Str("stateExecutionId", t.ExecutionID).
+			Str("task", string(t.Kind)).Int("attempt", t.Attempt).Msg("dropped a stale result: the task is gone or leased to another process")
+	}
+	e.disp.schedule(fx.tasks...)
+	for _, r := range fx.runs {
+		e.waits.notify(r)
+	}
+	if e.cfg.OnCommit != nil && len(fx.events) > 0 {
+		e.cfg.OnCommit(fx.events)
+	}
+}
+
+// forRun returns a runTxn of this transaction for a run and its record.
+func (t *txn) forRun(run *Run, rd *record.Run) *runTxn {
+	return &runTxn{txn: t, run: run, rd: rd}
+}
+
+// record queues history events; update appends them, in order, with one
+// statement at the end of the transaction.
+func (t *txn) record(events ...*HistoryEvent) {
+	t.fx.events = append(t.fx.events, events...)
+}
+
+// event builds a history event of the run.
+func (r *runTxn) event(executionID, typ string, data any) *HistoryEvent {
+	ev := &HistoryEvent{RunID: r.run.RunID, At: r.now, Type: typ, ExecutionID: executionID}
+	if data != nil {
+		ev.Data = encode(data)
+	}
+	return ev
+}
+
+// save writes the run's row (its status and record) and wakes its waiters.
+func (r *runTxn) save() error {
+	if err := r.executingStateIDs(); err != nil {
+		return err
+	}
+	r.run.Data = encode(r.rd)
+	r.fx.runs = append(r.fx.runs, r.run.RunID, workflowKey(r.run.WorkflowID))
+	return r.tx.RunUpdate(r.ctx, r.run)
+}
