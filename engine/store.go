@@ -21,6 +21,16 @@ var ErrNotFound = errors.New("not found")
 type Store interface {
 	// Update runs fn in a read-write transaction and commits it when fn
 	// returns nil. It rolls back and returns fn's error otherwise.
+	//
+	// A store may run fn more than once for one call: PostgreSQL runs it
+	// again after a deadlock or serialization failure, SQLite's group commit
+	// after another function of the same batch failed. Every run but the last
+	// is rolled back. fn must therefore act only through tx: no metrics,
+	// logs, scheduling or notifications inside it, and any value it hands
+	// out must be reset at its start. Effects outside the store happen after
+	// Update returns (see the engine's txn). The conformance suite checks the
+	// store's half (storetest.UpdateRerun), TestUpdateFunctionsRunTwice the
+	// engine's.
 	Update(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 	// View runs fn in a read-only transaction (a consistent snapshot).
 	View(ctx context.Context, fn func(ctx context.Context, tx ReadTx) error) error
