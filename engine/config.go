@@ -103,7 +103,12 @@ func validSearchAttributeType(t string) bool {
 	return false
 }
 
-// Clock is the engine's source of time; tests substitute a controllable one.
+// Clock is the engine's source of time; tests substitute a controllable one
+// (iwftest.FakeClock). Everything the engine schedules — due times, timers,
+// backoffs, timeouts, leases, start backpressure — reads it. Two kinds of
+// durations are real time by nature and use the runtime's clock: latencies
+// measured for metrics, and the wait budgets of long polls (getWithWait,
+// waitForStateCompletion), which bound how long an HTTP request is held.
 type Clock interface {
 	Now() time.Time
 	// NewTimer returns a timer that fires once after d.

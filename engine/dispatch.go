@@ -37,6 +37,10 @@ type dispatcher struct {
 	ready   [3][]*Task
 	readyOK *sync.Cond // signalled when ready gains a task, and on stop
 	stopped bool
+	// changed is closed, and replaced, whenever the tasks in memory change
+	// (scheduled, made ready, taken, done): what WaitIdle and start
+	// backpressure wait on.
+	changed chan struct{}
 }
 
 func newDispatcher(e *Engine) *dispatcher {
@@ -46,6 +50,7 @@ func newDispatcher(e *Engine) *dispatcher {
 		again:   map[int64]*Task{},
 		running: map[int64]bool{},
 		wake:    make(chan struct{}, 1),
+		changed: make(chan struct{}),
 	}
 	d.readyOK = sync.NewCond(&d.mu)
 	return d
@@ -66,7 +71,50 @@ func priority(k TaskKind) int {
 func (d *dispatcher) backlog() int {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.backlogLocked()
+}
+
+func (d *dispatcher) backlogLocked() int {
 	return len(d.ready[0]) + len(d.ready[1]) + len(d.ready[2])
+}
+
+// changedLocked announces a change of the tasks in memory. d.mu is held.
+func (d *dispatcher) changedLocked() {
+	close(d.changed)
+	d.changed = make(chan struct{})
+}
+
+// waitBacklog waits until at most limit due tasks wait for a goroutine, or
+// until deadline fires or ctx ends.
+func (d *dispatcher) waitBacklog(ctx context.Context, limit int, deadline <-chan time.Time) error {
+	for {
+		d.mu.Lock()
+		n, changed := d.backlogLocked(), d.changed
+		d.mu.Unlock()
+		if n <= limit {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// state reports whether any task in memory is being run or waits for a
+// goroutine (busy), whether a scheduled task is due at now but not yet
+// moved to the ready queues (due), and the channel of the next change. Due
+// times are rounded up to the store's millisecond, so a task made due "now"
+// is due at the end of now's millisecond: it counts as due.
+func (d *dispatcher) state(now time.Time) (busy, due bool, changed <-chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	busy = len(d.running) > 0 || len(d.again) > 0 || d.backlogLocked() > 0
+	due = d.queue.Len() > 0 && !d.queue[0].DueAt.After(ceilMillisecond(now))
+	return busy, due, d.changed
 }
 
 // stop wakes the workers so that they return.
@@ -92,6 +140,7 @@ func (d *dispatcher) next() *Task {
 				q[0] = nil
 				d.ready[p] = q[1:]
 				d.running[t.ID] = true
+				d.changedLocked()
 				return t
 			}
 		}
@@ -116,6 +165,7 @@ func (d *dispatcher) schedule(tasks ...*Task) {
 		d.known[t.ID] = true
 		heap.Push(&d.queue, t)
 	}
+	d.changedLocked()
 	d.mu.Unlock()
 	d.nudge()
 }
@@ -135,11 +185,13 @@ func (d *dispatcher) done(t *Task) {
 	if next, ok := d.again[t.ID]; ok {
 		delete(d.again, t.ID)
 		heap.Push(&d.queue, next)
+		d.changedLocked()
 		d.mu.Unlock()
 		d.nudge()
 		return
 	}
 	delete(d.known, t.ID)
+	d.changedLocked()
 	d.mu.Unlock()
 }
 
@@ -168,6 +220,9 @@ func (d *dispatcher) run(ctx context.Context) {
 			p := priority(t.Kind)
 			d.ready[p] = append(d.ready[p], t)
 			moved++
+		}
+		if moved > 0 {
+			d.changedLocked()
 		}
 		d.mu.Unlock()
 		for i := 0; i < moved; i++ {
@@ -248,13 +303,16 @@ func (d *dispatcher) poll(ctx context.Context) {
 // maxInMemory bounds the tasks one process holds at once.
 const maxInMemory = 50_000
 
-func (d *dispatcher) claim(ctx context.Context) {
+// claim leases due work that nobody holds and schedules it; it returns how
+// many tasks it claimed.
+func (d *dispatcher) claim(ctx context.Context) int {
 	e := d.e
 	const batch = 500
+	total := 0
 	for ctx.Err() == nil {
 		room := maxInMemory - d.inMemory()
 		if room <= 0 {
-			return
+			return total
 		}
 		limit := batch
 		if room < limit {
@@ -272,16 +330,18 @@ func (d *dispatcher) claim(ctx context.Context) {
 			if ctx.Err() == nil {
 				e.log.Error().Err(err).Msg("claiming tasks")
 			}
-			return
+			return total
 		}
 		if len(tasks) > 0 {
 			e.metrics.claimed.add(int64(len(tasks)))
 		}
+		total += len(tasks)
 		d.schedule(tasks...)
 		if len(tasks) < limit {
-			return
+			return total
 		}
 	}
+	return total
 }
 
 // taskHeap orders tasks by due time.
@@ -302,5 +362,13 @@ func (h *taskHeap) Pop() any {
 	t := old[n-1]
 	old[n-1] = nil
 	*h = old[:n-1]
+	return t
+}
+
+// ceilMillisecond rounds t up to a whole millisecond, as task due times are.
+func ceilMillisecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Millisecond); !r.Equal(t) {
+		return r.Add(time.Millisecond)
+	}
 	return t
 }

@@ -172,3 +172,30 @@ func (n *notifier) notify(runID string) {
 	}
 	n.mu.Unlock()
 }
+
+// WaitIdle waits until this process has nothing to do at the clock's
+// current time: no task is running or waiting for a goroutine, no task in
+// memory is due, and the store holds no due task that nobody has leased
+// (WaitIdle claims such tasks itself rather than waiting for the poller).
+// Everything the engine does next then waits for time to pass or for an
+// input. It is meant for tests (iwftest's Advance and WaitIdle are built on
+// it); it returns ctx's error when ctx ends first.
+func (e *Engine) WaitIdle(ctx context.Context) error {
+	for {
+		busy, due, changed := e.disp.state(e.cfg.Clock.Now())
+		if due {
+			e.disp.nudge() // its scheduling loop may be asleep on a stale reading
+		}
+		if !busy && !due {
+			if e.disp.claim(ctx) == 0 {
+				return ctx.Err()
+			}
+			continue
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

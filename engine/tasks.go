@@ -32,9 +32,7 @@ func (t *txn) newTask(run *Run, executionID string, kind TaskKind, due time.Time
 func (e *Engine) leaseLocally(t *Task, now time.Time) {
 	// Stores keep milliseconds: round up so that memory and store agree and
 	// a task never runs before its stored due time.
-	if r := t.DueAt.Truncate(time.Millisecond); !r.Equal(t.DueAt) {
-		t.DueAt = r.Add(time.Millisecond)
-	}
+	t.DueAt = ceilMillisecond(t.DueAt)
 	if t.DueAt.Sub(now) <= e.localHorizon() {
 		t.LeaseOwner = e.cfg.NodeID
 		base := t.DueAt

@@ -278,42 +278,46 @@ func (e *Env) WaitForCompletion(ctx context.Context, workflowID string) (iwf.Wor
 }
 
 // settle waits until no task is due, that is due at or before the clock,
-// and returns when the next one falls due (zero if there is none).
+// and returns when the next one falls due (zero if there is none). It waits
+// on the engine's own idle signal (engine.WaitIdle), then reads the store's
+// tasks once to find the next due time.
 func (e *Env) settle() (time.Time, error) {
-	const (
-		poll      = time.Millisecond
-		wakeEvery = 20 * time.Millisecond
-	)
-	ctx := context.Background()
-	begin := time.Now()
-	lastWake := begin
+	ctx, cancel := context.WithTimeout(context.Background(), e.opts.timeout)
+	defer cancel()
 	for {
+		if err := e.eng.WaitIdle(ctx); err != nil {
+			tasks, _ := e.store.tasks(context.Background())
+			return time.Time{}, fmt.Errorf("the engine is still busy after %s: %s", e.opts.timeout, describe(dueTasks(tasks, e.clock.Now())))
+		}
 		tasks, err := e.store.tasks(ctx)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("listing the engine's tasks: %w", err)
 		}
 		now := e.clock.Now()
-		var due []*engine.Task
+		if len(dueTasks(tasks, now)) > 0 {
+			// Committed between the engine's check and this read: wait
+			// for the engine again.
+			continue
+		}
 		var next time.Time
 		for _, t := range tasks {
-			if !t.DueAt.After(now) {
-				due = append(due, t)
-			} else if next.IsZero() || t.DueAt.Before(next) {
+			if next.IsZero() || t.DueAt.Before(next) {
 				next = t.DueAt
 			}
 		}
-		if len(due) == 0 {
-			return next, nil
-		}
-		if time.Since(begin) > e.opts.timeout {
-			return time.Time{}, fmt.Errorf("the engine is still busy after %s: %s", e.opts.timeout, describe(due))
-		}
-		if e.fake != nil && time.Since(lastWake) >= wakeEvery {
-			e.fake.wakeEngine()
-			lastWake = time.Now()
-		}
-		time.Sleep(poll)
+		return next, nil
 	}
+}
+
+// dueTasks returns the tasks due at or before now.
+func dueTasks(tasks []*engine.Task, now time.Time) []*engine.Task {
+	var due []*engine.Task
+	for _, t := range tasks {
+		if !t.DueAt.After(now) {
+			due = append(due, t)
+		}
+	}
+	return due
 }
 
 // describe lists tasks for an error message.
