@@ -45,21 +45,28 @@ func (e *Engine) InvokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest) (
 	return resp, err
 }
 
-// invokeRPC calls the worker and applies the answer; holder names the RPC's
-// locks ("" for a non-locking RPC), released with the answer.
-func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, daPolicy, saPolicy *record.LoadingPolicy, holder string) (iwfapi.WorkflowRpcResponse, error) {
-	var run *Run
-	var rd *record.Run
-	var wreq iwfapi.WorkflowWorkerRpcRequest
+// rpcTarget is the run an RPC calls the worker for.
+type rpcTarget struct {
+	run *Run
+	rd  *record.Run
+}
+
+// rpcRequest reads, in one snapshot, the run an RPC names and what its
+// worker call is sent: the loaded attributes and the channel sizes.
+func (e *Engine) rpcRequest(ctx context.Context, req iwfapi.WorkflowRpcRequest, daPolicy, saPolicy *record.LoadingPolicy) (rpcTarget, *iwfapi.WorkflowWorkerRpcRequest, error) {
+	var target rpcTarget
+	var wreq *iwfapi.WorkflowWorkerRpcRequest
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
 		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
 		}
-		if run, err = tx.RunGet(ctx, id); err != nil {
+		run, err := tx.RunGet(ctx, id)
+		if err != nil {
 			return err
 		}
-		if rd, err = decodeRun(run); err != nil {
+		rd, err := decodeRun(run)
+		if err != nil {
 			return err
 		}
 		das, err := loadDataAttributes(ctx, tx, id, daPolicy)
@@ -78,7 +85,8 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 		if err != nil {
 			return err
 		}
-		wreq = iwfapi.WorkflowWorkerRpcRequest{
+		target = rpcTarget{run: run, rd: rd}
+		wreq = &iwfapi.WorkflowWorkerRpcRequest{
 			Context:              iwfapi.Context{WorkflowId: run.WorkflowID, WorkflowRunId: run.RunID, WorkflowStartedTimestamp: run.StartedAt.Unix()},
 			WorkflowType:         run.WorkflowType,
 			RpcName:              req.RpcName,
@@ -90,14 +98,20 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 		}
 		return nil
 	})
+	return target, wreq, err
+}
+
+// invokeRPC calls the worker and applies the answer; holder names the RPC's
+// locks ("" for a non-locking RPC), released with the answer.
+func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, daPolicy, saPolicy *record.LoadingPolicy, holder string) (iwfapi.WorkflowRpcResponse, error) {
+	target, wreq, err := e.rpcRequest(ctx, req, daPolicy, saPolicy)
 	if err != nil {
 		return iwfapi.WorkflowRpcResponse{}, err
 	}
-	timeout := e.waitBudget(deref(req.TimeoutSeconds))
-	callCtx, cancel := context.WithTimeout(ctx, timeout)
+	callCtx, cancel := context.WithTimeout(ctx, e.waitBudget(deref(req.TimeoutSeconds)))
 	defer cancel()
 	begin := time.Now()
-	resp, err := e.worker.RPC(callCtx, rd.WorkerURL, &wreq)
+	resp, err := e.worker.RPC(callCtx, target.rd.WorkerURL, wreq)
 	e.recordCall("rpc", begin, err)
 	if err != nil {
 		return iwfapi.WorkflowRpcResponse{}, rpcWorkerError(err)
@@ -113,22 +127,23 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 	}
 	mutates := len(slice(resp.UpsertDataAttributes)) > 0 || len(slice(resp.UpsertSearchAttributes)) > 0 ||
 		len(slice(resp.PublishToInterStateChannel)) > 0 || (resp.StateDecision != nil && len(slice(resp.StateDecision.NextStates)) > 0)
-	if mutates || holder != "" {
-		mutation := &record.RPCMutation{
-			Name: req.RpcName, Locking: holder != "", UpsertSearchAttributes: mapSlice(resp.UpsertSearchAttributes, searchAttributeIn),
-			UpsertDataAttributes: mapSlice(resp.UpsertDataAttributes, kvIn), Publish: mapSlice(resp.PublishToInterStateChannel, publishIn),
-			Decision: mapPtr(resp.StateDecision, decisionIn),
+	if !mutates && holder == "" {
+		return iwfapi.WorkflowRpcResponse{Output: resp.Output}, nil
+	}
+	mutation := &record.RPCMutation{
+		Name: req.RpcName, Locking: holder != "", UpsertSearchAttributes: mapSlice(resp.UpsertSearchAttributes, searchAttributeIn),
+		UpsertDataAttributes: mapSlice(resp.UpsertDataAttributes, kvIn), Publish: mapSlice(resp.PublishToInterStateChannel, publishIn),
+		Decision: mapPtr(resp.StateDecision, decisionIn),
+	}
+	err = e.mutateRun(ctx, target.run.WorkflowID, target.run.RunID, func(r *runTxn) error {
+		unlock(r.rd, holder)
+		if !mutates {
+			return nil
 		}
-		err := e.mutateRun(ctx, run.WorkflowID, run.RunID, func(r *runTxn) error {
-			unlock(r.rd, holder)
-			if !mutates {
-				return nil
-			}
-			return r.applyInput(record.Input{RPC: mutation}, false)
-		})
-		if err != nil {
-			return iwfapi.WorkflowRpcResponse{}, err
-		}
+		return r.applyInput(record.Input{RPC: mutation}, false)
+	})
+	if err != nil {
+		return iwfapi.WorkflowRpcResponse{}, err
 	}
 	return iwfapi.WorkflowRpcResponse{Output: resp.Output}, nil
 }
