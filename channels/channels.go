@@ -158,6 +158,21 @@ func (r Request) Plan(completed []bool, available map[ChannelKey]int) []Consumpt
 	if r.Satisfied(completed) {
 		return nil
 	}
+	return r.plan(completed, available, true)
+}
+
+// PlanAll is Plan at the moment commands are registered: every waiting
+// channel command that a buffered message can satisfy consumes one, in
+// request order and FIFO per channel, whether or not the waiting condition
+// is met on the way (iWF matches the whole buffer before it evaluates the
+// condition). It marks the consuming commands in completed.
+func (r Request) PlanAll(completed []bool, available map[ChannelKey]int) []Consumption {
+	return r.plan(completed, available, false)
+}
+
+// plan serves the waiting channel commands in request order, FIFO per
+// channel; with stopWhenMet it stops as soon as the condition is met.
+func (r Request) plan(completed []bool, available map[ChannelKey]int, stopWhenMet bool) []Consumption {
 	var out []Consumption
 	taken := map[ChannelKey]int{}
 	for i, c := range r.Commands {
@@ -171,7 +186,7 @@ func (r Request) Plan(completed []bool, available map[ChannelKey]int) []Consumpt
 		out = append(out, Consumption{Command: i, Key: k, N: taken[k]})
 		taken[k]++
 		completed[i] = true
-		if r.Satisfied(completed) {
+		if stopWhenMet && r.Satisfied(completed) {
 			break
 		}
 	}

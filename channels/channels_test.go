@@ -132,3 +132,27 @@ func TestChannels(t *testing.T) {
 		t.Fatalf("Channels = %v, want %v", got, want)
 	}
 }
+
+func TestPlanAllMatchesTheWholeBuffer(t *testing.T) {
+	// At registration, commands on channels 1, 1, 2, 3 under a combination
+	// that [1, 1] already satisfies: the buffered messages of 3 and 2 are
+	// consumed too, and the third message of channel 1 stays buffered.
+	req := Request{WaitingType: AnyCombinationCompleted,
+		Commands:     []Command{sig("c1", "1"), sig("c1", "1"), sig("c2", "2"), sig("c3", "3")},
+		Combinations: [][]string{{"c1", "c1"}, {"c2", "c3"}}}
+	done := make([]bool, 4)
+	one, two, three := ChannelKey{Signal, "1"}, ChannelKey{Signal, "2"}, ChannelKey{Signal, "3"}
+	got := req.PlanAll(done, map[ChannelKey]int{one: 3, two: 1, three: 1})
+	want := []Consumption{{0, one, 0}, {1, one, 1}, {2, two, 0}, {3, three, 0}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("PlanAll = %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(done, []bool{true, true, true, true}) {
+		t.Fatalf("completed = %v", done)
+	}
+	// Plan, for messages arriving later, stops at the condition.
+	done = make([]bool, 4)
+	if got := req.Plan(done, map[ChannelKey]int{one: 3, two: 1, three: 1}); len(got) != 2 {
+		t.Fatalf("Plan consumed %v, want the two messages of channel 1 only", got)
+	}
+}

@@ -61,17 +61,36 @@ func channelKind(k channels.Kind) ChannelKind {
 // met the execution moves on to execute. It reports whether x or xd changed; the
 // caller encodes xd into x.Data and writes x.
 func (r *runTxn) evaluate(x *Execution, xd *record.Execution) (bool, error) {
+	return r.advance(x, xd, false)
+}
+
+// register evaluates an execution whose commands were just registered:
+// first every command that an already buffered message can satisfy
+// consumes one, whether or not the condition is met on the way (iWF matches
+// the whole buffer first), then due timers fire.
+func (r *runTxn) register(x *Execution, xd *record.Execution) (bool, error) {
+	return r.advance(x, xd, true)
+}
+
+func (r *runTxn) advance(x *Execution, xd *record.Execution, registering bool) (bool, error) {
 	req := flatCommands(xd.Commands)
-	nowMs := unixMs(r.now)
 	changed := false
+	if registering {
+		consumed, err := r.consume(req, xd, true)
+		if err != nil {
+			return false, err
+		}
+		changed = consumed
+	}
+	nowMs := unixMs(r.now)
 	for i, c := range req.Commands {
 		if c.Kind == channels.Timer && !xd.Done[i] && xd.FireAt[i] <= nowMs && !req.Satisfied(xd.Done) {
 			xd.Done[i] = true
 			changed = true
 		}
 	}
-	if !req.Satisfied(xd.Done) {
-		consumed, err := r.consume(req, xd)
+	if !registering && !req.Satisfied(xd.Done) {
+		consumed, err := r.consume(req, xd, false)
 		if err != nil {
 			return false, err
 		}
@@ -90,8 +109,9 @@ func (r *runTxn) evaluate(x *Execution, xd *record.Execution) (bool, error) {
 }
 
 // consume takes the buffered messages that the execution's channel commands
-// can use now, as package channels plans it, and reports whether it took any.
-func (r *runTxn) consume(req channels.Request, xd *record.Execution) (bool, error) {
+// can use now, as package channels plans it (all of them at registration),
+// and reports whether it took any.
+func (r *runTxn) consume(req channels.Request, xd *record.Execution, all bool) (bool, error) {
 	need := map[channels.ChannelKey]int{}
 	for i, c := range req.Commands {
 		if !xd.Done[i] && c.Kind != channels.Timer {
@@ -108,7 +128,12 @@ func (r *runTxn) consume(req channels.Request, xd *record.Execution) (bool, erro
 		heads[k] = msgs
 		available[k] = len(msgs)
 	}
-	plan := req.Plan(xd.Done, available)
+	var plan []channels.Consumption
+	if all {
+		plan = req.PlanAll(xd.Done, available)
+	} else {
+		plan = req.Plan(xd.Done, available)
+	}
 	if len(plan) == 0 {
 		return false, nil
 	}

@@ -208,7 +208,7 @@ func (e *Engine) applyWaitUntil(ctx context.Context, task *Task, resp *iwfapi.Wo
 			applyPendingSkips(tt.rd, x, xd)
 		}
 		tt.record(tt.event(x.ExecutionID, "WaitUntilCompleted", map[string]any{"attempt": task.Attempt, "commands": n}))
-		if _, err := tt.evaluate(x, xd); err != nil {
+		if _, err := tt.register(x, xd); err != nil {
 			return err
 		}
 		if x.Status == ExecWaiting {
