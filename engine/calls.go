@@ -242,6 +242,7 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		nameTimeout(err, "StateApiWaitUntil")
 		e.attemptLog(t, s).Debug().Err(err).Msg("waitUntil attempt failed")
 		return e.attemptFailed(ctx, t, err)
 	}
@@ -267,10 +268,20 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		nameTimeout(err, "StateApiExecute")
 		e.attemptLog(t, s).Debug().Err(err).Msg("execute attempt failed")
 		return e.attemptFailed(ctx, t, err)
 	}
 	return e.applyExecute(ctx, t, resp)
+}
+
+// nameTimeout marks a timed-out state API call with its API, so that its
+// failure message takes iWF's activity-timeout form.
+func nameTimeout(err error, api string) {
+	var ce *WorkerCallError
+	if errors.As(err, &ce) && ce.Timeout {
+		ce.API = api
+	}
 }
 
 // recordCall counts a worker call and its latency.

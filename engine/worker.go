@@ -22,10 +22,19 @@ type WorkerCallError struct {
 	Body    []byte // response body, if any
 	Err     error  // transport or decoding error, if any
 	Timeout bool   // the per-attempt timeout expired
+	// API names the state API of a timed-out state API call
+	// ("StateApiWaitUntil", "StateApiExecute"); the engine sets it.
+	API string
 }
 
-// Error implements error in the form iWF reports state API failures.
+// Error implements error in the form iWF reports state API failures. A
+// state API call that timed out reads as iWF's activity timeout,
+// "activity error (type: StateApiWaitUntil, …): activity StartToClose
+// timeout (type: StartToClose)", whose prefix apps match on.
 func (e *WorkerCallError) Error() string {
+	if e.Timeout && e.API != "" {
+		return fmt.Sprintf("activity error (type: %s, scheduledEventID: 0, startedEventID: 0, identity: iwf-server): activity StartToClose timeout (type: StartToClose)", e.API)
+	}
 	body := "None"
 	if e.Status != 0 {
 		body = truncate(string(e.Body), 500)
