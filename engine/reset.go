@@ -69,7 +69,7 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 		if point == nil {
 			r, err = t.resetToBeginning(brd, history, req)
 		} else {
-			r, err = t.resetToExecution(b, point)
+			r, err = t.resetToExecution(b, point, history, req)
 		}
 		if err != nil {
 			return err
@@ -157,36 +157,26 @@ func (t *txn) resetToBeginning(brd *record.Run, history []*HistoryEvent, req iwf
 }
 
 // resetToExecution starts a new run at the checkpoint of the decision that
-// started point, with the base run's attributes and buffered messages.
-func (t *txn) resetToExecution(b *runTxn, point *Execution) (*runTxn, error) {
+// started point (the reset point), as iWF's reset replays a workflow to the
+// point and re-applies what came after it:
+//
+//   - the states of that decision start again with their ids;
+//   - the signal buffer is the one at the reset point: the signals received
+//     before it, less those consumed by executions started before it;
+//   - the signals and RPC mutations received after the point are applied
+//     again (see laterInputs);
+//   - data and search attributes and unconsumed internal-channel messages
+//     are those of the base run at reset time (docs/compatibility.md).
+func (t *txn) resetToExecution(b *runTxn, point *Execution, history []*HistoryEvent, req iwfapi.WorkflowResetRequest) (*runTxn, error) {
 	pd, err := decodeExec(point)
 	if err != nil {
 		return nil, err
 	}
-	execs, err := t.tx.ExecutionList(t.ctx, b.run.RunID)
+	plan, err := t.resetPlan(b.run.RunID, pd.Batch)
 	if err != nil {
 		return nil, err
 	}
-	var cp *record.Checkpoint
-	var moves []record.Movement
-	for _, x := range execs {
-		xd, err := decodeExec(x)
-		if err != nil {
-			return nil, err
-		}
-		if xd.Batch != pd.Batch {
-			continue
-		}
-		if xd.Checkpoint != nil {
-			cp = xd.Checkpoint
-		}
-		m := record.Movement{StateID: x.StateID, StateInput: xd.Input, StateOptions: xd.Options}
-		if xd.WaitForKey != "" {
-			m.WaitForKey = ptr(xd.WaitForKey)
-		}
-		moves = append(moves, m)
-	}
-	if cp == nil {
+	if plan.checkpoint == nil {
 		return nil, Errorf(CodeInternal, "state execution %s has no checkpoint to reset to", point.ExecutionID)
 	}
 	brd := b.rd
@@ -196,24 +186,134 @@ func (t *txn) resetToExecution(b *runTxn, point *Execution) (*runTxn, error) {
 	if err != nil {
 		return nil, err
 	}
-	rd := r.rd
-	rd.Start = brd.Start
-	rd.Config = brd.Config
-	rd.Counters = cp.Counters
-	rd.Outputs = brd.Outputs[:min(cp.Outputs, len(brd.Outputs))]
-	rd.Graceful = cp.Graceful
-	if err := copyRunState(t.ctx, t.tx, b.run.RunID, r.run.RunID, t.now); err != nil {
+	cp := plan.checkpoint
+	r.rd.Start, r.rd.Config = brd.Start, brd.Config
+	r.rd.Counters, r.rd.Graceful = cp.Counters, cp.Graceful
+	r.rd.Outputs = brd.Outputs[:min(cp.Outputs, len(brd.Outputs))]
+	earlier, later, published := splitInputs(history, pd.Batch, plan.consumed, req)
+	if err := copyRunState(t.ctx, t.tx, b.run.RunID, r.run.RunID, t.now, published); err != nil {
 		return nil, err
 	}
-	if err := r.startStates(moves, t.now); err != nil {
+	for _, in := range earlier {
+		if err := r.applyInput(in, true); err != nil {
+			return nil, err
+		}
+	}
+	if err := r.startStates(plan.moves, t.now); err != nil {
 		return nil, err
+	}
+	for _, in := range later {
+		if err := r.applyInput(in, true); err != nil {
+			return nil, err
+		}
 	}
 	return r, r.save()
 }
 
+// resetPlan is what a reset to a batch of executions needs from the base
+// run's executions.
+type resetPlan struct {
+	checkpoint *record.Checkpoint
+	moves      []record.Movement // the batch's executions, to start again
+	// consumed counts, per signal channel, the messages that executions
+	// started before the batch consumed.
+	consumed map[string]int
+}
+
+func (t *txn) resetPlan(baseRunID, batch string) (resetPlan, error) {
+	plan := resetPlan{consumed: map[string]int{}}
+	execs, err := t.tx.ExecutionList(t.ctx, baseRunID)
+	if err != nil {
+		return plan, err
+	}
+	before := true
+	for _, x := range execs {
+		xd, err := decodeExec(x)
+		if err != nil {
+			return plan, err
+		}
+		if xd.Batch == batch {
+			before = false
+			if xd.Checkpoint != nil {
+				plan.checkpoint = xd.Checkpoint
+			}
+			m := record.Movement{StateID: x.StateID, StateInput: xd.Input, StateOptions: xd.Options}
+			if xd.WaitForKey != "" {
+				m.WaitForKey = ptr(xd.WaitForKey)
+			}
+			plan.moves = append(plan.moves, m)
+			continue
+		}
+		if before && xd.Commands != nil {
+			timers := len(slice(xd.Commands.TimerCommands))
+			for i, c := range slice(xd.Commands.SignalCommands) {
+				if timers+i < len(xd.Done) && xd.Done[timers+i] {
+					plan.consumed[c.SignalChannelName]++
+				}
+			}
+		}
+	}
+	return plan, nil
+}
+
+// splitInputs sorts the base run's signals and RPC mutations around the
+// reset point, the decision that started batch:
+//
+//   - earlier: the signals received before the point that were still
+//     buffered at it (FIFO per channel: the first consumed[channel] of each
+//     channel were consumed before the point);
+//   - later: the signals and RPC mutations received after the point, which
+//     iWF applies again — RPC mutations are signals there too — unless
+//     skipSignalReapply says not to (skipUpdateReapply for locking RPCs);
+//   - published: per internal channel, the messages the later RPC mutations
+//     published. The base run's newest unconsumed messages that many are the
+//     same messages, which the new run gets from the mutations (or, skipped,
+//     not at all) instead of from the copied buffer.
+func splitInputs(history []*HistoryEvent, batch string, consumed map[string]int, req iwfapi.WorkflowResetRequest) (earlier, later []record.Input, published map[string]int) {
+	published = map[string]int{}
+	skipped := map[string]int{}
+	after := false
+	for _, ev := range history {
+		if ev.Type == "StateExecutionStarted" && ev.ExecutionID == batch {
+			after = true
+			continue
+		}
+		in, ok := decodeExternalInput(ev)
+		if !ok {
+			continue
+		}
+		switch {
+		case !after && in.Signal != nil:
+			if ch := in.Signal.SignalChannelName; skipped[ch] < consumed[ch] {
+				skipped[ch]++
+			} else {
+				earlier = append(earlier, in)
+			}
+		case after && in.Signal != nil:
+			if !deref(req.SkipSignalReapply) {
+				later = append(later, in)
+			}
+		case after && in.RPC != nil:
+			for _, p := range slice(in.RPC.Publish) {
+				published[p.ChannelName]++
+			}
+			skip := deref(req.SkipSignalReapply)
+			if in.RPC.Locking {
+				skip = deref(req.SkipUpdateReapply)
+			}
+			if !skip {
+				later = append(later, in)
+			}
+		}
+	}
+	return earlier, later, published
+}
+
 // copyRunState copies user data and search attributes and unconsumed
-// channel messages from one run to another.
-func copyRunState(ctx context.Context, tx Tx, from, to string, now time.Time) error {
+// internal-channel messages from one run to another, except the newest
+// skip[channel] messages of each channel. (Signal buffers are rebuilt from
+// the history: see resetToExecution.)
+func copyRunState(ctx context.Context, tx Tx, from, to string, now time.Time, skip map[string]int) error {
 	das, err := tx.DataAttributeGet(ctx, from, nil)
 	if err != nil {
 		return err
@@ -238,7 +338,7 @@ func copyRunState(ctx context.Context, tx Tx, from, to string, now time.Time) er
 			return err
 		}
 	}
-	for _, kind := range []ChannelKind{ChannelSignal, ChannelInternal} {
+	for _, kind := range []ChannelKind{ChannelInternal} {
 		counts, err := tx.MessageCounts(ctx, from, kind)
 		if err != nil {
 			return err
@@ -247,6 +347,10 @@ func copyRunState(ctx context.Context, tx Tx, from, to string, now time.Time) er
 			msgs, err := tx.MessagePeek(ctx, from, kind, ch, 0)
 			if err != nil {
 				return err
+			}
+			msgs = msgs[:max(0, len(msgs)-skip[ch])]
+			if len(msgs) == 0 {
+				continue
 			}
 			copies := make([]*Message, len(msgs))
 			for i, m := range msgs {
