@@ -1,4 +1,5 @@
 # iwf-server developer commands. `make help` lists them.
+SHELL     := /bin/bash
 GO        ?= go
 BIN       ?= bin/iwf-server
 IMAGE     ?= iwf-server:dev
@@ -7,10 +8,10 @@ IMAGE     ?= iwf-server:dev
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build test verify generate lint docker bench
+.PHONY: help run build test test-stress verify generate lint docker bench
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
 
 run: ## start the server on the embedded SQLite store (./iwf.db)
 	$(GO) run ./cmd/iwf-server
@@ -18,9 +19,23 @@ run: ## start the server on the embedded SQLite store (./iwf.db)
 build: ## build the server binary into bin/
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/iwf-server
 
-test: ## run all tests (SQLite always; PostgreSQL when reachable), server and SDK
-	$(GO) test -count=1 ./...
-	cd sdk-go && $(GO) test -count=1 ./...
+test: ## run all tests (SQLite always; PostgreSQL when reachable): server and SDK modules, one summary
+	@out=$$(mktemp); status=0; failed=""; \
+	echo "== server module"; \
+	$(GO) test -count=1 ./... 2>&1 | tee -a $$out; test $${PIPESTATUS[0]} -eq 0 || { status=1; failed="$$failed server"; }; \
+	echo "== SDK module (sdk-go)"; \
+	(cd sdk-go && $(GO) test -count=1 ./...) 2>&1 | tee -a $$out; test $${PIPESTATUS[0]} -eq 0 || { status=1; failed="$$failed sdk-go"; }; \
+	echo "== summary"; \
+	echo "packages passed: $$(grep -c '^ok ' $$out)"; \
+	if [ $$status -eq 0 ]; then echo "all tests passed"; else \
+		echo "FAILED in:$$failed"; grep -E '^(FAIL|---  *FAIL|panic:)' $$out | grep -v '^FAIL$$' | sort -u; fi; \
+	rm -f $$out; exit $$status
+
+test-stress: ## make test while two CPU-bound processes load the machine
+	@pids=""; for i in 1 2; do sh -c 'while :; do :; done' & pids="$$pids $$!"; done; \
+	trap 'kill $$pids 2>/dev/null' EXIT INT TERM; \
+	echo "== two CPU-bound processes running:$$pids"; \
+	$(MAKE) --no-print-directory test
 
 generate: ## regenerate code from api/openapi.yaml (server and SDK)
 	$(GO) generate ./api/...

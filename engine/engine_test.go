@@ -159,8 +159,10 @@ func TestDurableTimerFires(t *testing.T) {
 		}
 		var elapsed int64
 		mustUnmarshal(t, *deref(got.Results)[0].CompletedStateOutput.Data, &elapsed)
-		if elapsed < 1000 || elapsed > 1500 {
-			t.Fatalf("timer fired after %d ms, want about 1000", elapsed)
+		// Never early; how late depends on the machine's load (make bench
+		// measures lateness).
+		if elapsed < 1000 {
+			t.Fatalf("timer fired after %d ms, before its 1 s", elapsed)
 		}
 	})
 }
@@ -246,7 +248,7 @@ func TestDeadEndKeepsRunningUntilStopped(t *testing.T) {
 		}})
 		h.start("wf-dead", "S1", nil)
 		h.eventually("S1 executed", func() bool { return h.worker.count("S1.execute") == 1 })
-		time.Sleep(100 * time.Millisecond) // let a wrongful completion happen if it would
+		h.idle() // a wrongful completion would have happened by now
 		if s := h.status("wf-dead"); s != iwfapi.WorkflowStatusRunning {
 			t.Fatalf("status %s after dead end, want RUNNING", s)
 		}

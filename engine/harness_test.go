@@ -57,7 +57,7 @@ func newHarness(t *testing.T, st engine.Store) *harness {
 	eng, err := engine.New(st, engine.Config{
 		WorkerClient:  workerclient.New(nil),
 		PollInterval:  50 * time.Millisecond,
-		LeaseDuration: 2 * time.Second,
+		LeaseDuration: 10 * time.Second, // no test here needs a lease to expire
 		MaxWait:       20 * time.Second,
 		Concurrency:   32,
 		Logger:        &logger,
@@ -213,10 +213,21 @@ func (h *harness) result(id string) iwfapi.WorkflowGetResponse {
 	return resp
 }
 
-// eventually polls cond until it holds or 10 s pass.
+// idle waits until the harness's engine has nothing left to do now
+// (engine.WaitIdle), failing the test after a minute.
+func (h *harness) idle() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.eng.WaitIdle(ctx); err != nil {
+		h.t.Fatalf("the engine is still busy: %v", err)
+	}
+}
+
+// eventually polls cond until it holds, failing the test after a minute.
 func (h *harness) eventually(what string, cond func() bool) {
 	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
 			h.t.Fatalf("timed out waiting for %s", what)

@@ -23,6 +23,7 @@ type metrics struct {
 	timersFired   counterVec   // durable timers fired
 	timerLateness histogramVec
 	claimed       counterVec // tasks claimed by the poller
+	stale         counterVec // results dropped: their task moved on or is another process's
 }
 
 func newMetrics() *metrics {
@@ -36,6 +37,7 @@ func newMetrics() *metrics {
 		timersFired:   newCounterVec("iwf_timers_fired_total", "Durable timers fired."),
 		timerLateness: newHistogramVec("iwf_timer_lateness_seconds", "How late durable timers fired.", latency),
 		claimed:       newCounterVec("iwf_tasks_claimed_total", "Tasks claimed by the poller (recovery, far timers, other nodes' work)."),
+		stale:         newCounterVec("iwf_stale_results_total", "Worker answers and timer firings dropped because their task was gone or leased to another process."),
 	}
 }
 
@@ -51,6 +53,7 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.timersFired.write(&b)
 	m.timerLateness.write(&b)
 	m.claimed.write(&b)
+	m.stale.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
 	_, err := io.WriteString(w, b.String())
 	return err

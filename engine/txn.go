@@ -83,6 +83,9 @@ func (e *Engine) committed(fx *txEffects) {
 		e.metrics.timersFired.inc()
 		e.metrics.timerLateness.observe(late)
 	}
+	if len(fx.stale) > 0 {
+		e.metrics.stale.add(int64(len(fx.stale)))
+	}
 	for _, t := range fx.stale {
 		e.log.Debug().Str("workflowId", t.WorkflowID).Str("runId", t.RunID).Str("stateExecutionId", t.ExecutionID).
 			Str("task", string(t.Kind)).Int("attempt", t.Attempt).Msg("dropped a stale result: the task is gone or leased to another process")

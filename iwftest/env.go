@@ -26,7 +26,7 @@ import (
 // DefaultTimeout is how long, in real time, Advance, WaitIdle and
 // WaitForCompletion (given a context without a deadline) wait for the
 // engine by default; see WithTimeout.
-const DefaultTimeout = 10 * time.Second
+const DefaultTimeout = time.Minute
 
 // Option configures New.
 type Option func(*options)

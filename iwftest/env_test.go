@@ -131,7 +131,8 @@ func TestAdvanceFiresADayLongTimerAtOnce(t *testing.T) {
 	if err != nil || out != "rested" {
 		t.Fatalf("result %q, %v", out, err)
 	}
-	if elapsed := time.Since(begin); elapsed > 5*time.Second {
+	// A failure bound far above the milliseconds it takes, far below a day.
+	if elapsed := time.Since(begin); elapsed > time.Minute {
 		t.Errorf("a fake day took %s of real time", elapsed)
 	}
 }

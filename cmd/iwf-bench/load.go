@@ -153,7 +153,7 @@ func (t *target) verify(ctx context.Context, ids []string, r *result) {
 	}
 	step := max(1, len(ids)/samples)
 	for i := 0; i < len(ids); i += step {
-		st, err := t.awaitClose(ctx, ids[i], 15*time.Second)
+		st, err := t.awaitClose(ctx, ids[i], 60*time.Second)
 		r.verified++
 		if err != nil || st != iwfapi.WorkflowStatusCompleted {
 			r.verifyFailed++

@@ -164,7 +164,7 @@ func TestQuickSQLite(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the server (about 15 s)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a failure deadline: builds and runs are slow on a loaded machine
 	defer cancel()
 	var out, progress bytes.Buffer
 	if err := run(ctx, []string{"-quick", "-store", "sqlite"}, &out, &progress); err != nil {

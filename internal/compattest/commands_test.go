@@ -231,7 +231,7 @@ func TestCommandThreadCompletion(t *testing.T) {
 			}, complete)
 			wfID := e.id("command-thread-completion")
 			runID := e.start(e.startRequest(wfID, "command_thread_completion", "S1"))
-			time.Sleep(500 * time.Millisecond)
+			e.waiting(wfID, "S1-1")
 			e.signal(wfID, "test-signal", obj("signal-data"))
 			_, body := e.result(wfID)
 			jsonEqual(t, "result", body, fmt.Sprintf(`{"workflowRunId":%q,"workflowStatus":"COMPLETED"}`, runID))
@@ -265,17 +265,15 @@ func TestCommandThreadCompletion(t *testing.T) {
 				})
 			}, complete)
 			wfID := e.id("any-cmd")
-			started := time.Now()
 			e.start(e.startRequest(wfID, "command_thread_completion", "StateAnyCmd"))
-			time.Sleep(500 * time.Millisecond)
+			e.waiting(wfID, "StateAnyCmd-1")
 			e.signal(wfID, "any-cmd-signal", obj("signal-data"))
 			resp, err := e.api.GetWorkflowWithWaitWithResponse(e.ctx(), iwfapi.WorkflowGetRequest{WorkflowId: wfID, WaitTimeSeconds: ptr(int32(20))})
 			if err != nil || resp.StatusCode() != 200 || resp.JSON200.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
 				t.Fatalf("getWithWait: %v %d %s", err, statusOf(resp), bodyOf(resp))
 			}
-			if took := time.Since(started); took > 500*time.Millisecond+slack {
-				t.Errorf("completed after %v: ANY_COMPLETED waited for the 20 s timer", took)
-			}
+			// The 20 s timer is reported SCHEDULED below: ANY_COMPLETED did
+			// not wait for it.
 			e.w.expectCounts(t, map[string]int{"StateAnyCmd.waitUntil": 1, "StateAnyCmd.execute": 1, "S3.waitUntil": 1, "S3.execute": 1})
 			jsonEqual(t, "StateAnyCmd commandResults", e.executeResults("StateAnyCmd", 0), `{
 				"timerResults":[{"commandId":"any-cmd-timer","timerStatus":"SCHEDULED"}],
@@ -524,8 +522,10 @@ func TestTimer(t *testing.T) {
 		}
 
 		r, _ := e.result(wfID)
-		if took := time.Since(started); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted || took < 2*time.Second || took > 3*time.Second+slack {
-			t.Errorf("completed as %s after %v, want COMPLETED after about 3 s", r.WorkflowStatus, took)
+		// No upper bound: on a loaded machine a timer may fire late; it may
+		// never fire early.
+		if took := time.Since(started); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted || took < 2*time.Second {
+			t.Errorf("completed as %s after %v, want COMPLETED after at least 2 s", r.WorkflowStatus, took)
 		}
 		e.w.expectCounts(t, map[string]int{"S1.waitUntil": 1, "S1.execute": 1, "S2.waitUntil": 1, "S2.execute": 1})
 		allFired := `{"timerResults":[{"commandId":"timer-cmd-id","timerStatus":"FIRED"},{"commandId":"timer-cmd-id-2","timerStatus":"FIRED"},
@@ -539,8 +539,8 @@ func TestTimer(t *testing.T) {
 			t.Fatalf("reset kept the run id")
 		}
 		r, _ = e.result(wfID)
-		if took := time.Since(resetAt); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted || r.WorkflowRunId != second || took < 2*time.Second || took > 3*time.Second+slack {
-			t.Errorf("reset run %s completed as %s after %v, want %s COMPLETED after about 3 s", r.WorkflowRunId, r.WorkflowStatus, took, second)
+		if took := time.Since(resetAt); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted || r.WorkflowRunId != second || took < 2*time.Second {
+			t.Errorf("reset run %s completed as %s after %v, want %s COMPLETED after at least 2 s", r.WorkflowRunId, r.WorkflowStatus, took, second)
 		}
 		jsonEqual(t, "S1 commandResults after reset", e.executeResults("S1", 1), allFired)
 	})

@@ -49,7 +49,7 @@ func TestKillAfterAcknowledgedCalls(t *testing.T) {
 		ctx := Ctx(t, 60*time.Second)
 		waiting := func(id string) {
 			t.Helper()
-			eventually(t, 15*time.Second, id+": W-1 waiting for its timer", func() bool {
+			eventually(t, 60*time.Second, id+": W-1 waiting for its timer", func() bool {
 				d, err := dump(srv, id)
 				return err == nil && d.execStatus("W-1") == "WAITING"
 			})
@@ -89,7 +89,7 @@ func TestKillAfterAcknowledgedCalls(t *testing.T) {
 			t.Fatalf("skipTimer: %v %s", err, body(skip))
 		}
 		crash()
-		r := result(t, srv, "wf", 30*time.Second)
+		r := result(t, srv, "wf", 90*time.Second)
 		want := iwfapi.WorkflowGetResponse{
 			WorkflowRunId: r.WorkflowRunId, WorkflowStatus: iwfapi.WorkflowStatusCompleted,
 			Results: &[]iwfapi.StateCompletionOutput{{CompletedStateId: "W", CompletedStateExecutionId: "W-1", CompletedStateOutput: Object("7")}},

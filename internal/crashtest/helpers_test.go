@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -89,17 +91,22 @@ func startNodes(t *testing.T, db string) (a, b *Server) {
 	return a, b
 }
 
-// consistently checks cond every 50 ms for d and fails the test the first
-// time it reports a problem.
-func consistently(t *testing.T, d time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if err := cond(); err != nil {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
+// metric reads one unlabelled counter or gauge from srv's /metrics; 0 when
+// it cannot be read.
+func metric(srv *Server, name string) float64 {
+	resp, err := http.Get(srv.URL() + "/metrics")
+	if err != nil {
+		return 0
 	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
 }
 
 // eventually polls cond every 20 ms until it holds, failing the test after
@@ -124,7 +131,7 @@ func startWorkflow(t *testing.T, srv *Server, w *Worker, id, startState string, 
 }
 
 func tryStart(srv *Server, w *Worker, id, startState string, input string, opts *iwfapi.WorkflowStateOptions) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	req := iwfapi.WorkflowStartRequest{
 		WorkflowId: id, IwfWorkflowType: "CrashTest", IwfWorkerUrl: w.URL(),
@@ -153,7 +160,7 @@ func signal(t *testing.T, srv *Server, id, channel, value string) {
 }
 
 func trySignal(srv *Server, id, channel, value string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	resp, err := srv.Client().SignalWorkflowWithResponse(ctx, iwfapi.WorkflowSignalRequest{
 		WorkflowId: id, SignalChannelName: channel, SignalValue: Object(value),
@@ -231,7 +238,7 @@ type dumpDoc struct {
 
 // dump reads a workflow's internal dump (all pages).
 func dump(srv *Server, id string) (*dumpDoc, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var data strings.Builder
 	for page := int32(0); ; page++ {

@@ -57,7 +57,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 		}
 		for range kills {
 			seen := len(w.Calls(nil))
-			eventually(t, 15*time.Second, "a worker call after the (re)start", func() bool { return len(w.Calls(nil)) > seen })
+			eventually(t, 60*time.Second, "a worker call after the (re)start", func() bool { return len(w.Calls(nil)) > seen })
 			time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // a random moment to kill at
 			srv.Kill()
 			srv.Start()
@@ -65,7 +65,7 @@ func TestKillAtRandomMoments(t *testing.T) {
 
 		last := fmt.Sprintf("Step-%d", steps)
 		for _, id := range ids {
-			r := result(t, srv, id, 30*time.Second)
+			r := result(t, srv, id, 90*time.Second)
 			want := iwfapi.WorkflowGetResponse{
 				WorkflowRunId: r.WorkflowRunId, WorkflowStatus: iwfapi.WorkflowStatusCompleted,
 				Results: &[]iwfapi.StateCompletionOutput{{CompletedStateId: "Step", CompletedStateExecutionId: last, CompletedStateOutput: Object("done")}},

@@ -6,13 +6,15 @@ import (
 )
 
 // TestReachableFailsFast checks that an unreachable server is reported
-// within the probe's budget, so that URL skips quickly.
+// within a bounded time (the probe's budget is 2 s; the bound below leaves
+// room for a loaded machine and is still far below a TCP connect timeout),
+// so that URL skips quickly.
 func TestReachableFailsFast(t *testing.T) {
 	start := time.Now()
 	if err := reachable("postgres://postgres@127.0.0.1:1/test?sslmode=disable"); err == nil {
 		t.Fatal("reachable reported a closed port as reachable")
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("probe took %v", d)
 	}
 }
