@@ -37,7 +37,6 @@ import (
 // Helpers that wait for a result retry on 420, as the SDKs do.
 const defaultMaxWait = 4 * time.Second
 
-
 // maxBodyBytes is the request body limit of the servers, the default of
 // cmd/iwf-server.
 const maxBodyBytes = 4 << 20
