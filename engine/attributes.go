@@ -3,12 +3,11 @@ package engine
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine/internal/record"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // encodeValue turns an optional value into the stored JSON (nil for no
@@ -53,8 +52,8 @@ func fromStoreDataAttributes(attrs []*Attribute) []iwfapi.KeyValue {
 }
 
 func systemTypeAttribute(workflowType string) *SearchAttribute {
-	sa := record.SearchAttribute{Key: ptr(SystemSAWorkflowType), ValueType: ptr("KEYWORD"), StringValue: ptr(workflowType)}
-	return &SearchAttribute{Key: SystemSAWorkflowType, ValueType: "KEYWORD", Raw: encode(sa), String: ptr(workflowType)}
+	sa := record.SearchAttribute{Key: ptr(SystemSAWorkflowType), ValueType: ptr(string(search.Keyword)), StringValue: ptr(workflowType)}
+	return &SearchAttribute{Key: SystemSAWorkflowType, ValueType: search.Keyword, Raw: encode(sa), String: ptr(workflowType)}
 }
 
 func isSystemSearchAttribute(key string) bool {
@@ -83,11 +82,11 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 	if isSystemSearchAttribute(key) {
 		return nil, Errorf(CodeInvalidArgument, "search attribute %s is maintained by the server", key)
 	}
-	vt := deref(sa.ValueType)
+	vt := search.ValueType(deref(sa.ValueType))
 	if vt == "" {
 		return nil, Errorf(CodeInvalidArgument, "search attribute %s has no valueType", key)
 	}
-	if !validSearchAttributeType(vt) {
+	if !vt.Valid() {
 		return nil, Errorf(CodeInvalidArgument, "search attribute %s has unsupported valueType %q", key, vt)
 	}
 	if declared, ok := e.cfg.SearchAttributeTypes[key]; len(e.cfg.SearchAttributeTypes) > 0 {
@@ -100,21 +99,21 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 	}
 	a := &SearchAttribute{Key: key, ValueType: vt, Raw: encode(sa)}
 	switch vt {
-	case "KEYWORD", "TEXT":
+	case search.Keyword, search.Text:
 		a.String = ptr(deref(sa.StringValue))
-	case "DATETIME":
+	case search.Datetime:
 		t, err := parseDatetime(deref(sa.StringValue), now)
 		if err != nil {
 			return nil, Errorf(CodeInvalidArgument, "search attribute %s: %v", key, err)
 		}
 		a.Time = &t
-	case "INT":
+	case search.Int:
 		a.Int = ptr(deref(sa.IntegerValue))
-	case "DOUBLE":
+	case search.Double:
 		a.Double = ptr(deref(sa.DoubleValue))
-	case "BOOL":
+	case search.Bool:
 		a.Bool = ptr(deref(sa.BoolValue))
-	case "KEYWORD_ARRAY":
+	case search.KeywordArray:
 		a.Strings = append([]string{}, slice(sa.StringArrayValue)...)
 	}
 	return a, nil
@@ -133,42 +132,11 @@ func decodeSearchAttribute(a *SearchAttribute) (record.SearchAttribute, error) {
 // with DATETIME in its canonical RFC 3339 (UTC, nanoseconds) form.
 func readSearchAttribute(a *SearchAttribute) iwfapi.SearchAttribute {
 	sa, _ := decodeSearchAttribute(a)
-	if a.ValueType == "DATETIME" && a.Time != nil {
+	if a.ValueType == search.Datetime && a.Time != nil {
 		sa.StringValue = ptr(a.Time.UTC().Format(time.RFC3339Nano))
 	}
 	return searchAttributeOut(sa)
 }
 
-var relativeDatetime = regexp.MustCompile(`^(\d+)(s|m|h|d|w|M|y|second|minute|hour|day|week|month|year)$`)
-
-// parseDatetime accepts iWF's DATETIME inputs: RFC 3339 with offset, Unix
-// nanoseconds as a decimal string, or "now minus N units" such as 15m.
-func parseDatetime(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Unix(0, 0).UTC(), nil
-	}
-	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return t.UTC(), nil
-	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.Unix(0, n).UTC(), nil
-	}
-	if m := relativeDatetime.FindStringSubmatch(s); m != nil {
-		n, _ := strconv.Atoi(m[1])
-		if n <= 0 || n >= 1000000 {
-			return time.Time{}, fmt.Errorf("relative time %q out of range", s)
-		}
-		unit := map[string]time.Duration{
-			"s": time.Second, "second": time.Second, "m": time.Minute, "minute": time.Minute,
-			"h": time.Hour, "hour": time.Hour, "d": 24 * time.Hour, "day": 24 * time.Hour,
-			"w": 7 * 24 * time.Hour, "week": 7 * 24 * time.Hour, "M": 30 * 24 * time.Hour,
-			"month": 30 * 24 * time.Hour, "y": 365 * 24 * time.Hour, "year": 365 * 24 * time.Hour,
-		}[m[2]]
-		t := now.Add(-time.Duration(n) * unit)
-		if t.Before(time.Unix(0, 0)) {
-			t = time.Unix(0, 0)
-		}
-		return t.UTC(), nil
-	}
-	return time.Time{}, fmt.Errorf("cannot parse DATETIME %q (want RFC 3339, Unix nanoseconds or a relative time like 15m)", s)
-}
+// parseDatetime reads a DATETIME value (search.ParseDatetime).
+func parseDatetime(s string, now time.Time) (time.Time, error) { return search.ParseDatetime(s, now) }

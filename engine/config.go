@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // Config holds the engine's settings. The zero value of every field selects
@@ -44,7 +46,7 @@ type Config struct {
 	// their types (KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL,
 	// KEYWORD_ARRAY). When set, writes of undeclared keys or mismatched
 	// types are rejected.
-	SearchAttributeTypes map[string]string
+	SearchAttributeTypes map[string]search.ValueType
 	// OnCommit, when set, is called after every committed transaction that
 	// appended history, with the events in append order (IDs set). It runs
 	// on the engine's goroutine: it must not block or call the engine. Tests
@@ -88,19 +90,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = &l
 	}
 	for k, t := range c.SearchAttributeTypes {
-		if !validSearchAttributeType(t) {
+		if !t.Valid() {
 			return c, fmt.Errorf("engine: search attribute %q has unknown type %q", k, t)
 		}
 	}
 	return c, nil
-}
-
-func validSearchAttributeType(t string) bool {
-	switch t {
-	case "KEYWORD", "TEXT", "DATETIME", "INT", "DOUBLE", "BOOL", "KEYWORD_ARRAY":
-		return true
-	}
-	return false
 }
 
 // Clock is the engine's source of time; tests substitute a controllable one

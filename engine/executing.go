@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // countsAsExecuting says whether a new execution is listed in the system
@@ -49,6 +50,6 @@ func (r *runTxn) executingStateIDs() error {
 		return nil
 	}
 	r.rd.ExecutingWritten = ids
-	sa := record.SearchAttribute{Key: ptr(SystemSAExecutingStateIDs), ValueType: ptr("KEYWORD_ARRAY"), StringArrayValue: &ids}
-	return r.tx.SearchAttributeUpsert(r.ctx, r.run.RunID, []*SearchAttribute{{Key: SystemSAExecutingStateIDs, ValueType: "KEYWORD_ARRAY", Raw: encode(sa), Strings: ids}})
+	sa := record.SearchAttribute{Key: ptr(SystemSAExecutingStateIDs), ValueType: ptr(string(search.KeywordArray)), StringArrayValue: &ids}
+	return r.tx.SearchAttributeUpsert(r.ctx, r.run.RunID, []*SearchAttribute{{Key: SystemSAExecutingStateIDs, ValueType: search.KeywordArray, Raw: encode(sa), Strings: ids}})
 }

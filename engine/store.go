@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // ErrNotFound is returned by store lookups when the requested row does not exist.
@@ -95,15 +97,15 @@ type ReadTx interface {
 	HistoryList(ctx context.Context, runID string, afterID int64, limit int) ([]*HistoryEvent, error)
 
 	// RunSearch returns one page of the runs that match q.Filter, in q.Order,
-	// at most q.Limit of them, starting after q.Cursor. SearchQuery (in
-	// search.go) defines the semantics; the store compiles it to SQL with
-	// every literal and key bound as a parameter. An unusable q.Cursor yields
-	// an error wrapping ErrInvalidSearchCursor.
-	RunSearch(ctx context.Context, q *SearchQuery) (*SearchPage, error)
+	// at most q.Limit of them, starting after q.Cursor. search.Query defines
+	// the semantics; the store compiles it to SQL with every literal and key
+	// bound as a parameter. An unusable q.Cursor yields an error wrapping
+	// search.ErrInvalidCursor.
+	RunSearch(ctx context.Context, q *search.Query) (*search.Page, error)
 	// SearchAttributeTypeOf returns the value type last written under a
 	// search attribute key in any run, or ErrNotFound when the key was never
 	// written.
-	SearchAttributeTypeOf(ctx context.Context, key string) (string, error)
+	SearchAttributeTypeOf(ctx context.Context, key string) (search.ValueType, error)
 }
 
 // Tx is a read-write transaction.
@@ -243,7 +245,7 @@ type Attribute struct {
 // is set, according to ValueType.
 type SearchAttribute struct {
 	Key       string
-	ValueType string // KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL, KEYWORD_ARRAY
+	ValueType search.ValueType
 	Raw       []byte
 	String    *string    // KEYWORD, TEXT
 	Int       *int64     // INT

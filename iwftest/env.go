@@ -18,6 +18,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
+	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 	"github.com/iwf-server/iwf-server/internal/workerclient"
 	"github.com/iwf-server/iwf-server/sdk-go/iwf"
@@ -140,7 +141,7 @@ func New(t testing.TB, registry *iwf.Registry, opts ...Option) *Env {
 		WorkerClient:         workerclient.New(nil),
 		Logger:               &logger,
 		ReleaseLeasesOnStart: true,
-		SearchAttributeTypes: e.opts.searchAttrs,
+		SearchAttributeTypes: searchTypes(e.opts.searchAttrs),
 	})
 	if err != nil {
 		t.Fatalf("iwftest: %v", err)
@@ -357,4 +358,16 @@ func (l *testLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
+}
+
+// searchTypes converts WithSearchAttributes' declarations.
+func searchTypes(m map[string]string) map[string]search.ValueType {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]search.ValueType, len(m))
+	for k, v := range m {
+		out[k] = search.ValueType(v)
+	}
+	return out
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // Config is the server's configuration: the defaults, overridden by the
@@ -40,7 +40,7 @@ type Config struct {
 	// WorkerHeaders are sent with every call to a worker.
 	WorkerHeaders http.Header
 	// SearchAttributes declares search attribute names and their types.
-	SearchAttributes map[string]string
+	SearchAttributes map[string]search.ValueType
 	// MaxBodyBytes limits the size of request bodies.
 	MaxBodyBytes int64
 	// LeaseDuration is how long a claimed task stays leased without renewal.
@@ -111,16 +111,12 @@ func (c Config) Validate() error {
 		if name == "" {
 			return errors.New("search-attribute: empty name")
 		}
-		if !validSearchAttributeType(typ) {
+		if !typ.Valid() {
 			return fmt.Errorf("search-attribute %s: unknown type %q, want one of %s",
 				name, typ, searchAttributeTypesText)
 		}
 	}
 	return nil
-}
-
-func validSearchAttributeType(t string) bool {
-	return iwfapi.SearchAttributeValueType(t).Valid()
 }
 
 func validHeaderName(s string) bool {
@@ -316,18 +312,18 @@ var settings = []setting{
 		splitEnv: func(s string) []string { return splitList(s, ",; \t\n") },
 		joinKV:   func(k, v string) string { return k + "=" + v },
 		apply: func(c *Config, entries []string) error {
-			m := map[string]string{}
+			m := map[string]search.ValueType{}
 			for _, e := range entries {
 				name, typ, ok := strings.Cut(e, "=")
 				name, typ = strings.TrimSpace(name), strings.ToUpper(strings.TrimSpace(typ))
 				if !ok || name == "" || typ == "" {
 					return fmt.Errorf("invalid search attribute %q, want Name=TYPE", e)
 				}
-				if !validSearchAttributeType(typ) {
+				if !search.ValueType(typ).Valid() {
 					return fmt.Errorf("search attribute %s: unknown type %q, want one of %s",
 						name, typ, searchAttributeTypesText)
 				}
-				m[name] = typ
+				m[name] = search.ValueType(typ)
 			}
 			c.SearchAttributes = m
 			return nil

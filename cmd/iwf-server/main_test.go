@@ -21,6 +21,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 )
 
@@ -100,7 +101,7 @@ search-attributes:
 		{"poll-interval (flag)", c.PollInterval, 250 * time.Millisecond},
 		{"lease-duration (default)", c.LeaseDuration, 10 * time.Second},
 		{"worker headers (env over file, whole)", c.WorkerHeaders, http.Header{"X-From": {"env"}, "Authorization": {"Bearer t0k"}}},
-		{"search attributes (file list)", c.SearchAttributes, map[string]string{"CustomerId": "KEYWORD", "Amount": "DOUBLE"}},
+		{"search attributes (file list)", c.SearchAttributes, map[string]search.ValueType{"CustomerId": "KEYWORD", "Amount": "DOUBLE"}},
 		{"config file", m.ConfigFile, file},
 	}
 	for _, ch := range checks {
@@ -117,7 +118,7 @@ search-attributes:
 	if want := (http.Header{"X-A": {"1", "2"}}); !reflect.DeepEqual(m.Config.WorkerHeaders, want) {
 		t.Errorf("worker headers = %v, want %v", m.Config.WorkerHeaders, want)
 	}
-	if want := map[string]string{"N": "INT"}; !reflect.DeepEqual(m.Config.SearchAttributes, want) {
+	if want := map[string]search.ValueType{"N": "INT"}; !reflect.DeepEqual(m.Config.SearchAttributes, want) {
 		t.Errorf("search attributes = %v, want %v", m.Config.SearchAttributes, want)
 	}
 

@@ -3,7 +3,7 @@ package postgres
 import (
 	"context"
 
-	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
 )
 
@@ -12,7 +12,7 @@ import (
 // is a semi-join (IN subquery); PostgreSQL's planner sizes them from its
 // statistics and picks the plan, so no counts are needed (see
 // searchsql.Counts).
-func (t *txn) RunSearch(ctx context.Context, q *engine.SearchQuery) (*engine.SearchPage, error) {
+func (t *txn) RunSearch(ctx context.Context, q *search.Query) (*search.Page, error) {
 	st, err := searchsql.Compile(q, searchsql.PostgreSQL, nil)
 	if err != nil {
 		return nil, wrap("RunSearch", err)
@@ -38,8 +38,8 @@ func (t *txn) RunSearch(ctx context.Context, q *engine.SearchQuery) (*engine.Sea
 // SearchAttributeTypeOf implements engine.ReadTx. search_attribute_types
 // (migration 0002) is kept up to date by a trigger on search_attributes: it
 // holds the type last written under each key.
-func (t *txn) SearchAttributeTypeOf(ctx context.Context, key string) (string, error) {
-	var vt string
+func (t *txn) SearchAttributeTypeOf(ctx context.Context, key string) (search.ValueType, error) {
+	var vt search.ValueType
 	err := notFound(t.tx.QueryRow(ctx, `SELECT value_type FROM search_attribute_types WHERE key = $1`, key).Scan(&vt))
 	return vt, wrap("SearchAttributeTypeOf", err)
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
@@ -44,7 +44,7 @@ func BenchmarkSearch(b *testing.B) {
 	}
 	b.Cleanup(func() { conn.Close(context.Background()) })
 	storetest.BenchSearch(b, s, storetest.SearchBenchOptions{
-		Explain: func(ctx context.Context, q *engine.SearchQuery) (string, error) { return explainSearch(ctx, conn, q) },
+		Explain: func(ctx context.Context, q *search.Query) (string, error) { return explainSearch(ctx, conn, q) },
 		Analyze: func(ctx context.Context) error {
 			_, err := conn.Exec(ctx, "ANALYZE")
 			return err
@@ -54,7 +54,7 @@ func BenchmarkSearch(b *testing.B) {
 
 // explainSearch returns PostgreSQL's plan of a search, run once
 // (EXPLAIN ANALYZE).
-func explainSearch(ctx context.Context, conn *pgx.Conn, q *engine.SearchQuery) (string, error) {
+func explainSearch(ctx context.Context, conn *pgx.Conn, q *search.Query) (string, error) {
 	st, err := searchsql.Compile(q, searchsql.PostgreSQL, nil)
 	if err != nil {
 		return "", err

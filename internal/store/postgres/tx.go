@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 const (
@@ -438,7 +439,7 @@ func (t *txn) SearchAttributeGet(ctx context.Context, runID string, keys []strin
 			v := fromMs(*tm)
 			a.Time = &v
 		}
-		if a.ValueType == "KEYWORD_ARRAY" {
+		if a.ValueType == search.KeywordArray {
 			a.Strings = []string{}
 			if arrays == nil {
 				arrays = map[string]*engine.SearchAttribute{}
@@ -493,7 +494,7 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 		elemValues []string
 	)
 	for i, a := range attrs {
-		keys[i], types[i], raws[i] = a.Key, a.ValueType, a.Raw
+		keys[i], types[i], raws[i] = a.Key, string(a.ValueType), a.Raw
 		strs[i], ints[i], doubles[i], bools[i] = a.String, a.Int, a.Double, a.Bool
 		if a.Time != nil {
 			v := toMs(*a.Time)

@@ -1,4 +1,4 @@
-// Package searchsql compiles an engine.SearchQuery into one parameterised
+// Package searchsql compiles an search.Query into one parameterised
 // SELECT over the tables that the SQLite and PostgreSQL schemas share: runs,
 // search_attributes (one typed column per value type),
 // search_attribute_strings (KEYWORD_ARRAY elements) and
@@ -48,7 +48,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // Dialect is what differs between the databases.
@@ -148,15 +148,15 @@ type builder struct {
 
 	// With counts (see Compile): the mode of each condition and the
 	// condition whose rows drive the search.
-	counts map[*engine.SearchCond]int
-	driver *engine.SearchCond
+	counts map[*search.Cond]int
+	driver *search.Cond
 }
 
 // modeOf returns the mode of a condition on a search attribute: without
 // counts always modeIn (the database chooses its plan from statistics);
 // with counts, modeIn for conditions that match at most CountCap rows and
 // modeExists for the others (uncounted ones included).
-func (b *builder) modeOf(c *engine.SearchCond) condMode {
+func (b *builder) modeOf(c *search.Cond) condMode {
 	if b.counts == nil {
 		return modeIn
 	}
@@ -177,14 +177,14 @@ func (b *builder) arg(v any) {
 // Count is a statement that counts the rows matching one condition, up to
 // CountCap + 1: SELECT count(*) with one column of one row.
 type Count struct {
-	Cond *engine.SearchCond
+	Cond *search.Cond
 	SQL  string
 	Args []any
 }
 
 // countable reports whether Counts counts a condition: a positive one on a
 // search attribute (an index finds its rows).
-func countable(c *engine.SearchCond) bool {
+func countable(c *search.Cond) bool {
 	return c.Field.Builtin == "" && !c.Negated
 }
 
@@ -194,20 +194,20 @@ func countable(c *engine.SearchCond) bool {
 // writes dense conditions as per-run probes and drives the search from the
 // smallest condition of the top-level AND. Each statement reads at most
 // CountCap + 1 index entries.
-func Counts(q *engine.SearchQuery, d Dialect) ([]Count, error) {
-	var conds []*engine.SearchCond
-	var walk func(e engine.SearchExpr)
-	walk = func(e engine.SearchExpr) {
+func Counts(q *search.Query, d Dialect) ([]Count, error) {
+	var conds []*search.Cond
+	var walk func(e search.Expr)
+	walk = func(e search.Expr) {
 		switch e := e.(type) {
-		case *engine.SearchAnd:
+		case *search.And:
 			for _, t := range e.Terms {
 				walk(t)
 			}
-		case *engine.SearchOr:
+		case *search.Or:
 			for _, t := range e.Terms {
 				walk(t)
 			}
-		case *engine.SearchCond:
+		case *search.Cond:
 			if countable(e) && len(conds) < maxCounted {
 				conds = append(conds, e)
 			}
@@ -238,17 +238,17 @@ func Counts(q *engine.SearchQuery, d Dialect) ([]Count, error) {
 
 // pickDriver returns the condition of the top-level AND (or the filter
 // itself) with the fewest rows, if it has at most CountCap.
-func pickDriver(filter engine.SearchExpr, counts map[*engine.SearchCond]int) *engine.SearchCond {
-	var cands []engine.SearchExpr
+func pickDriver(filter search.Expr, counts map[*search.Cond]int) *search.Cond {
+	var cands []search.Expr
 	switch f := filter.(type) {
-	case *engine.SearchCond:
-		cands = []engine.SearchExpr{f}
-	case *engine.SearchAnd:
+	case *search.Cond:
+		cands = []search.Expr{f}
+	case *search.And:
 		cands = f.Terms
 	}
-	var best *engine.SearchCond
+	var best *search.Cond
 	for _, e := range cands {
-		c, ok := e.(*engine.SearchCond)
+		c, ok := e.(*search.Cond)
 		if !ok {
 			continue
 		}
@@ -262,7 +262,7 @@ func pickDriver(filter engine.SearchExpr, counts map[*engine.SearchCond]int) *en
 
 // Compile compiles q for dialect d. counts, when not nil, holds the results
 // of the statements of Counts (by condition); see Counts.
-func Compile(q *engine.SearchQuery, d Dialect, counts map[*engine.SearchCond]int) (*Statement, error) {
+func Compile(q *search.Query, d Dialect, counts map[*search.Cond]int) (*Statement, error) {
 	if q.Limit <= 0 {
 		return nil, fmt.Errorf("searchsql: limit %d, want > 0", q.Limit)
 	}
@@ -420,7 +420,7 @@ func (b *builder) after(c *cursor, vals []any, keyExprs []string, custom, cmp st
 // keys and returns it with its key values, ready to bind.
 func decodeCursor(s string, st *Statement, d Dialect) (*cursor, []any, error) {
 	var c cursor
-	bad := fmt.Errorf("searchsql: %w", engine.ErrInvalidSearchCursor)
+	bad := fmt.Errorf("searchsql: %w", search.ErrInvalidCursor)
 	if err := json.Unmarshal([]byte(s), &c); err != nil || c.RunID == "" {
 		return nil, nil, bad
 	}
@@ -456,19 +456,19 @@ func decodeCursor(s string, st *Statement, d Dialect) (*cursor, []any, error) {
 }
 
 // builtinColumn returns the runs column of a built-in field.
-func builtinColumn(f engine.SearchBuiltin) (string, keyKind, error) {
+func builtinColumn(f search.Builtin) (string, keyKind, error) {
 	switch f {
-	case engine.BuiltinWorkflowID:
+	case search.BuiltinWorkflowID:
 		return "r.workflow_id", keyString, nil
-	case engine.BuiltinRunID:
+	case search.BuiltinRunID:
 		return "r.run_id", keyString, nil
-	case engine.BuiltinWorkflowType:
+	case search.BuiltinWorkflowType:
 		return "r.workflow_type", keyString, nil
-	case engine.BuiltinStatus:
+	case search.BuiltinStatus:
 		return "r.status", keyString, nil
-	case engine.BuiltinStartTime:
+	case search.BuiltinStartTime:
 		return "r.started_at", keyInt, nil
-	case engine.BuiltinCloseTime:
+	case search.BuiltinCloseTime:
 		return "r.closed_at", keyInt, nil
 	}
 	return "", 0, fmt.Errorf("searchsql: unknown built-in field %q", f)
@@ -476,7 +476,7 @@ func builtinColumn(f engine.SearchBuiltin) (string, keyKind, error) {
 
 // attributeColumn returns the column of search_attributes that holds a
 // value type.
-func attributeColumn(valueType string) (string, error) {
+func attributeColumn(valueType search.ValueType) (string, error) {
 	switch valueType {
 	case "KEYWORD", "TEXT":
 		return "string_value", nil
@@ -492,7 +492,7 @@ func attributeColumn(valueType string) (string, error) {
 	return "", fmt.Errorf("searchsql: no scalar column for type %q", valueType)
 }
 
-func orderKind(valueType string) keyKind {
+func orderKind(valueType search.ValueType) keyKind {
 	switch valueType {
 	case "DOUBLE":
 		return keyFloat
@@ -505,19 +505,19 @@ func orderKind(valueType string) keyKind {
 }
 
 // expr writes a filter.
-func (b *builder) expr(e engine.SearchExpr) error {
+func (b *builder) expr(e search.Expr) error {
 	switch e := e.(type) {
-	case *engine.SearchAnd:
+	case *search.And:
 		return b.join(e.Terms, " AND ")
-	case *engine.SearchOr:
+	case *search.Or:
 		return b.join(e.Terms, " OR ")
-	case *engine.SearchCond:
+	case *search.Cond:
 		return b.cond(e)
 	}
 	return fmt.Errorf("searchsql: unknown filter node %T", e)
 }
 
-func (b *builder) join(terms []engine.SearchExpr, op string) error {
+func (b *builder) join(terms []search.Expr, op string) error {
 	if len(terms) == 0 {
 		return fmt.Errorf("searchsql: empty%s", op)
 	}
@@ -534,7 +534,7 @@ func (b *builder) join(terms []engine.SearchExpr, op string) error {
 	return nil
 }
 
-func (b *builder) cond(c *engine.SearchCond) error {
+func (b *builder) cond(c *search.Cond) error {
 	if err := checkValues(c); err != nil {
 		return err
 	}
@@ -550,40 +550,40 @@ func (b *builder) cond(c *engine.SearchCond) error {
 }
 
 // checkValues checks the number of values of a condition.
-func checkValues(c *engine.SearchCond) error {
+func checkValues(c *search.Cond) error {
 	n := len(c.Values)
 	ok := false
 	switch c.Op {
-	case engine.SearchEq, engine.SearchLt, engine.SearchLe, engine.SearchGt, engine.SearchGe, engine.SearchPrefix:
+	case search.Eq, search.Lt, search.Le, search.Gt, search.Ge, search.Prefix:
 		ok = n == 1
-	case engine.SearchBetween:
+	case search.Between:
 		ok = n == 2
-	case engine.SearchIn:
+	case search.In:
 		ok = n > 0
-	case engine.SearchMatch:
+	case search.Match:
 		ok = n == 1
-	case engine.SearchPresent:
+	case search.Present:
 		ok = n == 0
 	}
 	if !ok {
 		return fmt.Errorf("searchsql: operator %d with %d values", c.Op, n)
 	}
-	if c.Op == engine.SearchMatch && c.Field.Type != "TEXT" {
+	if c.Op == search.Match && c.Field.Type != "TEXT" {
 		return fmt.Errorf("searchsql: word match on a %s field", c.Field.Type)
 	}
-	if c.Field.Type == "TEXT" && c.Op != engine.SearchMatch && c.Op != engine.SearchPresent {
+	if c.Field.Type == "TEXT" && c.Op != search.Match && c.Op != search.Present {
 		return fmt.Errorf("searchsql: operator %d on a TEXT field", c.Op)
 	}
 	return nil
 }
 
-func (b *builder) builtinCond(c *engine.SearchCond) error {
+func (b *builder) builtinCond(c *search.Cond) error {
 	col, _, err := builtinColumn(c.Field.Builtin)
 	if err != nil {
 		return err
 	}
-	closeTime := c.Field.Builtin == engine.BuiltinCloseTime
-	if c.Op == engine.SearchPresent {
+	closeTime := c.Field.Builtin == search.BuiltinCloseTime
+	if c.Op == search.Present {
 		switch {
 		case closeTime && c.Negated:
 			b.sql("r.closed_at = 0")
@@ -624,11 +624,11 @@ var (
 )
 
 // testSource returns the rows that a condition's test reads.
-func testSource(c *engine.SearchCond) (source, error) {
+func testSource(c *search.Cond) (source, error) {
 	switch {
 	case c.Field.Type == "KEYWORD_ARRAY":
 		return stringsSource, nil
-	case c.Op == engine.SearchMatch:
+	case c.Op == search.Match:
 		return wordsSource, nil
 	}
 	col, err := attributeColumn(c.Field.Type)
@@ -641,7 +641,7 @@ func testSource(c *engine.SearchCond) (source, error) {
 // presence returns the rows that show a field has a value, and the
 // predicate they must satisfy (nil: any row): an element for a
 // KEYWORD_ARRAY, a non-NULL column of the field's type otherwise.
-func (b *builder) presence(f engine.SearchField) (source, func() error, error) {
+func (b *builder) presence(f search.Field) (source, func() error, error) {
 	if f.Type == "KEYWORD_ARRAY" {
 		return stringsSource, nil, nil
 	}
@@ -658,8 +658,8 @@ func (b *builder) presence(f engine.SearchField) (source, func() error, error) {
 
 // matching returns where the rows that make c hold (c positive) are, and
 // their predicate.
-func (b *builder) matching(c *engine.SearchCond) (source, func() error, error) {
-	if c.Op == engine.SearchPresent {
+func (b *builder) matching(c *search.Cond) (source, func() error, error) {
+	if c.Op == search.Present {
 		return b.presence(c.Field)
 	}
 	src, err := testSource(c)
@@ -715,7 +715,7 @@ func (b *builder) absent(src source, key string, pred func() error) error {
 }
 
 // attributeCond writes a condition on a search attribute.
-func (b *builder) attributeCond(c *engine.SearchCond) error {
+func (b *builder) attributeCond(c *search.Cond) error {
 	mode := b.modeOf(c)
 	key := c.Field.Key
 	if !c.Negated {
@@ -729,7 +729,7 @@ func (b *builder) attributeCond(c *engine.SearchCond) error {
 	if err != nil {
 		return err
 	}
-	if c.Op == engine.SearchPresent {
+	if c.Op == search.Present {
 		return b.absent(psrc, key, ppred)
 	}
 	tsrc, err := testSource(c)
@@ -763,7 +763,7 @@ func (b *builder) attributeCond(c *engine.SearchCond) error {
 }
 
 // test writes the positive test of c on column col (never NULL here).
-func (b *builder) test(col string, c *engine.SearchCond) error {
+func (b *builder) test(col string, c *search.Cond) error {
 	vals := make([]any, len(c.Values))
 	for i, v := range c.Values {
 		x, err := b.value(c.Field, v)
@@ -777,22 +777,22 @@ func (b *builder) test(col string, c *engine.SearchCond) error {
 		b.arg(vals[0])
 	}
 	switch c.Op {
-	case engine.SearchEq:
+	case search.Eq:
 		binop("=")
-	case engine.SearchLt:
+	case search.Lt:
 		binop("<")
-	case engine.SearchLe:
+	case search.Le:
 		binop("<=")
-	case engine.SearchGt:
+	case search.Gt:
 		binop(">")
-	case engine.SearchGe:
+	case search.Ge:
 		binop(">=")
-	case engine.SearchBetween:
+	case search.Between:
 		b.sql(col + " >= ")
 		b.arg(vals[0])
 		b.sql(" AND " + col + " <= ")
 		b.arg(vals[1])
-	case engine.SearchIn:
+	case search.In:
 		b.sql(col + " IN (")
 		for i, v := range vals {
 			if i > 0 {
@@ -801,7 +801,7 @@ func (b *builder) test(col string, c *engine.SearchCond) error {
 			b.arg(v)
 		}
 		b.sql(")")
-	case engine.SearchPrefix:
+	case search.Prefix:
 		p, ok := c.Values[0].(string)
 		if !ok {
 			return fmt.Errorf("searchsql: STARTS_WITH needs a string, got %T", c.Values[0])
@@ -814,7 +814,7 @@ func (b *builder) test(col string, c *engine.SearchCond) error {
 			b.sql(" AND " + col + " < ")
 			b.arg(hi)
 		}
-	case engine.SearchMatch:
+	case search.Match:
 		// col is search_attribute_words.word: one row per word.
 		binop("=")
 	default:
@@ -824,7 +824,7 @@ func (b *builder) test(col string, c *engine.SearchCond) error {
 }
 
 // value converts a literal to the bound value of its column.
-func (b *builder) value(f engine.SearchField, v any) (any, error) {
+func (b *builder) value(f search.Field, v any) (any, error) {
 	switch f.Type {
 	case "DATETIME":
 		t, ok := v.(time.Time)
@@ -887,7 +887,7 @@ func prefixEnd(p string) (string, bool) {
 // Page collects the rows of a compiled statement into a SearchPage.
 type Page struct {
 	st   *Statement
-	runs []engine.SearchRun
+	runs []search.Run
 	last []any // scan destinations of the last row
 	more bool
 }
@@ -919,15 +919,15 @@ func (p *Page) Scan(scan func(dest ...any) error) error {
 		p.more = true
 		return nil
 	}
-	p.runs = append(p.runs, engine.SearchRun{WorkflowID: wf, RunID: run})
+	p.runs = append(p.runs, search.Run{WorkflowID: wf, RunID: run})
 	p.last = keys
 	return nil
 }
 
 // Result returns the page: at most the query's limit of runs, and a cursor
 // when more rows followed.
-func (p *Page) Result() (*engine.SearchPage, error) {
-	page := &engine.SearchPage{Runs: p.runs}
+func (p *Page) Result() (*search.Page, error) {
+	page := &search.Page{Runs: p.runs}
 	if !p.more || len(p.runs) == 0 {
 		return page, nil
 	}

@@ -8,40 +8,40 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
-func cond(key, typ string, op engine.SearchOp, negated bool, values ...any) *engine.SearchCond {
-	return &engine.SearchCond{Field: engine.SearchField{Key: key, Type: typ}, Op: op, Values: values, Negated: negated}
+func cond(key string, typ search.ValueType, op search.Op, negated bool, values ...any) *search.Cond {
+	return &search.Cond{Field: search.Field{Key: key, Type: typ}, Op: op, Values: values, Negated: negated}
 }
 
-func builtin(b engine.SearchBuiltin, typ string, op engine.SearchOp, values ...any) *engine.SearchCond {
-	return &engine.SearchCond{Field: engine.SearchField{Builtin: b, Type: typ}, Op: op, Values: values}
+func builtin(b search.Builtin, typ search.ValueType, op search.Op, values ...any) *search.Cond {
+	return &search.Cond{Field: search.Field{Builtin: b, Type: typ}, Op: op, Values: values}
 }
 
 // markerQuery uses a distinct marker in every literal and key.
-func markerQuery() (*engine.SearchQuery, []string) {
+func markerQuery() (*search.Query, []string) {
 	var markers []string
 	m := func() string {
 		s := fmt.Sprintf("MARK%02d' OR '1'='1", len(markers))
 		markers = append(markers, s)
 		return s
 	}
-	q := &engine.SearchQuery{
-		Filter: &engine.SearchOr{Terms: []engine.SearchExpr{
-			&engine.SearchAnd{Terms: []engine.SearchExpr{
-				cond(m(), "KEYWORD", engine.SearchEq, false, m()),
-				cond(m(), "KEYWORD", engine.SearchPrefix, true, m()),
-				cond(m(), "KEYWORD_ARRAY", engine.SearchIn, true, m(), m()),
-				cond(m(), "TEXT", engine.SearchMatch, false, m()),
-				cond(m(), "TEXT", engine.SearchMatch, true, m()),
+	q := &search.Query{
+		Filter: &search.Or{Terms: []search.Expr{
+			&search.And{Terms: []search.Expr{
+				cond(m(), "KEYWORD", search.Eq, false, m()),
+				cond(m(), "KEYWORD", search.Prefix, true, m()),
+				cond(m(), "KEYWORD_ARRAY", search.In, true, m(), m()),
+				cond(m(), "TEXT", search.Match, false, m()),
+				cond(m(), "TEXT", search.Match, true, m()),
 			}},
-			cond(m(), "KEYWORD", engine.SearchBetween, false, m(), m()),
-			cond(m(), "INT", engine.SearchPresent, true),
-			builtin(engine.BuiltinWorkflowID, "KEYWORD", engine.SearchIn, m(), m()),
-			builtin(engine.BuiltinWorkflowType, "KEYWORD", engine.SearchPrefix, m()),
+			cond(m(), "KEYWORD", search.Between, false, m(), m()),
+			cond(m(), "INT", search.Present, true),
+			builtin(search.BuiltinWorkflowID, "KEYWORD", search.In, m(), m()),
+			builtin(search.BuiltinWorkflowType, "KEYWORD", search.Prefix, m()),
 		}},
-		Order: engine.SearchOrder{Field: engine.SearchField{Key: m(), Type: "KEYWORD"}},
+		Order: search.Order{Field: search.Field{Key: m(), Type: "KEYWORD"}},
 		Limit: 10,
 	}
 	return q, markers
@@ -51,7 +51,7 @@ func markerQuery() (*engine.SearchQuery, []string) {
 // is a bind parameter; placeholders are numbered 1..n.
 func TestLiteralsAreParameters(t *testing.T) {
 	q, markers := markerQuery()
-	for _, counts := range []map[*engine.SearchCond]int{nil, {}} {
+	for _, counts := range []map[*search.Cond]int{nil, {}} {
 		for name, d := range map[string]Dialect{"sqlite": SQLite, "postgres": PostgreSQL} {
 			st, err := Compile(q, d, counts)
 			if err != nil {
@@ -88,17 +88,17 @@ func TestLiteralsAreParameters(t *testing.T) {
 }
 
 func TestCounts(t *testing.T) {
-	a := cond("A", "INT", engine.SearchGt, false, int64(1))
-	b := cond("B", "KEYWORD_ARRAY", engine.SearchEq, false, "x")
-	c := cond("C", "TEXT", engine.SearchMatch, false, "w")
-	neg := cond("D", "INT", engine.SearchEq, true, int64(1))
-	bi := builtin(engine.BuiltinStatus, "KEYWORD", engine.SearchEq, "RUNNING")
-	q := &engine.SearchQuery{Filter: &engine.SearchAnd{Terms: []engine.SearchExpr{a, &engine.SearchOr{Terms: []engine.SearchExpr{b, c, neg}}, bi}}, Limit: 5}
+	a := cond("A", "INT", search.Gt, false, int64(1))
+	b := cond("B", "KEYWORD_ARRAY", search.Eq, false, "x")
+	c := cond("C", "TEXT", search.Match, false, "w")
+	neg := cond("D", "INT", search.Eq, true, int64(1))
+	bi := builtin(search.BuiltinStatus, "KEYWORD", search.Eq, "RUNNING")
+	q := &search.Query{Filter: &search.And{Terms: []search.Expr{a, &search.Or{Terms: []search.Expr{b, c, neg}}, bi}}, Limit: 5}
 	counts, err := Counts(q, SQLite)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got []*engine.SearchCond
+	var got []*search.Cond
 	for _, x := range counts {
 		got = append(got, x.Cond)
 		if !strings.HasPrefix(x.SQL, "SELECT count(*) FROM (SELECT 1 FROM ") || x.Args[len(x.Args)-1] != int64(CountCap+1) {
@@ -110,7 +110,7 @@ func TestCounts(t *testing.T) {
 	}
 	// The smallest countable term of the top-level AND drives; dense
 	// conditions are probes.
-	st, err := Compile(q, SQLite, map[*engine.SearchCond]int{a: 10, b: 5000, c: 3})
+	st, err := Compile(q, SQLite, map[*search.Cond]int{a: 10, b: 5000, c: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,22 +134,22 @@ func TestCounts(t *testing.T) {
 }
 
 func TestCompileRejectsMalformedQueries(t *testing.T) {
-	bad := []*engine.SearchQuery{
+	bad := []*search.Query{
 		{Limit: 0},
-		{Limit: 1, Filter: cond("A", "INT", engine.SearchEq, false)},
-		{Limit: 1, Filter: cond("A", "INT", engine.SearchBetween, false, int64(1))},
-		{Limit: 1, Filter: cond("A", "INT", engine.SearchEq, false, "1")},
-		{Limit: 1, Filter: cond("A", "DOUBLE", engine.SearchEq, false, int64(1))},
-		{Limit: 1, Filter: cond("A", "BOOL", engine.SearchEq, false, "true")},
-		{Limit: 1, Filter: cond("A", "DATETIME", engine.SearchEq, false, "2024")},
-		{Limit: 1, Filter: cond("A", "KEYWORD", engine.SearchMatch, false, "w")},
-		{Limit: 1, Filter: cond("A", "TEXT", engine.SearchEq, false, "w")},
-		{Limit: 1, Filter: cond("A", "TEXT", engine.SearchMatch, false, "a", "b")},
-		{Limit: 1, Filter: cond("A", "BLOB", engine.SearchEq, false, "x")},
-		{Limit: 1, Filter: cond("A", "KEYWORD", engine.SearchPresent, false, "x")},
-		{Limit: 1, Filter: &engine.SearchAnd{}},
-		{Limit: 1, Order: engine.SearchOrder{Field: engine.SearchField{Key: "A", Type: "KEYWORD_ARRAY"}}},
-		{Limit: 1, Order: engine.SearchOrder{Field: engine.SearchField{Builtin: "Nope", Type: "KEYWORD"}}},
+		{Limit: 1, Filter: cond("A", "INT", search.Eq, false)},
+		{Limit: 1, Filter: cond("A", "INT", search.Between, false, int64(1))},
+		{Limit: 1, Filter: cond("A", "INT", search.Eq, false, "1")},
+		{Limit: 1, Filter: cond("A", "DOUBLE", search.Eq, false, int64(1))},
+		{Limit: 1, Filter: cond("A", "BOOL", search.Eq, false, "true")},
+		{Limit: 1, Filter: cond("A", "DATETIME", search.Eq, false, "2024")},
+		{Limit: 1, Filter: cond("A", "KEYWORD", search.Match, false, "w")},
+		{Limit: 1, Filter: cond("A", "TEXT", search.Eq, false, "w")},
+		{Limit: 1, Filter: cond("A", "TEXT", search.Match, false, "a", "b")},
+		{Limit: 1, Filter: cond("A", "BLOB", search.Eq, false, "x")},
+		{Limit: 1, Filter: cond("A", "KEYWORD", search.Present, false, "x")},
+		{Limit: 1, Filter: &search.And{}},
+		{Limit: 1, Order: search.Order{Field: search.Field{Key: "A", Type: "KEYWORD_ARRAY"}}},
+		{Limit: 1, Order: search.Order{Field: search.Field{Builtin: "Nope", Type: "KEYWORD"}}},
 	}
 	for i, q := range bad {
 		if st, err := Compile(q, SQLite, nil); err == nil {
@@ -159,22 +159,22 @@ func TestCompileRejectsMalformedQueries(t *testing.T) {
 }
 
 func TestCursorMustFitTheOrder(t *testing.T) {
-	q := &engine.SearchQuery{Limit: 2, Cursor: `{"k":["1","2"],"r":"x"}`}
+	q := &search.Query{Limit: 2, Cursor: `{"k":["1","2"],"r":"x"}`}
 	if _, err := Compile(q, SQLite, nil); err != nil {
 		t.Fatalf("a default-order cursor: %v", err)
 	}
 	for _, c := range []string{"", "{", `{"k":["1"],"r":"x"}`, `{"k":["a","2"],"r":"x"}`, `{"k":["1","2"]}`, `{"n":true,"r":"x"}`} {
-		q := &engine.SearchQuery{Limit: 2, Cursor: c}
+		q := &search.Query{Limit: 2, Cursor: c}
 		if c == "" {
 			continue
 		}
-		if _, err := Compile(q, SQLite, nil); !errors.Is(err, engine.ErrInvalidSearchCursor) {
+		if _, err := Compile(q, SQLite, nil); !errors.Is(err, search.ErrInvalidCursor) {
 			t.Errorf("cursor %q: %v", c, err)
 		}
 	}
-	custom := engine.SearchOrder{Field: engine.SearchField{Key: "D", Type: "DOUBLE"}}
+	custom := search.Order{Field: search.Field{Key: "D", Type: "DOUBLE"}}
 	for c, ok := range map[string]bool{`{"k":["1.5"],"r":"x"}`: true, `{"n":true,"r":"x"}`: true, `{"k":["x"],"r":"x"}`: false} {
-		_, err := Compile(&engine.SearchQuery{Limit: 2, Order: custom, Cursor: c}, PostgreSQL, nil)
+		_, err := Compile(&search.Query{Limit: 2, Order: custom, Cursor: c}, PostgreSQL, nil)
 		if (err == nil) != ok {
 			t.Errorf("custom order cursor %q: %v", c, err)
 		}
@@ -205,7 +205,7 @@ func TestPrefixEnd(t *testing.T) {
 
 func TestDatetimeIsMilliseconds(t *testing.T) {
 	tm := time.Date(2024, 1, 2, 3, 4, 5, 987654321, time.FixedZone("X", 3600))
-	st, err := Compile(&engine.SearchQuery{Limit: 1, Filter: cond("T", "DATETIME", engine.SearchEq, false, tm)}, SQLite, nil)
+	st, err := Compile(&search.Query{Limit: 1, Filter: cond("T", "DATETIME", search.Eq, false, tm)}, SQLite, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

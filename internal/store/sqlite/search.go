@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
 )
 
@@ -28,12 +29,12 @@ var searchCountsHook func(rows int) int
 // are first counted (each count reads at most searchsql.CountCap + 1 index
 // entries), and the statement is shaped by the counts: see
 // searchsql.Counts.
-func compileSearch(ctx context.Context, db querier, q *engine.SearchQuery) (*searchsql.Statement, error) {
+func compileSearch(ctx context.Context, db querier, q *search.Query) (*searchsql.Statement, error) {
 	counts, err := searchsql.Counts(q, searchsql.SQLite)
 	if err != nil {
 		return nil, err
 	}
-	n := make(map[*engine.SearchCond]int, len(counts))
+	n := make(map[*search.Cond]int, len(counts))
 	for _, c := range counts {
 		var rows int
 		if err := db.QueryRowContext(ctx, c.SQL, c.Args...).Scan(&rows); err != nil {
@@ -50,7 +51,7 @@ func compileSearch(ctx context.Context, db querier, q *engine.SearchQuery) (*sea
 // RunSearch implements engine.ReadTx: the query compiled by searchsql, with
 // every literal bound as a parameter. The statement text depends on the
 // query, so it is not prepared in advance.
-func (t *txn) RunSearch(ctx context.Context, q *engine.SearchQuery) (*engine.SearchPage, error) {
+func (t *txn) RunSearch(ctx context.Context, q *search.Query) (*search.Page, error) {
 	st, err := compileSearch(ctx, t.tx, q)
 	if err != nil {
 		return nil, wrap("RunSearch", err)
@@ -74,8 +75,8 @@ func (t *txn) RunSearch(ctx context.Context, q *engine.SearchQuery) (*engine.Sea
 }
 
 // SearchAttributeTypeOf implements engine.ReadTx.
-func (t *txn) SearchAttributeTypeOf(ctx context.Context, key string) (string, error) {
-	var vt string
+func (t *txn) SearchAttributeTypeOf(ctx context.Context, key string) (search.ValueType, error) {
+	var vt search.ValueType
 	err := t.queryRow(ctx, qSearchTypeOf, key).Scan(&vt)
 	if err == sql.ErrNoRows {
 		err = engine.ErrNotFound

@@ -9,12 +9,13 @@ import (
 	"testing"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
 )
 
 // explainSearch returns SQLite's plan of a search, one step a line.
-func explainSearch(ctx context.Context, s *Store, q *engine.SearchQuery) (string, error) {
+func explainSearch(ctx context.Context, s *Store, q *search.Query) (string, error) {
 	st, err := compileSearch(ctx, s.r, q)
 	if err != nil {
 		return "", err
@@ -123,6 +124,6 @@ func BenchmarkSearch(b *testing.B) {
 		b.Fatal(err)
 	}
 	storetest.BenchSearch(b, s, storetest.SearchBenchOptions{
-		Explain: func(ctx context.Context, q *engine.SearchQuery) (string, error) { return explainSearch(ctx, s, q) },
+		Explain: func(ctx context.Context, q *search.Query) (string, error) { return explainSearch(ctx, s, q) },
 	})
 }

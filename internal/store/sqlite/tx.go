@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // queries lists every statement of the store; each is prepared once per
@@ -540,7 +541,7 @@ func scanSearchAttributes(rows *sql.Rows) ([]*engine.SearchAttribute, map[string
 			v := fromMs(tm.Int64)
 			a.Time = &v
 		}
-		if a.ValueType == "KEYWORD_ARRAY" {
+		if a.ValueType == search.KeywordArray {
 			a.Strings = []string{}
 			if arrays == nil {
 				arrays = map[string]*engine.SearchAttribute{}

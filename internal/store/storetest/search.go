@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // searchTests are the conformance tests of ReadTx.RunSearch and
@@ -151,9 +152,9 @@ func searchFixture(t *testing.T, s engine.Store) {
 var fixtureDefaultOrder = []string{"run-5", "run-1", "run-6", "run-3", "run-7", "run-4", "run-2"}
 
 // runSearch runs one RunSearch in a View.
-func runSearch(t *testing.T, s engine.Store, q engine.SearchQuery) (*engine.SearchPage, error) {
+func runSearch(t *testing.T, s engine.Store, q search.Query) (*search.Page, error) {
 	t.Helper()
-	var page *engine.SearchPage
+	var page *search.Page
 	err := s.View(ctxT(t), func(ctx context.Context, tx engine.ReadTx) error {
 		var err error
 		page, err = tx.RunSearch(ctx, &q)
@@ -165,13 +166,13 @@ func runSearch(t *testing.T, s engine.Store, q engine.SearchQuery) (*engine.Sear
 // searchAll pages through a search with the given page size and returns the
 // run ids in order. It checks the paging contract: every page but the last
 // is full and carries a cursor, the last carries none, and no run repeats.
-func searchAll(t *testing.T, s engine.Store, filter engine.SearchExpr, order engine.SearchOrder, limit int) []string {
+func searchAll(t *testing.T, s engine.Store, filter search.Expr, order search.Order, limit int) []string {
 	t.Helper()
 	var out []string
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 1; ; page++ {
-		p, err := runSearch(t, s, engine.SearchQuery{Filter: filter, Order: order, Limit: limit, Cursor: cursor})
+		p, err := runSearch(t, s, search.Query{Filter: filter, Order: order, Limit: limit, Cursor: cursor})
 		if err != nil {
 			t.Fatalf("RunSearch page %d: %v", page, err)
 		}
@@ -214,31 +215,33 @@ func runIDs(ns ...int) []string {
 	return out
 }
 
-func field(key, typ string) engine.SearchField { return engine.SearchField{Key: key, Type: typ} }
+func field(key string, typ search.ValueType) search.Field {
+	return search.Field{Key: key, Type: typ}
+}
 
-func builtin(b engine.SearchBuiltin) engine.SearchField {
-	typ := "KEYWORD"
-	if b == engine.BuiltinStartTime || b == engine.BuiltinCloseTime {
-		typ = "DATETIME"
+func builtin(b search.Builtin) search.Field {
+	typ := search.Keyword
+	if b == search.BuiltinStartTime || b == search.BuiltinCloseTime {
+		typ = search.Datetime
 	}
-	return engine.SearchField{Builtin: b, Type: typ}
+	return search.Field{Builtin: b, Type: typ}
 }
 
-func cond(f engine.SearchField, op engine.SearchOp, values ...any) *engine.SearchCond {
-	return &engine.SearchCond{Field: f, Op: op, Values: values}
+func cond(f search.Field, op search.Op, values ...any) *search.Cond {
+	return &search.Cond{Field: f, Op: op, Values: values}
 }
 
-func negate(c *engine.SearchCond) *engine.SearchCond {
+func negate(c *search.Cond) *search.Cond {
 	c.Negated = !c.Negated
 	return c
 }
 
-func and(terms ...engine.SearchExpr) *engine.SearchAnd { return &engine.SearchAnd{Terms: terms} }
-func or(terms ...engine.SearchExpr) *engine.SearchOr   { return &engine.SearchOr{Terms: terms} }
+func and(terms ...search.Expr) *search.And { return &search.And{Terms: terms} }
+func or(terms ...search.Expr) *search.Or   { return &search.Or{Terms: terms} }
 
 func testSearchAttributeTypeOf(t *testing.T, s engine.Store) {
-	typeOf := func(key string) (string, error) {
-		var vt string
+	typeOf := func(key string) (search.ValueType, error) {
+		var vt search.ValueType
 		err := s.View(ctxT(t), func(ctx context.Context, tx engine.ReadTx) error {
 			var err error
 			vt, err = tx.SearchAttributeTypeOf(ctx, key)
@@ -254,7 +257,7 @@ func testSearchAttributeTypeOf(t *testing.T, s engine.Store) {
 			return tx.SearchAttributeUpsert(ctx, run, []*engine.SearchAttribute{a})
 		})
 	}
-	want := func(key, typ string) {
+	want := func(key string, typ search.ValueType) {
 		t.Helper()
 		vt, err := typeOf(key)
 		if err != nil || vt != typ {
@@ -293,125 +296,125 @@ func testSearchFilters(t *testing.T, s engine.Store) {
 	searchFixture(t, s)
 	kw, in, dbl, bl := field(saKeyword, "KEYWORD"), field(saInt, "INT"), field(saDouble, "DOUBLE"), field(saBool, "BOOL")
 	dt, tx, arr := field(saTime, "DATETIME"), field(saText, "TEXT"), field(saArray, "KEYWORD_ARRAY")
-	wfID, runID, wfType := builtin(engine.BuiltinWorkflowID), builtin(engine.BuiltinRunID), builtin(engine.BuiltinWorkflowType)
-	status, start, closeT := builtin(engine.BuiltinStatus), builtin(engine.BuiltinStartTime), builtin(engine.BuiltinCloseTime)
+	wfID, runID, wfType := builtin(search.BuiltinWorkflowID), builtin(search.BuiltinRunID), builtin(search.BuiltinWorkflowType)
+	status, start, closeT := builtin(search.BuiltinStatus), builtin(search.BuiltinStartTime), builtin(search.BuiltinCloseTime)
 	all := []int{1, 2, 3, 4, 5, 6, 7}
 	cases := []struct {
 		name   string
-		filter engine.SearchExpr
+		filter search.Expr
 		want   []int
 	}{
 		{"all", nil, all},
 
-		{"keyword =", cond(kw, engine.SearchEq, "alpha"), []int{1, 6}},
-		{"keyword = is case-sensitive", cond(kw, engine.SearchEq, "ALPHA"), nil},
-		{"keyword !=", negate(cond(kw, engine.SearchEq, "alpha")), []int{2, 3, 5, 7}},
-		{"keyword IN", cond(kw, engine.SearchIn, "beta", "100x_sure", "nope"), []int{2, 7}},
-		{"keyword NOT IN", negate(cond(kw, engine.SearchIn, "beta", "alpha")), []int{3, 5, 7}},
-		{"keyword <", cond(kw, engine.SearchLt, "b"), []int{1, 3, 5, 6, 7}},
-		{"keyword <=", cond(kw, engine.SearchLe, "alpha"), []int{1, 5, 6, 7}},
-		{"keyword >", cond(kw, engine.SearchGt, "alpha"), []int{2, 3}},
-		{"keyword >=", cond(kw, engine.SearchGe, "alphabet"), []int{2, 3}},
-		{"keyword BETWEEN", cond(kw, engine.SearchBetween, "alpha", "beta"), []int{1, 2, 3, 6}},
-		{"keyword NOT BETWEEN", negate(cond(kw, engine.SearchBetween, "alpha", "beta")), []int{5, 7}},
-		{"keyword STARTS_WITH", cond(kw, engine.SearchPrefix, "alpha"), []int{1, 3, 6}},
-		{"keyword STARTS_WITH is case-sensitive", cond(kw, engine.SearchPrefix, "ALP"), nil},
-		{"keyword STARTS_WITH has no wildcards", cond(kw, engine.SearchPrefix, "100%_"), []int{5}},
-		{"keyword STARTS_WITH ''", cond(kw, engine.SearchPrefix, ""), []int{1, 2, 3, 5, 6, 7}},
-		{"keyword NOT STARTS_WITH", negate(cond(kw, engine.SearchPrefix, "alpha")), []int{2, 5, 7}},
-		{"keyword IS NOT NULL", cond(kw, engine.SearchPresent), []int{1, 2, 3, 5, 6, 7}},
-		{"keyword IS NULL", negate(cond(kw, engine.SearchPresent)), []int{4}},
+		{"keyword =", cond(kw, search.Eq, "alpha"), []int{1, 6}},
+		{"keyword = is case-sensitive", cond(kw, search.Eq, "ALPHA"), nil},
+		{"keyword !=", negate(cond(kw, search.Eq, "alpha")), []int{2, 3, 5, 7}},
+		{"keyword IN", cond(kw, search.In, "beta", "100x_sure", "nope"), []int{2, 7}},
+		{"keyword NOT IN", negate(cond(kw, search.In, "beta", "alpha")), []int{3, 5, 7}},
+		{"keyword <", cond(kw, search.Lt, "b"), []int{1, 3, 5, 6, 7}},
+		{"keyword <=", cond(kw, search.Le, "alpha"), []int{1, 5, 6, 7}},
+		{"keyword >", cond(kw, search.Gt, "alpha"), []int{2, 3}},
+		{"keyword >=", cond(kw, search.Ge, "alphabet"), []int{2, 3}},
+		{"keyword BETWEEN", cond(kw, search.Between, "alpha", "beta"), []int{1, 2, 3, 6}},
+		{"keyword NOT BETWEEN", negate(cond(kw, search.Between, "alpha", "beta")), []int{5, 7}},
+		{"keyword STARTS_WITH", cond(kw, search.Prefix, "alpha"), []int{1, 3, 6}},
+		{"keyword STARTS_WITH is case-sensitive", cond(kw, search.Prefix, "ALP"), nil},
+		{"keyword STARTS_WITH has no wildcards", cond(kw, search.Prefix, "100%_"), []int{5}},
+		{"keyword STARTS_WITH ''", cond(kw, search.Prefix, ""), []int{1, 2, 3, 5, 6, 7}},
+		{"keyword NOT STARTS_WITH", negate(cond(kw, search.Prefix, "alpha")), []int{2, 5, 7}},
+		{"keyword IS NOT NULL", cond(kw, search.Present), []int{1, 2, 3, 5, 6, 7}},
+		{"keyword IS NULL", negate(cond(kw, search.Present)), []int{4}},
 
-		{"int =", cond(in, engine.SearchEq, int64(2)), []int{2}},
-		{"int >", cond(in, engine.SearchGt, int64(2)), []int{3, 4}},
-		{"int <=", cond(in, engine.SearchLe, int64(2)), []int{1, 2}},
-		{"int BETWEEN", cond(in, engine.SearchBetween, int64(2), int64(10)), []int{2, 3, 4}},
-		{"int IN", cond(in, engine.SearchIn, int64(1), int64(10)), []int{1, 4}},
-		{"int !=", negate(cond(in, engine.SearchEq, int64(1))), []int{2, 3, 4}},
-		{"int NOT >", negate(cond(in, engine.SearchGt, int64(2))), []int{1, 2}},
-		{"int IS NULL", negate(cond(in, engine.SearchPresent)), []int{5, 6, 7}},
+		{"int =", cond(in, search.Eq, int64(2)), []int{2}},
+		{"int >", cond(in, search.Gt, int64(2)), []int{3, 4}},
+		{"int <=", cond(in, search.Le, int64(2)), []int{1, 2}},
+		{"int BETWEEN", cond(in, search.Between, int64(2), int64(10)), []int{2, 3, 4}},
+		{"int IN", cond(in, search.In, int64(1), int64(10)), []int{1, 4}},
+		{"int !=", negate(cond(in, search.Eq, int64(1))), []int{2, 3, 4}},
+		{"int NOT >", negate(cond(in, search.Gt, int64(2))), []int{1, 2}},
+		{"int IS NULL", negate(cond(in, search.Present)), []int{5, 6, 7}},
 
-		{"double =", cond(dbl, engine.SearchEq, 0.01), []int{1}},
-		{"double <", cond(dbl, engine.SearchLt, 0.0), []int{3}},
-		{"double >=", cond(dbl, engine.SearchGe, 1.5), []int{2, 6}},
-		{"double IN", cond(dbl, engine.SearchIn, 1.5, 100.0), []int{2, 6}},
-		{"double BETWEEN", cond(dbl, engine.SearchBetween, -3.0, 1.0), []int{1, 3}},
-		{"double !=", negate(cond(dbl, engine.SearchEq, 0.01)), []int{2, 3, 6}},
+		{"double =", cond(dbl, search.Eq, 0.01), []int{1}},
+		{"double <", cond(dbl, search.Lt, 0.0), []int{3}},
+		{"double >=", cond(dbl, search.Ge, 1.5), []int{2, 6}},
+		{"double IN", cond(dbl, search.In, 1.5, 100.0), []int{2, 6}},
+		{"double BETWEEN", cond(dbl, search.Between, -3.0, 1.0), []int{1, 3}},
+		{"double !=", negate(cond(dbl, search.Eq, 0.01)), []int{2, 3, 6}},
 
-		{"bool = true", cond(bl, engine.SearchEq, true), []int{1, 3}},
-		{"bool = false", cond(bl, engine.SearchEq, false), []int{2}},
-		{"bool != true", negate(cond(bl, engine.SearchEq, true)), []int{2}},
-		{"bool IN", cond(bl, engine.SearchIn, true, false), []int{1, 2, 3}},
-		{"bool IS NULL", negate(cond(bl, engine.SearchPresent)), []int{4, 5, 6, 7}},
+		{"bool = true", cond(bl, search.Eq, true), []int{1, 3}},
+		{"bool = false", cond(bl, search.Eq, false), []int{2}},
+		{"bool != true", negate(cond(bl, search.Eq, true)), []int{2}},
+		{"bool IN", cond(bl, search.In, true, false), []int{1, 2, 3}},
+		{"bool IS NULL", negate(cond(bl, search.Present)), []int{4, 5, 6, 7}},
 
 		// Times are kept to the millisecond: at(time.Hour) has nanoseconds,
 		// and equality still holds.
-		{"datetime =", cond(dt, engine.SearchEq, at(time.Hour)), []int{1}},
-		{"datetime = other zone", cond(dt, engine.SearchEq, at(time.Hour).UTC()), []int{1}},
-		{"datetime >", cond(dt, engine.SearchGt, at(90*time.Minute)), []int{2, 3}},
-		{"datetime <", cond(dt, engine.SearchLt, at(0)), []int{5}},
-		{"datetime BETWEEN inclusive", cond(dt, engine.SearchBetween, at(time.Hour), at(2*time.Hour)), []int{1, 2}},
-		{"datetime !=", negate(cond(dt, engine.SearchEq, at(time.Hour))), []int{2, 3, 5}},
+		{"datetime =", cond(dt, search.Eq, at(time.Hour)), []int{1}},
+		{"datetime = other zone", cond(dt, search.Eq, at(time.Hour).UTC()), []int{1}},
+		{"datetime >", cond(dt, search.Gt, at(90*time.Minute)), []int{2, 3}},
+		{"datetime <", cond(dt, search.Lt, at(0)), []int{5}},
+		{"datetime BETWEEN inclusive", cond(dt, search.Between, at(time.Hour), at(2*time.Hour)), []int{1, 2}},
+		{"datetime !=", negate(cond(dt, search.Eq, at(time.Hour))), []int{2, 3, 5}},
 
-		{"text word", cond(tx, engine.SearchMatch, "quanzheng"), []int{1}},
-		{"text words in any order", and(cond(tx, engine.SearchMatch, "long"), cond(tx, engine.SearchMatch, "my")), []int{1}},
-		{"text word next to punctuation", cond(tx, engine.SearchMatch, "world"), []int{2}},
-		{"text first and last word", and(cond(tx, engine.SearchMatch, "hello"), cond(tx, engine.SearchMatch, "world")), []int{2}},
-		{"text part of a word", cond(tx, engine.SearchMatch, "wor"), nil},
-		{"text underscore joins words", cond(tx, engine.SearchMatch, "quanzheng_long"), []int{3}},
-		{"text no match of every word", and(cond(tx, engine.SearchMatch, "hello"), cond(tx, engine.SearchMatch, "long")), nil},
-		{"text either word", or(cond(tx, engine.SearchMatch, "hello"), cond(tx, engine.SearchMatch, "long")), []int{1, 2}},
-		{"text negated", negate(cond(tx, engine.SearchMatch, "world")), []int{1, 3, 6}},
-		{"text IS NOT NULL", cond(tx, engine.SearchPresent), []int{1, 2, 3, 6}},
+		{"text word", cond(tx, search.Match, "quanzheng"), []int{1}},
+		{"text words in any order", and(cond(tx, search.Match, "long"), cond(tx, search.Match, "my")), []int{1}},
+		{"text word next to punctuation", cond(tx, search.Match, "world"), []int{2}},
+		{"text first and last word", and(cond(tx, search.Match, "hello"), cond(tx, search.Match, "world")), []int{2}},
+		{"text part of a word", cond(tx, search.Match, "wor"), nil},
+		{"text underscore joins words", cond(tx, search.Match, "quanzheng_long"), []int{3}},
+		{"text no match of every word", and(cond(tx, search.Match, "hello"), cond(tx, search.Match, "long")), nil},
+		{"text either word", or(cond(tx, search.Match, "hello"), cond(tx, search.Match, "long")), []int{1, 2}},
+		{"text negated", negate(cond(tx, search.Match, "world")), []int{1, 3, 6}},
+		{"text IS NOT NULL", cond(tx, search.Present), []int{1, 2, 3, 6}},
 
-		{"array = any element", cond(arr, engine.SearchEq, "b"), []int{1, 2}},
-		{"array != no element", negate(cond(arr, engine.SearchEq, "b")), []int{5}},
-		{"array IN", cond(arr, engine.SearchIn, "a", "z"), []int{1, 5}},
-		{"array NOT IN", negate(cond(arr, engine.SearchIn, "a", "c")), []int{5}},
-		{"array <", cond(arr, engine.SearchLt, "b"), []int{1}},
-		{"array NOT <", negate(cond(arr, engine.SearchLt, "c")), []int{5}},
-		{"array STARTS_WITH", cond(arr, engine.SearchPrefix, "z"), []int{5}},
-		{"array IS NOT NULL (empty is null)", cond(arr, engine.SearchPresent), []int{1, 2, 5}},
-		{"array IS NULL", negate(cond(arr, engine.SearchPresent)), []int{3, 4, 6, 7}},
+		{"array = any element", cond(arr, search.Eq, "b"), []int{1, 2}},
+		{"array != no element", negate(cond(arr, search.Eq, "b")), []int{5}},
+		{"array IN", cond(arr, search.In, "a", "z"), []int{1, 5}},
+		{"array NOT IN", negate(cond(arr, search.In, "a", "c")), []int{5}},
+		{"array <", cond(arr, search.Lt, "b"), []int{1}},
+		{"array NOT <", negate(cond(arr, search.Lt, "c")), []int{5}},
+		{"array STARTS_WITH", cond(arr, search.Prefix, "z"), []int{5}},
+		{"array IS NOT NULL (empty is null)", cond(arr, search.Present), []int{1, 2, 5}},
+		{"array IS NULL", negate(cond(arr, search.Present)), []int{3, 4, 6, 7}},
 
-		{"WorkflowId =", cond(wfID, engine.SearchEq, "wf-1"), []int{1, 6}},
-		{"WorkflowId IN", cond(wfID, engine.SearchIn, "wf-2", "wf-3"), []int{2, 3}},
-		{"WorkflowId STARTS_WITH", cond(wfID, engine.SearchPrefix, "wf-"), all},
-		{"WorkflowId !=", negate(cond(wfID, engine.SearchEq, "wf-1")), []int{2, 3, 4, 5, 7}},
-		{"WorkflowId >", cond(wfID, engine.SearchGt, "wf-5"), []int{7}},
-		{"WorkflowId IS NOT NULL", cond(wfID, engine.SearchPresent), all},
-		{"WorkflowId IS NULL", negate(cond(wfID, engine.SearchPresent)), nil},
-		{"RunId =", cond(runID, engine.SearchEq, "run-2"), []int{2}},
-		{"WorkflowType =", cond(wfType, engine.SearchEq, "TypeB"), []int{3, 4}},
-		{"WorkflowType STARTS_WITH", cond(wfType, engine.SearchPrefix, "TypeC"), []int{5, 7}},
-		{"ExecutionStatus =", cond(status, engine.SearchEq, string(engine.RunRunning)), []int{1, 5}},
-		{"ExecutionStatus IN", cond(status, engine.SearchIn, string(engine.RunCompleted), string(engine.RunFailed)), []int{2, 3}},
-		{"ExecutionStatus !=", negate(cond(status, engine.SearchEq, string(engine.RunRunning))), []int{2, 3, 4, 6, 7}},
-		{"ExecutionStatus = TIMEOUT", cond(status, engine.SearchEq, string(engine.RunTimeout)), []int{4}},
-		{"StartTime >", cond(start, engine.SearchGt, at(4*time.Minute)), []int{5, 6}},
-		{"StartTime >=", cond(start, engine.SearchGe, at(4*time.Minute)), []int{4, 5, 6, 7}},
-		{"StartTime BETWEEN", cond(start, engine.SearchBetween, at(2*time.Minute), at(3*time.Minute)), []int{2, 3}},
-		{"StartTime NOT <", negate(cond(start, engine.SearchLt, at(4*time.Minute))), []int{4, 5, 6, 7}},
-		{"CloseTime IS NOT NULL", cond(closeT, engine.SearchPresent), []int{2, 3, 4, 6, 7}},
-		{"CloseTime IS NULL", negate(cond(closeT, engine.SearchPresent)), []int{1, 5}},
-		{"CloseTime < skips open runs", cond(closeT, engine.SearchLt, at(15*time.Minute)), []int{2, 4, 7}},
-		{"CloseTime != skips open runs", negate(cond(closeT, engine.SearchEq, at(10*time.Minute))), []int{3, 6}},
-		{"CloseTime NOT >", negate(cond(closeT, engine.SearchGt, at(10*time.Minute))), []int{2, 4, 7}},
+		{"WorkflowId =", cond(wfID, search.Eq, "wf-1"), []int{1, 6}},
+		{"WorkflowId IN", cond(wfID, search.In, "wf-2", "wf-3"), []int{2, 3}},
+		{"WorkflowId STARTS_WITH", cond(wfID, search.Prefix, "wf-"), all},
+		{"WorkflowId !=", negate(cond(wfID, search.Eq, "wf-1")), []int{2, 3, 4, 5, 7}},
+		{"WorkflowId >", cond(wfID, search.Gt, "wf-5"), []int{7}},
+		{"WorkflowId IS NOT NULL", cond(wfID, search.Present), all},
+		{"WorkflowId IS NULL", negate(cond(wfID, search.Present)), nil},
+		{"RunId =", cond(runID, search.Eq, "run-2"), []int{2}},
+		{"WorkflowType =", cond(wfType, search.Eq, "TypeB"), []int{3, 4}},
+		{"WorkflowType STARTS_WITH", cond(wfType, search.Prefix, "TypeC"), []int{5, 7}},
+		{"ExecutionStatus =", cond(status, search.Eq, string(engine.RunRunning)), []int{1, 5}},
+		{"ExecutionStatus IN", cond(status, search.In, string(engine.RunCompleted), string(engine.RunFailed)), []int{2, 3}},
+		{"ExecutionStatus !=", negate(cond(status, search.Eq, string(engine.RunRunning))), []int{2, 3, 4, 6, 7}},
+		{"ExecutionStatus = TIMEOUT", cond(status, search.Eq, string(engine.RunTimeout)), []int{4}},
+		{"StartTime >", cond(start, search.Gt, at(4*time.Minute)), []int{5, 6}},
+		{"StartTime >=", cond(start, search.Ge, at(4*time.Minute)), []int{4, 5, 6, 7}},
+		{"StartTime BETWEEN", cond(start, search.Between, at(2*time.Minute), at(3*time.Minute)), []int{2, 3}},
+		{"StartTime NOT <", negate(cond(start, search.Lt, at(4*time.Minute))), []int{4, 5, 6, 7}},
+		{"CloseTime IS NOT NULL", cond(closeT, search.Present), []int{2, 3, 4, 6, 7}},
+		{"CloseTime IS NULL", negate(cond(closeT, search.Present)), []int{1, 5}},
+		{"CloseTime < skips open runs", cond(closeT, search.Lt, at(15*time.Minute)), []int{2, 4, 7}},
+		{"CloseTime != skips open runs", negate(cond(closeT, search.Eq, at(10*time.Minute))), []int{3, 6}},
+		{"CloseTime NOT >", negate(cond(closeT, search.Gt, at(10*time.Minute))), []int{2, 4, 7}},
 
-		{"AND", and(cond(wfType, engine.SearchEq, "TypeA"), cond(in, engine.SearchGt, int64(1))), []int{2}},
-		{"OR", or(cond(kw, engine.SearchEq, "beta"), cond(in, engine.SearchEq, int64(10))), []int{2, 4}},
+		{"AND", and(cond(wfType, search.Eq, "TypeA"), cond(in, search.Gt, int64(1))), []int{2}},
+		{"OR", or(cond(kw, search.Eq, "beta"), cond(in, search.Eq, int64(10))), []int{2, 4}},
 		{"AND of OR", and(
-			or(cond(status, engine.SearchEq, string(engine.RunRunning)), cond(closeT, engine.SearchLt, at(15*time.Minute))),
-			cond(kw, engine.SearchPresent)), []int{1, 2, 5, 7}},
+			or(cond(status, search.Eq, string(engine.RunRunning)), cond(closeT, search.Lt, at(15*time.Minute))),
+			cond(kw, search.Present)), []int{1, 2, 5, 7}},
 		{"OR of AND", or(
-			and(cond(wfID, engine.SearchEq, "wf-1"), negate(cond(status, engine.SearchEq, string(engine.RunRunning)))),
-			and(cond(arr, engine.SearchEq, "z"), cond(dt, engine.SearchLt, at(0)))), []int{5, 6}},
-		{"unknown key", cond(field("Nope", "KEYWORD"), engine.SearchEq, "alpha"), nil},
-		{"unknown key IS NULL", negate(cond(field("Nope", "INT"), engine.SearchPresent)), all},
+			and(cond(wfID, search.Eq, "wf-1"), negate(cond(status, search.Eq, string(engine.RunRunning)))),
+			and(cond(arr, search.Eq, "z"), cond(dt, search.Lt, at(0)))), []int{5, 6}},
+		{"unknown key", cond(field("Nope", "KEYWORD"), search.Eq, "alpha"), nil},
+		{"unknown key IS NULL", negate(cond(field("Nope", "INT"), search.Present)), all},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got := sortedIDs(searchAll(t, s, c.filter, engine.SearchOrder{}, 100))
+			got := sortedIDs(searchAll(t, s, c.filter, search.Order{}, 100))
 			equal(t, "runs", got, runIDs(c.want...))
 		})
 	}
@@ -419,9 +422,9 @@ func testSearchFilters(t *testing.T, s engine.Store) {
 
 func testSearchDefaultOrder(t *testing.T, s engine.Store) {
 	searchFixture(t, s)
-	equal(t, "default order", searchAll(t, s, nil, engine.SearchOrder{}, 100), fixtureDefaultOrder)
+	equal(t, "default order", searchAll(t, s, nil, search.Order{}, 100), fixtureDefaultOrder)
 	// A filter keeps the order.
-	got := searchAll(t, s, cond(builtin(engine.BuiltinWorkflowType), engine.SearchIn, "TypeB", "TypeC"), engine.SearchOrder{}, 100)
+	got := searchAll(t, s, cond(builtin(search.BuiltinWorkflowType), search.In, "TypeB", "TypeC"), search.Order{}, 100)
 	equal(t, "filtered default order", got, []string{"run-5", "run-3", "run-7", "run-4"})
 }
 
@@ -429,38 +432,38 @@ func testSearchOrders(t *testing.T, s engine.Store) {
 	searchFixture(t, s)
 	cases := []struct {
 		name  string
-		order engine.SearchOrder
+		order search.Order
 		want  []string
 	}{
-		{"StartTime ASC", engine.SearchOrder{Field: builtin(engine.BuiltinStartTime)},
+		{"StartTime ASC", search.Order{Field: builtin(search.BuiltinStartTime)},
 			[]string{"run-1", "run-2", "run-3", "run-4", "run-7", "run-5", "run-6"}},
-		{"StartTime DESC", engine.SearchOrder{Field: builtin(engine.BuiltinStartTime), Desc: true},
+		{"StartTime DESC", search.Order{Field: builtin(search.BuiltinStartTime), Desc: true},
 			[]string{"run-6", "run-5", "run-7", "run-4", "run-3", "run-2", "run-1"}},
-		{"CloseTime ASC (open runs first)", engine.SearchOrder{Field: builtin(engine.BuiltinCloseTime)},
+		{"CloseTime ASC (open runs first)", search.Order{Field: builtin(search.BuiltinCloseTime)},
 			[]string{"run-1", "run-5", "run-2", "run-4", "run-7", "run-3", "run-6"}},
-		{"CloseTime DESC (open runs last)", engine.SearchOrder{Field: builtin(engine.BuiltinCloseTime), Desc: true},
+		{"CloseTime DESC (open runs last)", search.Order{Field: builtin(search.BuiltinCloseTime), Desc: true},
 			[]string{"run-6", "run-3", "run-7", "run-4", "run-2", "run-5", "run-1"}},
-		{"WorkflowId ASC", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowID)},
+		{"WorkflowId ASC", search.Order{Field: builtin(search.BuiltinWorkflowID)},
 			[]string{"run-1", "run-6", "run-2", "run-3", "run-4", "run-5", "run-7"}},
-		{"WorkflowId DESC", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowID), Desc: true},
+		{"WorkflowId DESC", search.Order{Field: builtin(search.BuiltinWorkflowID), Desc: true},
 			[]string{"run-7", "run-5", "run-4", "run-3", "run-2", "run-6", "run-1"}},
-		{"RunId DESC", engine.SearchOrder{Field: builtin(engine.BuiltinRunID), Desc: true},
+		{"RunId DESC", search.Order{Field: builtin(search.BuiltinRunID), Desc: true},
 			[]string{"run-7", "run-6", "run-5", "run-4", "run-3", "run-2", "run-1"}},
-		{"WorkflowType ASC", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowType)},
+		{"WorkflowType ASC", search.Order{Field: builtin(search.BuiltinWorkflowType)},
 			[]string{"run-1", "run-2", "run-6", "run-3", "run-4", "run-5", "run-7"}},
-		{"ExecutionStatus ASC", engine.SearchOrder{Field: builtin(engine.BuiltinStatus)},
+		{"ExecutionStatus ASC", search.Order{Field: builtin(search.BuiltinStatus)},
 			[]string{"run-7", "run-2", "run-3", "run-1", "run-5", "run-6", "run-4"}},
-		{"INT DESC (missing last)", engine.SearchOrder{Field: field(saInt, "INT"), Desc: true},
+		{"INT DESC (missing last)", search.Order{Field: field(saInt, "INT"), Desc: true},
 			[]string{"run-4", "run-3", "run-2", "run-1", "run-7", "run-6", "run-5"}},
-		{"INT ASC (missing last)", engine.SearchOrder{Field: field(saInt, "INT")},
+		{"INT ASC (missing last)", search.Order{Field: field(saInt, "INT")},
 			[]string{"run-1", "run-2", "run-3", "run-4", "run-5", "run-6", "run-7"}},
-		{"DOUBLE ASC", engine.SearchOrder{Field: field(saDouble, "DOUBLE")},
+		{"DOUBLE ASC", search.Order{Field: field(saDouble, "DOUBLE")},
 			[]string{"run-3", "run-1", "run-2", "run-6", "run-4", "run-5", "run-7"}},
-		{"KEYWORD DESC", engine.SearchOrder{Field: field(saKeyword, "KEYWORD"), Desc: true},
+		{"KEYWORD DESC", search.Order{Field: field(saKeyword, "KEYWORD"), Desc: true},
 			[]string{"run-2", "run-3", "run-6", "run-1", "run-7", "run-5", "run-4"}},
-		{"BOOL DESC", engine.SearchOrder{Field: field(saBool, "BOOL"), Desc: true},
+		{"BOOL DESC", search.Order{Field: field(saBool, "BOOL"), Desc: true},
 			[]string{"run-3", "run-1", "run-2", "run-7", "run-6", "run-5", "run-4"}},
-		{"DATETIME ASC", engine.SearchOrder{Field: field(saTime, "DATETIME")},
+		{"DATETIME ASC", search.Order{Field: field(saTime, "DATETIME")},
 			[]string{"run-5", "run-1", "run-2", "run-3", "run-4", "run-6", "run-7"}},
 	}
 	for _, c := range cases {
@@ -471,21 +474,21 @@ func testSearchOrders(t *testing.T, s engine.Store) {
 		})
 	}
 	// A filter and a custom order together.
-	got := searchAll(t, s, cond(builtin(engine.BuiltinWorkflowType), engine.SearchEq, "TypeA"), engine.SearchOrder{Field: field(saDouble, "DOUBLE"), Desc: true}, 1)
+	got := searchAll(t, s, cond(builtin(search.BuiltinWorkflowType), search.Eq, "TypeA"), search.Order{Field: field(saDouble, "DOUBLE"), Desc: true}, 1)
 	equal(t, "filtered custom order", got, []string{"run-6", "run-2", "run-1"})
 }
 
 func testSearchPaging(t *testing.T, s engine.Store) {
 	searchFixture(t, s)
 	for limit := 1; limit <= 8; limit++ {
-		equal(t, fmt.Sprintf("pages of %d", limit), searchAll(t, s, nil, engine.SearchOrder{}, limit), fixtureDefaultOrder)
+		equal(t, fmt.Sprintf("pages of %d", limit), searchAll(t, s, nil, search.Order{}, limit), fixtureDefaultOrder)
 	}
 	// The page sizes of the iWF persistence test: 2, 2, 2, 1, and the last
 	// page has no cursor.
 	var sizes []int
 	cursor := ""
 	for {
-		p, err := runSearch(t, s, engine.SearchQuery{Limit: 2, Cursor: cursor})
+		p, err := runSearch(t, s, search.Query{Limit: 2, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -497,29 +500,29 @@ func testSearchPaging(t *testing.T, s engine.Store) {
 	}
 	equal(t, "page sizes", sizes, []int{2, 2, 2, 1})
 	// Nothing matches: an empty page without a cursor.
-	p, err := runSearch(t, s, engine.SearchQuery{Filter: cond(builtin(engine.BuiltinWorkflowID), engine.SearchEq, "none"), Limit: 10})
+	p, err := runSearch(t, s, search.Query{Filter: cond(builtin(search.BuiltinWorkflowID), search.Eq, "none"), Limit: 10})
 	if err != nil || len(p.Runs) != 0 || p.Cursor != "" {
 		t.Fatalf("empty search: %+v, %v", p, err)
 	}
 	// The page reports workflow ids too.
-	p, err = runSearch(t, s, engine.SearchQuery{Filter: cond(builtin(engine.BuiltinRunID), engine.SearchEq, "run-6"), Limit: 10})
+	p, err = runSearch(t, s, search.Query{Filter: cond(builtin(search.BuiltinRunID), search.Eq, "run-6"), Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
-	equal(t, "runs", p.Runs, []engine.SearchRun{{WorkflowID: "wf-1", RunID: "run-6"}})
+	equal(t, "runs", p.Runs, []search.Run{{WorkflowID: "wf-1", RunID: "run-6"}})
 }
 
 // testSearchPagingAcrossWrites checks that runs written between two pages
 // neither repeat nor hide the runs of the next page.
 func testSearchPagingAcrossWrites(t *testing.T, s engine.Store) {
 	searchFixture(t, s)
-	p, err := runSearch(t, s, engine.SearchQuery{Limit: 3})
+	p, err := runSearch(t, s, search.Query{Limit: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A new open run sorts first; a run that closes moves.
 	insertSearchRuns(t, s, []searchRun{{run: engine.Run{RunID: "run-8", WorkflowID: "wf-8", WorkflowType: "TypeA", Status: engine.RunRunning, StartedAt: at(time.Hour)}}})
-	p2, err := runSearch(t, s, engine.SearchQuery{Limit: 10, Cursor: p.Cursor})
+	p2, err := runSearch(t, s, search.Query{Limit: 10, Cursor: p.Cursor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -532,22 +535,22 @@ func testSearchPagingAcrossWrites(t *testing.T, s engine.Store) {
 
 func testSearchInvalidCursor(t *testing.T, s engine.Store) {
 	searchFixture(t, s)
-	p, err := runSearch(t, s, engine.SearchQuery{Limit: 2})
+	p, err := runSearch(t, s, search.Query{Limit: 2})
 	if err != nil || p.Cursor == "" {
 		t.Fatalf("first page: %+v, %v", p, err)
 	}
 	bad := []struct {
 		name   string
-		order  engine.SearchOrder
+		order  search.Order
 		cursor string
 	}{
-		{"garbage", engine.SearchOrder{}, "not a cursor"},
-		{"another order's cursor", engine.SearchOrder{Field: builtin(engine.BuiltinWorkflowID)}, p.Cursor},
-		{"a custom order's cursor", engine.SearchOrder{Field: field(saDouble, "DOUBLE")}, p.Cursor},
+		{"garbage", search.Order{}, "not a cursor"},
+		{"another order's cursor", search.Order{Field: builtin(search.BuiltinWorkflowID)}, p.Cursor},
+		{"a custom order's cursor", search.Order{Field: field(saDouble, "DOUBLE")}, p.Cursor},
 	}
 	for _, b := range bad {
-		_, err := runSearch(t, s, engine.SearchQuery{Order: b.order, Limit: 2, Cursor: b.cursor})
-		if !errors.Is(err, engine.ErrInvalidSearchCursor) {
+		_, err := runSearch(t, s, search.Query{Order: b.order, Limit: 2, Cursor: b.cursor})
+		if !errors.Is(err, search.ErrInvalidCursor) {
 			t.Errorf("%s: %v, want ErrInvalidSearchCursor", b.name, err)
 		}
 	}
@@ -566,22 +569,22 @@ func testSearchParametersAreNotSQL(t *testing.T, s engine.Store) {
 	}})
 	kw := field(saKeyword, "KEYWORD")
 	for _, lit := range []string{odd, `' OR 1=1 --`, `%`, `_`, `\`, `alpha' --`} {
-		for _, c := range []engine.SearchExpr{
-			cond(kw, engine.SearchEq, lit), cond(kw, engine.SearchPrefix, lit), cond(kw, engine.SearchIn, lit, lit),
-			cond(builtin(engine.BuiltinWorkflowID), engine.SearchEq, lit),
+		for _, c := range []search.Expr{
+			cond(kw, search.Eq, lit), cond(kw, search.Prefix, lit), cond(kw, search.In, lit, lit),
+			cond(builtin(search.BuiltinWorkflowID), search.Eq, lit),
 		} {
-			if got := searchAll(t, s, c, engine.SearchOrder{}, 100); len(got) != 0 {
+			if got := searchAll(t, s, c, search.Order{}, 100); len(got) != 0 {
 				t.Fatalf("literal %q matched %v", lit, got)
 			}
 		}
 	}
-	equal(t, "odd key and value", searchAll(t, s, cond(field(key, "KEYWORD"), engine.SearchEq, odd), engine.SearchOrder{}, 100), []string{"run-odd"})
-	equal(t, "odd key order", searchAll(t, s, cond(field(key, "KEYWORD"), engine.SearchPresent), engine.SearchOrder{Field: field(key, "KEYWORD")}, 1), []string{"run-odd"})
+	equal(t, "odd key and value", searchAll(t, s, cond(field(key, "KEYWORD"), search.Eq, odd), search.Order{}, 100), []string{"run-odd"})
+	equal(t, "odd key order", searchAll(t, s, cond(field(key, "KEYWORD"), search.Present), search.Order{Field: field(key, "KEYWORD")}, 1), []string{"run-odd"})
 	tx := field(saText, "TEXT")
-	equal(t, "text word with a quote", searchAll(t, s, and(cond(tx, engine.SearchMatch, "it"), cond(tx, engine.SearchMatch, "s"), cond(tx, engine.SearchMatch, "fine")), engine.SearchOrder{}, 100), []string{"run-odd"})
-	equal(t, "text word 100", searchAll(t, s, cond(tx, engine.SearchMatch, "100"), engine.SearchOrder{}, 100), []string{"run-odd"})
+	equal(t, "text word with a quote", searchAll(t, s, and(cond(tx, search.Match, "it"), cond(tx, search.Match, "s"), cond(tx, search.Match, "fine")), search.Order{}, 100), []string{"run-odd"})
+	equal(t, "text word 100", searchAll(t, s, cond(tx, search.Match, "100"), search.Order{}, 100), []string{"run-odd"})
 	// The tables are intact.
-	equal(t, "runs after", len(searchAll(t, s, nil, engine.SearchOrder{}, 100)), 8)
+	equal(t, "runs after", len(searchAll(t, s, nil, search.Order{}, 100)), 8)
 }
 
 // testSearchTypedColumns checks that a condition reads the column of its
@@ -594,9 +597,9 @@ func testSearchTypedColumns(t *testing.T, s engine.Store) {
 		{engine.Run{RunID: "c", WorkflowID: "c", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{arrayAttr("K", "5")}},
 	})
 	i, k, a := field("K", "INT"), field("K", "KEYWORD"), field("K", "KEYWORD_ARRAY")
-	check := func(name string, e engine.SearchExpr, want ...string) {
+	check := func(name string, e search.Expr, want ...string) {
 		t.Helper()
-		got := sortedIDs(searchAll(t, s, e, engine.SearchOrder{}, 100))
+		got := sortedIDs(searchAll(t, s, e, search.Order{}, 100))
 		if want == nil {
 			want = []string{}
 		}
@@ -605,22 +608,22 @@ func testSearchTypedColumns(t *testing.T, s engine.Store) {
 		}
 		equal(t, name, got, want)
 	}
-	check("INT =", cond(i, engine.SearchEq, int64(5)), "a")
-	check("INT !=", negate(cond(i, engine.SearchEq, int64(6))), "a")
-	check("INT present", cond(i, engine.SearchPresent), "a")
-	check("KEYWORD =", cond(k, engine.SearchEq, "5"), "b")
-	check("KEYWORD !=", negate(cond(k, engine.SearchEq, "6")), "b")
-	check("KEYWORD_ARRAY =", cond(a, engine.SearchEq, "5"), "c")
+	check("INT =", cond(i, search.Eq, int64(5)), "a")
+	check("INT !=", negate(cond(i, search.Eq, int64(6))), "a")
+	check("INT present", cond(i, search.Present), "a")
+	check("KEYWORD =", cond(k, search.Eq, "5"), "b")
+	check("KEYWORD !=", negate(cond(k, search.Eq, "6")), "b")
+	check("KEYWORD_ARRAY =", cond(a, search.Eq, "5"), "c")
 	// Rewriting a run's value with another type moves it.
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		return tx.SearchAttributeUpsert(ctx, "c", []*engine.SearchAttribute{intAttr("K", 7)})
 	})
-	check("KEYWORD_ARRAY after a rewrite", cond(a, engine.SearchPresent))
-	check("INT after a rewrite", cond(i, engine.SearchGe, int64(5)), "a", "c")
+	check("KEYWORD_ARRAY after a rewrite", cond(a, search.Present))
+	check("INT after a rewrite", cond(i, search.Ge, int64(5)), "a", "c")
 }
 
 // testSearchTextWords checks that the words a store finds in TEXT values
-// are engine.SearchWords: every separator splits, the underscore, digits
+// are search.Words: every separator splits, the underscore, digits
 // and non-ASCII characters do not, and ASCII letters fold to lower case;
 // rewriting or retyping a value replaces its words.
 func testSearchTextWords(t *testing.T, s engine.Store) {
@@ -635,9 +638,9 @@ func testSearchTextWords(t *testing.T, s engine.Store) {
 		fmt.Fprintf(&value, "W%d%c", i, c)
 	}
 	value.WriteString("snake_Case Ünï naïve ÜNÏ 42")
-	words := engine.SearchWords(value.String())
+	words := search.Words(value.String())
 	if len(words) != len(sep)+5 {
-		t.Fatalf("engine.SearchWords found %d words in %q: %q", len(words), value.String(), words)
+		t.Fatalf("search.Words found %d words in %q: %q", len(words), value.String(), words)
 	}
 	insertSearchRuns(t, s, []searchRun{
 		{engine.Run{RunID: "t1", WorkflowID: "t1", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{textAttr("X", value.String())}},
@@ -645,13 +648,13 @@ func testSearchTextWords(t *testing.T, s engine.Store) {
 	})
 	x := field("X", "TEXT")
 	for _, w := range words {
-		equal(t, "word "+w, searchAll(t, s, cond(x, engine.SearchMatch, w), engine.SearchOrder{}, 100), []string{"t1"})
+		equal(t, "word "+w, searchAll(t, s, cond(x, search.Match, w), search.Order{}, 100), []string{"t1"})
 	}
 	for _, w := range []string{"w", "w99", "snake", "case", "ünï", "naive", "4", "", " "} {
-		equal(t, "not a word: "+w, len(searchAll(t, s, cond(x, engine.SearchMatch, w), engine.SearchOrder{}, 100)), 0)
+		equal(t, "not a word: "+w, len(searchAll(t, s, cond(x, search.Match, w), search.Order{}, 100)), 0)
 	}
 	// A value without words is present and matches no word.
-	equal(t, "negated match", searchAll(t, s, negate(cond(x, engine.SearchMatch, "w1")), engine.SearchOrder{}, 100), []string{"t2"})
+	equal(t, "negated match", searchAll(t, s, negate(cond(x, search.Match, "w1")), search.Order{}, 100), []string{"t2"})
 	// A new value replaces the words; another type removes them.
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		if err := tx.SearchAttributeUpsert(ctx, "t1", []*engine.SearchAttribute{textAttr("X", "fresh words")}); err != nil {
@@ -659,10 +662,10 @@ func testSearchTextWords(t *testing.T, s engine.Store) {
 		}
 		return tx.SearchAttributeUpsert(ctx, "t2", []*engine.SearchAttribute{textAttr("X", "words")})
 	})
-	equal(t, "old word", len(searchAll(t, s, cond(x, engine.SearchMatch, "w0"), engine.SearchOrder{}, 100)), 0)
-	equal(t, "new word", sortedIDs(searchAll(t, s, cond(x, engine.SearchMatch, "words"), engine.SearchOrder{}, 100)), []string{"t1", "t2"})
+	equal(t, "old word", len(searchAll(t, s, cond(x, search.Match, "w0"), search.Order{}, 100)), 0)
+	equal(t, "new word", sortedIDs(searchAll(t, s, cond(x, search.Match, "words"), search.Order{}, 100)), []string{"t1", "t2"})
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		return tx.SearchAttributeUpsert(ctx, "t1", []*engine.SearchAttribute{kwAttr("X", "words")})
 	})
-	equal(t, "retyped", searchAll(t, s, cond(x, engine.SearchMatch, "words"), engine.SearchOrder{}, 100), []string{"t2"})
+	equal(t, "retyped", searchAll(t, s, cond(x, search.Match, "words"), search.Order{}, 100), []string{"t2"})
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // SearchBenchOptions configures BenchSearch.
@@ -20,7 +21,7 @@ type SearchBenchOptions struct {
 	Runs int
 	// Explain, when set, returns the database's plan of a search; it is
 	// logged once per query (go test -v).
-	Explain func(ctx context.Context, q *engine.SearchQuery) (string, error)
+	Explain func(ctx context.Context, q *search.Query) (string, error)
 	// Analyze, when set, runs after the runs are stored and before the
 	// measurements: for PostgreSQL, the ANALYZE that autovacuum runs soon
 	// after a bulk load in production.
@@ -32,7 +33,7 @@ type SearchBenchOptions struct {
 type SearchBenchQuery struct {
 	Name  string
 	Text  string
-	Query engine.SearchQuery
+	Query search.Query
 }
 
 // benchBase is the start time of the first benchmark run.
@@ -41,40 +42,40 @@ var benchBase = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // SearchBenchQueries are the typical searches BenchSearch times, each on a
 // page of 10 runs unless it says otherwise.
 func SearchBenchQueries() []SearchBenchQuery {
-	wfType, status := builtin(engine.BuiltinWorkflowType), builtin(engine.BuiltinStatus)
+	wfType, status := builtin(search.BuiltinWorkflowType), builtin(search.BuiltinStatus)
 	kw, in, bl := field(saKeyword, "KEYWORD"), field(saInt, "INT"), field(saBool, "BOOL")
 	dt, text, arr := field(saTime, "DATETIME"), field("CustomStringField", "TEXT"), field(saArray, "KEYWORD_ARRAY")
-	page := func(f engine.SearchExpr) engine.SearchQuery { return engine.SearchQuery{Filter: f, Limit: 10} }
+	page := func(f search.Expr) search.Query { return search.Query{Filter: f, Limit: 10} }
 	return []SearchBenchQuery{
 		{"TypeAndIntRange", "IwfWorkflowType='Type3' AND CustomIntField > 500",
-			page(and(cond(wfType, engine.SearchEq, "Type3"), cond(in, engine.SearchGt, int64(500))))},
+			page(and(cond(wfType, search.Eq, "Type3"), cond(in, search.Gt, int64(500))))},
 		{"TypeAndRareInt", "IwfWorkflowType='Type3' AND CustomIntField = 7",
-			page(and(cond(wfType, engine.SearchEq, "Type3"), cond(in, engine.SearchEq, int64(7))))},
-		{"Type", "IwfWorkflowType='Type3'", page(cond(wfType, engine.SearchEq, "Type3"))},
+			page(and(cond(wfType, search.Eq, "Type3"), cond(in, search.Eq, int64(7))))},
+		{"Type", "IwfWorkflowType='Type3'", page(cond(wfType, search.Eq, "Type3"))},
 		{"All", "(empty query)", page(nil)},
-		{"KeywordEq", "CustomKeywordField='k-42'", page(cond(kw, engine.SearchEq, "k-42"))},
-		{"KeywordNoMatch", "CustomKeywordField='nope'", page(cond(kw, engine.SearchEq, "nope"))},
-		{"IntBetween", "CustomIntField BETWEEN 100 AND 110", page(cond(in, engine.SearchBetween, int64(100), int64(110)))},
+		{"KeywordEq", "CustomKeywordField='k-42'", page(cond(kw, search.Eq, "k-42"))},
+		{"KeywordNoMatch", "CustomKeywordField='nope'", page(cond(kw, search.Eq, "nope"))},
+		{"IntBetween", "CustomIntField BETWEEN 100 AND 110", page(cond(in, search.Between, int64(100), int64(110)))},
 		{"DatetimeRange", "CustomDatetimeField BETWEEN <t> AND <t+1000s>",
-			page(cond(dt, engine.SearchBetween, benchBase.Add(50000*time.Second), benchBase.Add(51000*time.Second)))},
-		{"StatusRunning", "ExecutionStatus='Running'", page(cond(status, engine.SearchEq, string(engine.RunRunning)))},
-		{"StatusFailed", "ExecutionStatus='Failed'", page(cond(status, engine.SearchEq, string(engine.RunFailed)))},
-		{"ArrayEq", "CustomKeywordArrayField='tag-7'", page(cond(arr, engine.SearchEq, "tag-7"))},
-		{"ExecutingStateIds", "IwfExecutingStateIds='S2'", page(cond(field(engine.SystemSAExecutingStateIDs, "KEYWORD_ARRAY"), engine.SearchEq, "S2"))},
-		{"TextWord", "CustomStringField='w42'", page(cond(text, engine.SearchMatch, "w42"))},
-		{"TextRareWords", "CustomStringField='w42 w43'", page(and(cond(text, engine.SearchMatch, "w42"), cond(text, engine.SearchMatch, "w43")))},
-		{"WorkflowIdPrefix", "WorkflowId STARTS_WITH 'wf-4242'", page(cond(builtin(engine.BuiltinWorkflowID), engine.SearchPrefix, "wf-4242"))},
+			page(cond(dt, search.Between, benchBase.Add(50000*time.Second), benchBase.Add(51000*time.Second)))},
+		{"StatusRunning", "ExecutionStatus='Running'", page(cond(status, search.Eq, string(engine.RunRunning)))},
+		{"StatusFailed", "ExecutionStatus='Failed'", page(cond(status, search.Eq, string(engine.RunFailed)))},
+		{"ArrayEq", "CustomKeywordArrayField='tag-7'", page(cond(arr, search.Eq, "tag-7"))},
+		{"ExecutingStateIds", "IwfExecutingStateIds='S2'", page(cond(field(engine.SystemSAExecutingStateIDs, "KEYWORD_ARRAY"), search.Eq, "S2"))},
+		{"TextWord", "CustomStringField='w42'", page(cond(text, search.Match, "w42"))},
+		{"TextRareWords", "CustomStringField='w42 w43'", page(and(cond(text, search.Match, "w42"), cond(text, search.Match, "w43")))},
+		{"WorkflowIdPrefix", "WorkflowId STARTS_WITH 'wf-4242'", page(cond(builtin(search.BuiltinWorkflowID), search.Prefix, "wf-4242"))},
 		{"Or", "CustomKeywordField='k-1' OR CustomIntField=7",
-			page(or(cond(kw, engine.SearchEq, "k-1"), cond(in, engine.SearchEq, int64(7))))},
+			page(or(cond(kw, search.Eq, "k-1"), cond(in, search.Eq, int64(7))))},
 		{"ThreeWayAnd", "CustomKeywordField='k-42' AND CustomBoolField=true AND IwfWorkflowType='Type2'",
-			page(and(cond(kw, engine.SearchEq, "k-42"), cond(bl, engine.SearchEq, true), cond(wfType, engine.SearchEq, "Type2")))},
+			page(and(cond(kw, search.Eq, "k-42"), cond(bl, search.Eq, true), cond(wfType, search.Eq, "Type2")))},
 		{"NotEq", "IwfWorkflowType='Type3' AND CustomKeywordField != 'k-1'",
-			page(and(cond(wfType, engine.SearchEq, "Type3"), negate(cond(kw, engine.SearchEq, "k-1"))))},
+			page(and(cond(wfType, search.Eq, "Type3"), negate(cond(kw, search.Eq, "k-1"))))},
 		{"OrderByStartTime", "IwfWorkflowType='Type3' ORDER BY StartTime DESC",
-			engine.SearchQuery{Filter: cond(wfType, engine.SearchEq, "Type3"), Order: engine.SearchOrder{Field: builtin(engine.BuiltinStartTime), Desc: true}, Limit: 10}},
+			search.Query{Filter: cond(wfType, search.Eq, "Type3"), Order: search.Order{Field: builtin(search.BuiltinStartTime), Desc: true}, Limit: 10}},
 		{"OrderByCustomInt", "IwfWorkflowType='Type3' ORDER BY CustomIntField DESC",
-			engine.SearchQuery{Filter: cond(wfType, engine.SearchEq, "Type3"), Order: engine.SearchOrder{Field: in, Desc: true}, Limit: 10}},
-		{"Page1000", "(empty query), page size 1000", engine.SearchQuery{Limit: 1000}},
+			search.Query{Filter: cond(wfType, search.Eq, "Type3"), Order: search.Order{Field: in, Desc: true}, Limit: 10}},
+		{"Page1000", "(empty query), page size 1000", search.Query{Limit: 1000}},
 	}
 }
 
@@ -106,7 +107,7 @@ func BenchSearch(b *testing.B, s engine.Store, opts SearchBenchOptions) {
 		}
 	}
 
-	run := func(b *testing.B, q engine.SearchQuery) {
+	run := func(b *testing.B, q search.Query) {
 		var found int
 		for b.Loop() {
 			if err := s.View(ctx, func(ctx context.Context, tx engine.ReadTx) error {
@@ -136,7 +137,7 @@ func BenchSearch(b *testing.B, s engine.Store, opts SearchBenchOptions) {
 	b.Run("DeepPage", func(b *testing.B) {
 		// Walk to the 5,000th page of 10 once (with pages of 1000), then
 		// time fetching the page after it.
-		q := engine.SearchQuery{Limit: 1000}
+		q := search.Query{Limit: 1000}
 		for i := 0; i < 50 && (i == 0 || q.Cursor != ""); i++ {
 			if err := s.View(ctx, func(ctx context.Context, tx engine.ReadTx) error {
 				p, err := tx.RunSearch(ctx, &q)

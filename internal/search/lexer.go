@@ -1,0 +1,164 @@
+package search
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode"
+)
+
+// Error is a query the language rejects: what is wrong and where (the
+// 1-based character position).
+type Error struct {
+	Pos int
+	Msg string
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	return fmt.Sprintf("invalid search query at position %d: %s", e.Pos, e.Msg)
+}
+
+func searchError(pos int, format string, args ...any) *Error {
+	return &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+type tokKind int
+
+const (
+	tEOF     tokKind = iota
+	tIdent           // attribute name, bare or backquoted
+	tKeyword         // AND, OR, ...; text in upper case
+	tString          // 'single quoted'; text unquoted
+	tNumber          // 12, -3.5, 1e9
+	tOp              // = != <> < <= > >=
+	tLParen
+	tRParen
+	tComma
+)
+
+// token is one lexical element; pos is its 1-based character position.
+type token struct {
+	kind tokKind
+	text string
+	pos  int
+}
+
+var searchKeywords = map[string]bool{
+	"AND": true, "OR": true, "NOT": true, "BETWEEN": true, "IN": true, "IS": true, "NULL": true,
+	"STARTS_WITH": true, "ORDER": true, "BY": true, "ASC": true, "DESC": true, "TRUE": true, "FALSE": true,
+}
+
+// describe names a token for an error message.
+func describe(t token) string {
+	switch t.kind {
+	case tEOF:
+		return "the end of the query"
+	case tString:
+		return "'" + strings.ReplaceAll(t.text, "'", "''") + "'"
+	case tIdent:
+		return "attribute " + t.text
+	}
+	return t.text
+}
+
+// lex splits a query into tokens, ending with tEOF.
+func lex(query string) ([]token, error) {
+	rs := []rune(query)
+	var out []token
+	isIdent := func(r rune, first bool) bool {
+		return r == '_' || unicode.IsLetter(r) || (!first && unicode.IsDigit(r))
+	}
+	for i := 0; i < len(rs); {
+		r := rs[i]
+		pos := i + 1
+		switch {
+		case unicode.IsSpace(r):
+			i++
+		case r == '(':
+			out = append(out, token{tLParen, "(", pos})
+			i++
+		case r == ')':
+			out = append(out, token{tRParen, ")", pos})
+			i++
+		case r == ',':
+			out = append(out, token{tComma, ",", pos})
+			i++
+		case r == '=':
+			out = append(out, token{tOp, "=", pos})
+			i++
+		case r == '!' || r == '<' || r == '>':
+			op := string(r)
+			if i+1 < len(rs) && (rs[i+1] == '=' || (r == '<' && rs[i+1] == '>')) {
+				op += string(rs[i+1])
+			}
+			if op == "!" {
+				return nil, searchError(pos, "unexpected '!' (did you mean '!='?)")
+			}
+			i += len(op) // ASCII
+			if op == "<>" {
+				op = "!="
+			}
+			out = append(out, token{tOp, op, pos})
+		case r == '\'' || r == '`':
+			var b strings.Builder
+			j := i + 1
+			for ; ; j++ {
+				if j >= len(rs) {
+					what := "string"
+					if r == '`' {
+						what = "quoted attribute name"
+					}
+					return nil, searchError(pos, "unterminated %s", what)
+				}
+				if rs[j] == r {
+					if j+1 < len(rs) && rs[j+1] == r {
+						b.WriteRune(r)
+						j++
+						continue
+					}
+					break
+				}
+				b.WriteRune(rs[j])
+			}
+			kind := tString
+			if r == '`' {
+				kind = tIdent
+			}
+			out = append(out, token{kind, b.String(), pos})
+			i = j + 1
+		case r == '"':
+			return nil, searchError(pos, "strings are single-quoted ('...'); attribute names may be backquoted (`...`)")
+		case unicode.IsDigit(r) || ((r == '-' || r == '+' || r == '.') && i+1 < len(rs) && unicode.IsDigit(rs[i+1])):
+			j := i + 1
+			for j < len(rs) && (unicode.IsDigit(rs[j]) || rs[j] == '.' || rs[j] == 'e' || rs[j] == 'E' ||
+				((rs[j] == '-' || rs[j] == '+') && (rs[j-1] == 'e' || rs[j-1] == 'E'))) {
+				j++
+			}
+			text := string(rs[i:j])
+			if _, err := strconv.ParseFloat(text, 64); err != nil || (j < len(rs) && isIdent(rs[j], false)) {
+				for j < len(rs) && isIdent(rs[j], false) {
+					j++
+				}
+				return nil, searchError(pos, "malformed number %s", string(rs[i:j]))
+			}
+			out = append(out, token{tNumber, text, pos})
+			i = j
+		case isIdent(r, true):
+			j := i + 1
+			for j < len(rs) && isIdent(rs[j], false) {
+				j++
+			}
+			text := string(rs[i:j])
+			if up := strings.ToUpper(text); searchKeywords[up] {
+				out = append(out, token{tKeyword, up, pos})
+			} else {
+				out = append(out, token{tIdent, text, pos})
+			}
+			i = j
+		default:
+			return nil, searchError(pos, "unexpected character %q", r)
+		}
+	}
+	return append(out, token{tEOF, "", len(rs) + 1}), nil
+}
