@@ -478,15 +478,15 @@ func builtinColumn(f search.Builtin) (string, keyKind, error) {
 // value type.
 func attributeColumn(valueType search.ValueType) (string, error) {
 	switch valueType {
-	case "KEYWORD", "TEXT":
+	case search.Keyword, search.Text:
 		return "string_value", nil
-	case "INT":
+	case search.Int:
 		return "int_value", nil
-	case "DOUBLE":
+	case search.Double:
 		return "double_value", nil
-	case "BOOL":
+	case search.Bool:
 		return "bool_value", nil
-	case "DATETIME":
+	case search.Datetime:
 		return "time_value", nil
 	}
 	return "", fmt.Errorf("searchsql: no scalar column for type %q", valueType)
@@ -494,11 +494,11 @@ func attributeColumn(valueType search.ValueType) (string, error) {
 
 func orderKind(valueType search.ValueType) keyKind {
 	switch valueType {
-	case "DOUBLE":
+	case search.Double:
 		return keyFloat
-	case "KEYWORD":
+	case search.Keyword:
 		return keyString
-	case "BOOL":
+	case search.Bool:
 		return keyBool
 	}
 	return keyInt
@@ -571,7 +571,7 @@ func checkValues(c *search.Cond) error {
 	if c.Op == search.Match && c.Field.Type != "TEXT" {
 		return fmt.Errorf("searchsql: word match on a %s field", c.Field.Type)
 	}
-	if c.Field.Type == "TEXT" && c.Op != search.Match && c.Op != search.Present {
+	if c.Field.Type == search.Text && c.Op != search.Match && c.Op != search.Present {
 		return fmt.Errorf("searchsql: operator %d on a TEXT field", c.Op)
 	}
 	return nil
@@ -626,7 +626,7 @@ var (
 // testSource returns the rows that a condition's test reads.
 func testSource(c *search.Cond) (source, error) {
 	switch {
-	case c.Field.Type == "KEYWORD_ARRAY":
+	case c.Field.Type == search.KeywordArray:
 		return stringsSource, nil
 	case c.Op == search.Match:
 		return wordsSource, nil
@@ -642,7 +642,7 @@ func testSource(c *search.Cond) (source, error) {
 // predicate they must satisfy (nil: any row): an element for a
 // KEYWORD_ARRAY, a non-NULL column of the field's type otherwise.
 func (b *builder) presence(f search.Field) (source, func() error, error) {
-	if f.Type == "KEYWORD_ARRAY" {
+	if f.Type == search.KeywordArray {
 		return stringsSource, nil, nil
 	}
 	col, err := attributeColumn(f.Type)
@@ -826,21 +826,21 @@ func (b *builder) test(col string, c *search.Cond) error {
 // value converts a literal to the bound value of its column.
 func (b *builder) value(f search.Field, v any) (any, error) {
 	switch f.Type {
-	case "DATETIME":
+	case search.Datetime:
 		t, ok := v.(time.Time)
 		if !ok {
 			return nil, fmt.Errorf("searchsql: DATETIME value %T", v)
 		}
 		return toMs(t), nil
-	case "INT":
+	case search.Int:
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("searchsql: INT value %T", v)
 		}
-	case "DOUBLE":
+	case search.Double:
 		if _, ok := v.(float64); !ok {
 			return nil, fmt.Errorf("searchsql: DOUBLE value %T", v)
 		}
-	case "BOOL":
+	case search.Bool:
 		x, ok := v.(bool)
 		if !ok {
 			return nil, fmt.Errorf("searchsql: BOOL value %T", v)

@@ -56,31 +56,31 @@ const (
 
 // Typed search attribute values, as the engine builds them.
 func kwAttr(key, v string) *engine.SearchAttribute {
-	return &engine.SearchAttribute{Key: key, ValueType: "KEYWORD", Raw: []byte(`{}`), String: &v}
+	return &engine.SearchAttribute{Key: key, ValueType: search.Keyword, Raw: []byte(`{}`), String: &v}
 }
 
 func textAttr(key, v string) *engine.SearchAttribute {
-	return &engine.SearchAttribute{Key: key, ValueType: "TEXT", Raw: []byte(`{}`), String: &v}
+	return &engine.SearchAttribute{Key: key, ValueType: search.Text, Raw: []byte(`{}`), String: &v}
 }
 
 func intAttr(key string, v int64) *engine.SearchAttribute {
-	return &engine.SearchAttribute{Key: key, ValueType: "INT", Raw: []byte(`{}`), Int: &v}
+	return &engine.SearchAttribute{Key: key, ValueType: search.Int, Raw: []byte(`{}`), Int: &v}
 }
 
 func doubleAttr(key string, v float64) *engine.SearchAttribute {
-	return &engine.SearchAttribute{Key: key, ValueType: "DOUBLE", Raw: []byte(`{}`), Double: &v}
+	return &engine.SearchAttribute{Key: key, ValueType: search.Double, Raw: []byte(`{}`), Double: &v}
 }
 
 func boolAttr(key string, v bool) *engine.SearchAttribute {
-	return &engine.SearchAttribute{Key: key, ValueType: "BOOL", Raw: []byte(`{}`), Bool: &v}
+	return &engine.SearchAttribute{Key: key, ValueType: search.Bool, Raw: []byte(`{}`), Bool: &v}
 }
 
 func timeAttr(key string, v time.Time) *engine.SearchAttribute {
-	return &engine.SearchAttribute{Key: key, ValueType: "DATETIME", Raw: []byte(`{}`), Time: &v}
+	return &engine.SearchAttribute{Key: key, ValueType: search.Datetime, Raw: []byte(`{}`), Time: &v}
 }
 
 func arrayAttr(key string, v ...string) *engine.SearchAttribute {
-	return &engine.SearchAttribute{Key: key, ValueType: "KEYWORD_ARRAY", Raw: []byte(`{}`), Strings: append([]string{}, v...)}
+	return &engine.SearchAttribute{Key: key, ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: append([]string{}, v...)}
 }
 
 // searchRun is one run of a fixture and its search attributes.
@@ -265,13 +265,13 @@ func testSearchAttributeTypeOf(t *testing.T, s engine.Store) {
 		}
 	}
 	write("r1", intAttr("K", 1))
-	want("K", "INT")
+	want("K", search.Int)
 	write("r2", kwAttr("K", "x")) // another run, another type: last written wins
-	want("K", "KEYWORD")
+	want("K", search.Keyword)
 	write("r1", intAttr("K", 2)) // an update of the first run's value
-	want("K", "INT")
+	want("K", search.Int)
 	write("r1", arrayAttr("K", "a"))
-	want("K", "KEYWORD_ARRAY")
+	want("K", search.KeywordArray)
 	// A write that rolls back changes nothing.
 	errBoom := errors.New("boom")
 	if err := s.Update(ctxT(t), func(ctx context.Context, tx engine.Tx) error {
@@ -282,20 +282,20 @@ func testSearchAttributeTypeOf(t *testing.T, s engine.Store) {
 	}); !errors.Is(err, errBoom) {
 		t.Fatal(err)
 	}
-	want("K", "KEYWORD_ARRAY")
+	want("K", search.KeywordArray)
 	// Several keys in one upsert.
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		return tx.SearchAttributeUpsert(ctx, "r4", []*engine.SearchAttribute{doubleAttr("D", 1), timeAttr("T", base), textAttr("X", "a b")})
 	})
-	want("D", "DOUBLE")
-	want("T", "DATETIME")
-	want("X", "TEXT")
+	want("D", search.Double)
+	want("T", search.Datetime)
+	want("X", search.Text)
 }
 
 func testSearchFilters(t *testing.T, s engine.Store) {
 	searchFixture(t, s)
-	kw, in, dbl, bl := field(saKeyword, "KEYWORD"), field(saInt, "INT"), field(saDouble, "DOUBLE"), field(saBool, "BOOL")
-	dt, tx, arr := field(saTime, "DATETIME"), field(saText, "TEXT"), field(saArray, "KEYWORD_ARRAY")
+	kw, in, dbl, bl := field(saKeyword, search.Keyword), field(saInt, search.Int), field(saDouble, search.Double), field(saBool, search.Bool)
+	dt, tx, arr := field(saTime, search.Datetime), field(saText, search.Text), field(saArray, search.KeywordArray)
 	wfID, runID, wfType := builtin(search.BuiltinWorkflowID), builtin(search.BuiltinRunID), builtin(search.BuiltinWorkflowType)
 	status, start, closeT := builtin(search.BuiltinStatus), builtin(search.BuiltinStartTime), builtin(search.BuiltinCloseTime)
 	all := []int{1, 2, 3, 4, 5, 6, 7}
@@ -409,8 +409,8 @@ func testSearchFilters(t *testing.T, s engine.Store) {
 		{"OR of AND", or(
 			and(cond(wfID, search.Eq, "wf-1"), negate(cond(status, search.Eq, string(engine.RunRunning)))),
 			and(cond(arr, search.Eq, "z"), cond(dt, search.Lt, at(0)))), []int{5, 6}},
-		{"unknown key", cond(field("Nope", "KEYWORD"), search.Eq, "alpha"), nil},
-		{"unknown key IS NULL", negate(cond(field("Nope", "INT"), search.Present)), all},
+		{"unknown key", cond(field("Nope", search.Keyword), search.Eq, "alpha"), nil},
+		{"unknown key IS NULL", negate(cond(field("Nope", search.Int), search.Present)), all},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -453,17 +453,17 @@ func testSearchOrders(t *testing.T, s engine.Store) {
 			[]string{"run-1", "run-2", "run-6", "run-3", "run-4", "run-5", "run-7"}},
 		{"ExecutionStatus ASC", search.Order{Field: builtin(search.BuiltinStatus)},
 			[]string{"run-7", "run-2", "run-3", "run-1", "run-5", "run-6", "run-4"}},
-		{"INT DESC (missing last)", search.Order{Field: field(saInt, "INT"), Desc: true},
+		{"INT DESC (missing last)", search.Order{Field: field(saInt, search.Int), Desc: true},
 			[]string{"run-4", "run-3", "run-2", "run-1", "run-7", "run-6", "run-5"}},
-		{"INT ASC (missing last)", search.Order{Field: field(saInt, "INT")},
+		{"INT ASC (missing last)", search.Order{Field: field(saInt, search.Int)},
 			[]string{"run-1", "run-2", "run-3", "run-4", "run-5", "run-6", "run-7"}},
-		{"DOUBLE ASC", search.Order{Field: field(saDouble, "DOUBLE")},
+		{"DOUBLE ASC", search.Order{Field: field(saDouble, search.Double)},
 			[]string{"run-3", "run-1", "run-2", "run-6", "run-4", "run-5", "run-7"}},
-		{"KEYWORD DESC", search.Order{Field: field(saKeyword, "KEYWORD"), Desc: true},
+		{"KEYWORD DESC", search.Order{Field: field(saKeyword, search.Keyword), Desc: true},
 			[]string{"run-2", "run-3", "run-6", "run-1", "run-7", "run-5", "run-4"}},
-		{"BOOL DESC", search.Order{Field: field(saBool, "BOOL"), Desc: true},
+		{"BOOL DESC", search.Order{Field: field(saBool, search.Bool), Desc: true},
 			[]string{"run-3", "run-1", "run-2", "run-7", "run-6", "run-5", "run-4"}},
-		{"DATETIME ASC", search.Order{Field: field(saTime, "DATETIME")},
+		{"DATETIME ASC", search.Order{Field: field(saTime, search.Datetime)},
 			[]string{"run-5", "run-1", "run-2", "run-3", "run-4", "run-6", "run-7"}},
 	}
 	for _, c := range cases {
@@ -474,7 +474,7 @@ func testSearchOrders(t *testing.T, s engine.Store) {
 		})
 	}
 	// A filter and a custom order together.
-	got := searchAll(t, s, cond(builtin(search.BuiltinWorkflowType), search.Eq, "TypeA"), search.Order{Field: field(saDouble, "DOUBLE"), Desc: true}, 1)
+	got := searchAll(t, s, cond(builtin(search.BuiltinWorkflowType), search.Eq, "TypeA"), search.Order{Field: field(saDouble, search.Double), Desc: true}, 1)
 	equal(t, "filtered custom order", got, []string{"run-6", "run-2", "run-1"})
 }
 
@@ -546,7 +546,7 @@ func testSearchInvalidCursor(t *testing.T, s engine.Store) {
 	}{
 		{"garbage", search.Order{}, "not a cursor"},
 		{"another order's cursor", search.Order{Field: builtin(search.BuiltinWorkflowID)}, p.Cursor},
-		{"a custom order's cursor", search.Order{Field: field(saDouble, "DOUBLE")}, p.Cursor},
+		{"a custom order's cursor", search.Order{Field: field(saDouble, search.Double)}, p.Cursor},
 	}
 	for _, b := range bad {
 		_, err := runSearch(t, s, search.Query{Order: b.order, Limit: 2, Cursor: b.cursor})
@@ -567,7 +567,7 @@ func testSearchParametersAreNotSQL(t *testing.T, s engine.Store) {
 		run:   engine.Run{RunID: "run-odd", WorkflowID: "wf-odd", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)},
 		attrs: []*engine.SearchAttribute{kwAttr(key, odd), textAttr(saText, "100% sure, it's fine")},
 	}})
-	kw := field(saKeyword, "KEYWORD")
+	kw := field(saKeyword, search.Keyword)
 	for _, lit := range []string{odd, `' OR 1=1 --`, `%`, `_`, `\`, `alpha' --`} {
 		for _, c := range []search.Expr{
 			cond(kw, search.Eq, lit), cond(kw, search.Prefix, lit), cond(kw, search.In, lit, lit),
@@ -578,9 +578,9 @@ func testSearchParametersAreNotSQL(t *testing.T, s engine.Store) {
 			}
 		}
 	}
-	equal(t, "odd key and value", searchAll(t, s, cond(field(key, "KEYWORD"), search.Eq, odd), search.Order{}, 100), []string{"run-odd"})
-	equal(t, "odd key order", searchAll(t, s, cond(field(key, "KEYWORD"), search.Present), search.Order{Field: field(key, "KEYWORD")}, 1), []string{"run-odd"})
-	tx := field(saText, "TEXT")
+	equal(t, "odd key and value", searchAll(t, s, cond(field(key, search.Keyword), search.Eq, odd), search.Order{}, 100), []string{"run-odd"})
+	equal(t, "odd key order", searchAll(t, s, cond(field(key, search.Keyword), search.Present), search.Order{Field: field(key, search.Keyword)}, 1), []string{"run-odd"})
+	tx := field(saText, search.Text)
 	equal(t, "text word with a quote", searchAll(t, s, and(cond(tx, search.Match, "it"), cond(tx, search.Match, "s"), cond(tx, search.Match, "fine")), search.Order{}, 100), []string{"run-odd"})
 	equal(t, "text word 100", searchAll(t, s, cond(tx, search.Match, "100"), search.Order{}, 100), []string{"run-odd"})
 	// The tables are intact.
@@ -596,7 +596,7 @@ func testSearchTypedColumns(t *testing.T, s engine.Store) {
 		{engine.Run{RunID: "b", WorkflowID: "b", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{kwAttr("K", "5")}},
 		{engine.Run{RunID: "c", WorkflowID: "c", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{arrayAttr("K", "5")}},
 	})
-	i, k, a := field("K", "INT"), field("K", "KEYWORD"), field("K", "KEYWORD_ARRAY")
+	i, k, a := field("K", search.Int), field("K", search.Keyword), field("K", search.KeywordArray)
 	check := func(name string, e search.Expr, want ...string) {
 		t.Helper()
 		got := sortedIDs(searchAll(t, s, e, search.Order{}, 100))
@@ -646,7 +646,7 @@ func testSearchTextWords(t *testing.T, s engine.Store) {
 		{engine.Run{RunID: "t1", WorkflowID: "t1", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{textAttr("X", value.String())}},
 		{engine.Run{RunID: "t2", WorkflowID: "t2", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{textAttr("X", "")}},
 	})
-	x := field("X", "TEXT")
+	x := field("X", search.Text)
 	for _, w := range words {
 		equal(t, "word "+w, searchAll(t, s, cond(x, search.Match, w), search.Order{}, 100), []string{"t1"})
 	}

@@ -43,8 +43,8 @@ var benchBase = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // page of 10 runs unless it says otherwise.
 func SearchBenchQueries() []SearchBenchQuery {
 	wfType, status := builtin(search.BuiltinWorkflowType), builtin(search.BuiltinStatus)
-	kw, in, bl := field(saKeyword, "KEYWORD"), field(saInt, "INT"), field(saBool, "BOOL")
-	dt, text, arr := field(saTime, "DATETIME"), field("CustomStringField", "TEXT"), field(saArray, "KEYWORD_ARRAY")
+	kw, in, bl := field(saKeyword, search.Keyword), field(saInt, search.Int), field(saBool, search.Bool)
+	dt, text, arr := field(saTime, search.Datetime), field("CustomStringField", search.Text), field(saArray, search.KeywordArray)
 	page := func(f search.Expr) search.Query { return search.Query{Filter: f, Limit: 10} }
 	return []SearchBenchQuery{
 		{"TypeAndIntRange", "IwfWorkflowType='Type3' AND CustomIntField > 500",
@@ -61,7 +61,7 @@ func SearchBenchQueries() []SearchBenchQuery {
 		{"StatusRunning", "ExecutionStatus='Running'", page(cond(status, search.Eq, string(engine.RunRunning)))},
 		{"StatusFailed", "ExecutionStatus='Failed'", page(cond(status, search.Eq, string(engine.RunFailed)))},
 		{"ArrayEq", "CustomKeywordArrayField='tag-7'", page(cond(arr, search.Eq, "tag-7"))},
-		{"ExecutingStateIds", "IwfExecutingStateIds='S2'", page(cond(field(engine.SystemSAExecutingStateIDs, "KEYWORD_ARRAY"), search.Eq, "S2"))},
+		{"ExecutingStateIds", "IwfExecutingStateIds='S2'", page(cond(field(engine.SystemSAExecutingStateIDs, search.KeywordArray), search.Eq, "S2"))},
 		{"TextWord", "CustomStringField='w42'", page(cond(text, search.Match, "w42"))},
 		{"TextRareWords", "CustomStringField='w42 w43'", page(and(cond(text, search.Match, "w42"), cond(text, search.Match, "w43")))},
 		{"WorkflowIdPrefix", "WorkflowId STARTS_WITH 'wf-4242'", page(cond(builtin(search.BuiltinWorkflowID), search.Prefix, "wf-4242"))},

@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // Run exercises every method of engine.Store, engine.ReadTx and engine.Tx.
@@ -332,7 +333,7 @@ func writeEverything(ctx context.Context, tx engine.Tx, r string) error {
 	if err := tx.DataAttributeUpsert(ctx, r, []*engine.Attribute{{Key: "k", Value: []byte(`1`)}}); err != nil {
 		return err
 	}
-	if err := tx.SearchAttributeUpsert(ctx, r, []*engine.SearchAttribute{{Key: "k", ValueType: "KEYWORD_ARRAY", Raw: []byte(`[]`), Strings: []string{"a"}}}); err != nil {
+	if err := tx.SearchAttributeUpsert(ctx, r, []*engine.SearchAttribute{{Key: "k", ValueType: search.KeywordArray, Raw: []byte(`[]`), Strings: []string{"a"}}}); err != nil {
 		return err
 	}
 	if err := tx.TaskInsert(ctx, []*engine.Task{newTask(r, "S1-1", engine.TaskWaitUntil, at(0))}); err != nil {
@@ -1054,15 +1055,15 @@ func testDataAttributes(t *testing.T, s engine.Store) {
 func testSearchAttributes(t *testing.T, s engine.Store) {
 	tm := at(5 * time.Minute)
 	attrs := []*engine.SearchAttribute{
-		{Key: "kw", ValueType: "KEYWORD", Raw: []byte(`{"k":1}`), String: ptr("hello")},
-		{Key: "txt", ValueType: "TEXT", Raw: []byte(`{}`), String: ptr("")},
-		{Key: "int", ValueType: "INT", Raw: []byte(`{"i":-5}`), Int: ptr(int64(-1) << 62)},
-		{Key: "dbl", ValueType: "DOUBLE", Raw: []byte(`{"d":1.5}`), Double: ptr(1.5e-300)},
-		{Key: "boolT", ValueType: "BOOL", Raw: []byte(`{}`), Bool: ptr(true)},
-		{Key: "boolF", ValueType: "BOOL", Raw: nil, Bool: ptr(false)},
-		{Key: "dt", ValueType: "DATETIME", Raw: []byte(`{}`), Time: &tm},
-		{Key: "arr", ValueType: "KEYWORD_ARRAY", Raw: []byte(`{}`), Strings: []string{"b", "a", "b", ""}},
-		{Key: "arrEmpty", ValueType: "KEYWORD_ARRAY", Raw: []byte(`{}`), Strings: []string{}},
+		{Key: "kw", ValueType: search.Keyword, Raw: []byte(`{"k":1}`), String: ptr("hello")},
+		{Key: "txt", ValueType: search.Text, Raw: []byte(`{}`), String: ptr("")},
+		{Key: "int", ValueType: search.Int, Raw: []byte(`{"i":-5}`), Int: ptr(int64(-1) << 62)},
+		{Key: "dbl", ValueType: search.Double, Raw: []byte(`{"d":1.5}`), Double: ptr(1.5e-300)},
+		{Key: "boolT", ValueType: search.Bool, Raw: []byte(`{}`), Bool: ptr(true)},
+		{Key: "boolF", ValueType: search.Bool, Raw: nil, Bool: ptr(false)},
+		{Key: "dt", ValueType: search.Datetime, Raw: []byte(`{}`), Time: &tm},
+		{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{"b", "a", "b", ""}},
+		{Key: "arrEmpty", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{}},
 	}
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		if err := tx.SearchAttributeUpsert(ctx, "r1", nil); err != nil {
@@ -1072,7 +1073,7 @@ func testSearchAttributes(t *testing.T, s engine.Store) {
 			return err
 		}
 		return tx.SearchAttributeUpsert(ctx, "r2", []*engine.SearchAttribute{
-			{Key: "arr", ValueType: "KEYWORD_ARRAY", Raw: []byte(`{}`), Strings: []string{"other"}},
+			{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{"other"}},
 		})
 	})
 	get := func(run string, keys []string) []*engine.SearchAttribute {
@@ -1114,18 +1115,18 @@ func testSearchAttributes(t *testing.T, s engine.Store) {
 	// Replace: an array shrinks, an array becomes a keyword, a keyword becomes an int.
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		return tx.SearchAttributeUpsert(ctx, "r1", []*engine.SearchAttribute{
-			{Key: "arr", ValueType: "KEYWORD_ARRAY", Raw: []byte(`[1]`), Strings: []string{"z"}},
-			{Key: "arrEmpty", ValueType: "KEYWORD", Raw: []byte(`"k"`), String: ptr("k")},
-			{Key: "kw", ValueType: "INT", Raw: []byte(`7`), Int: ptr(int64(7))},
+			{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`[1]`), Strings: []string{"z"}},
+			{Key: "arrEmpty", ValueType: search.Keyword, Raw: []byte(`"k"`), String: ptr("k")},
+			{Key: "kw", ValueType: search.Int, Raw: []byte(`7`), Int: ptr(int64(7))},
 		})
 	})
 	equal(t, "SearchAttributeGet after replace", get("r1", []string{"arr", "arrEmpty", "kw"}), []*engine.SearchAttribute{
-		{Key: "arr", ValueType: "KEYWORD_ARRAY", Raw: []byte(`[1]`), Strings: []string{"z"}},
-		{Key: "arrEmpty", ValueType: "KEYWORD", Raw: []byte(`"k"`), String: ptr("k")},
-		{Key: "kw", ValueType: "INT", Raw: []byte(`7`), Int: ptr(int64(7))},
+		{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`[1]`), Strings: []string{"z"}},
+		{Key: "arrEmpty", ValueType: search.Keyword, Raw: []byte(`"k"`), String: ptr("k")},
+		{Key: "kw", ValueType: search.Int, Raw: []byte(`7`), Int: ptr(int64(7))},
 	})
 	equal(t, "SearchAttributeGet other run", get("r2", nil), []*engine.SearchAttribute{
-		{Key: "arr", ValueType: "KEYWORD_ARRAY", Raw: []byte(`{}`), Strings: []string{"other"}},
+		{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{"other"}},
 	})
 }
 
