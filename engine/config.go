@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -11,17 +10,25 @@ import (
 	"github.com/iwf-server/iwf-server/internal/search"
 )
 
+// The defaults of the engine's settings: the one place they are defined
+// (cmd/iwf-server's flags and docs/configuration.md take them from here).
+const (
+	DefaultMaxWait       = 60 * time.Second
+	DefaultLeaseDuration = 10 * time.Second
+	DefaultPollInterval  = time.Second
+	DefaultConcurrency   = 256
+)
+
 // Config holds the engine's settings. The zero value of every field selects
 // its documented default; New validates the rest.
 type Config struct {
 	// NodeID names this server process in task leases. Default: a random UUID.
 	NodeID string
 	// MaxWait caps long polls (getWithWait, waitForStateCompletion) and RPC
-	// worker calls. Default 60 s.
+	// worker calls. Default DefaultMaxWait.
 	MaxWait time.Duration
-	// WorkerHeaders are added to every call the server makes to workers.
-	WorkerHeaders http.Header
-	// WorkerClient calls the user's worker. Default: an HTTP client.
+	// WorkerClient calls the user's worker (required; internal/workerclient
+	// is the HTTP one).
 	WorkerClient WorkerClient
 	// Clock reads time. Default: the system clock.
 	Clock Clock
@@ -29,14 +36,14 @@ type Config struct {
 	Logger *zerolog.Logger
 	// LeaseDuration is how long a claimed task stays leased without renewal;
 	// after a crash, another process takes the task over within this time.
-	// Default 10 s.
+	// Default DefaultLeaseDuration.
 	LeaseDuration time.Duration
 	// PollInterval is how often the engine looks for due work it did not
 	// create itself (other processes' work, far timers, expired leases).
-	// Default 1 s.
+	// Default DefaultPollInterval.
 	PollInterval time.Duration
 	// Concurrency bounds the tasks (worker calls, timers) processed at once.
-	// Default 256.
+	// Default DefaultConcurrency.
 	Concurrency int
 	// ReleaseLeasesOnStart releases every lease at start-up. Set it for a
 	// store that only one server process uses (SQLite): the previous process's
@@ -59,25 +66,25 @@ func (c Config) withDefaults() (Config, error) {
 		c.NodeID = uuid.NewString()
 	}
 	if c.MaxWait == 0 {
-		c.MaxWait = 60 * time.Second
+		c.MaxWait = DefaultMaxWait
 	}
 	if c.MaxWait < 0 {
 		return c, fmt.Errorf("engine: MaxWait must be positive, got %s", c.MaxWait)
 	}
 	if c.LeaseDuration == 0 {
-		c.LeaseDuration = 10 * time.Second
+		c.LeaseDuration = DefaultLeaseDuration
 	}
 	if c.LeaseDuration < 100*time.Millisecond {
 		return c, fmt.Errorf("engine: LeaseDuration must be at least 100ms, got %s", c.LeaseDuration)
 	}
 	if c.PollInterval == 0 {
-		c.PollInterval = time.Second
+		c.PollInterval = DefaultPollInterval
 	}
 	if c.PollInterval < 0 {
 		return c, fmt.Errorf("engine: PollInterval must be positive, got %s", c.PollInterval)
 	}
 	if c.Concurrency == 0 {
-		c.Concurrency = 256
+		c.Concurrency = DefaultConcurrency
 	}
 	if c.Concurrency < 0 {
 		return c, fmt.Errorf("engine: Concurrency must be positive, got %d", c.Concurrency)

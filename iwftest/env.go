@@ -17,10 +17,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
-	"github.com/iwf-server/iwf-server/internal/workerclient"
 	"github.com/iwf-server/iwf-server/sdk-go/iwf"
 )
 
@@ -136,31 +135,29 @@ func New(t testing.TB, registry *iwf.Registry, opts ...Option) *Env {
 
 	logger := zerolog.New(zerolog.ConsoleWriter{Out: logs, NoColor: true, TimeFormat: time.TimeOnly}).
 		Level(zerolog.WarnLevel).With().Timestamp().Logger()
-	e.eng, err = engine.New(e.store, engine.Config{
-		Clock:                engineClk,
-		WorkerClient:         workerclient.New(nil),
-		Logger:               &logger,
-		ReleaseLeasesOnStart: true,
-		SearchAttributeTypes: searchTypes(e.opts.searchAttrs),
+	srv, err := server.New(e.store, server.Options{
+		Engine: engine.Config{
+			Clock:                engineClk,
+			ReleaseLeasesOnStart: true,
+			SearchAttributeTypes: searchTypes(e.opts.searchAttrs),
+		},
+		Logger: &logger,
 	})
 	if err != nil {
 		t.Fatalf("iwftest: %v", err)
 	}
-	if err := e.eng.Start(ctx); err != nil {
-		t.Fatalf("iwftest: start the engine: %v", err)
+	e.eng = srv.Engine
+	if err := srv.Start(ctx); err != nil {
+		t.Fatalf("iwftest: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := e.eng.Close(ctx); err != nil {
+		if err := srv.Close(ctx); err != nil {
 			t.Errorf("iwftest: stop the engine: %v", err)
 		}
 	})
-
-	handler, err := httpapi.NewHandler(e.eng, httpapi.Options{Logger: logger})
-	if err != nil {
-		t.Fatalf("iwftest: %v", err)
-	}
+	handler := srv.Handler
 	e.api = httptest.NewServer(handler)
 	t.Cleanup(func() {
 		// Long polls would hold Close for up to a minute: cut them.

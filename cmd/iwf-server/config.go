@@ -9,9 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
-	"net/url"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,7 +18,10 @@ import (
 	"github.com/rs/zerolog"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/internal/server"
 )
 
 // Config is the server's configuration: the defaults, overridden by the
@@ -57,11 +58,11 @@ func DefaultConfig() Config {
 		Addr:          "127.0.0.1:8801",
 		DB:            "sqlite://iwf.db",
 		LogLevel:      "info",
-		MaxWait:       60 * time.Second,
-		MaxBodyBytes:  4 << 20,
-		LeaseDuration: 10 * time.Second,
-		PollInterval:  time.Second,
-		Concurrency:   256,
+		MaxWait:       engine.DefaultMaxWait,
+		MaxBodyBytes:  httpapi.DefaultMaxBodyBytes,
+		LeaseDuration: engine.DefaultLeaseDuration,
+		PollInterval:  engine.DefaultPollInterval,
+		Concurrency:   engine.DefaultConcurrency,
 	}
 }
 
@@ -75,7 +76,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
 		return fmt.Errorf("addr %q: want host:port: %v", c.Addr, err)
 	}
-	if _, err := parseDB(c.DB); err != nil {
+	if _, err := server.ParseDB(c.DB); err != nil {
 		return err
 	}
 	switch c.LogFormat {
@@ -138,80 +139,6 @@ func parseLevel(s string) (zerolog.Level, error) {
 		return 0, fmt.Errorf("log-level %q: want trace, debug, info, warn or error", s)
 	}
 	return l, nil
-}
-
-// dbKind says which store a DB setting selects.
-type dbKind int
-
-const (
-	dbSQLite dbKind = iota + 1
-	dbPostgres
-)
-
-// dbTarget is a parsed DB setting.
-type dbTarget struct {
-	kind dbKind
-	// path is the SQLite file (absolute unless ":memory:"); url is the
-	// PostgreSQL connection URL.
-	path, url string
-}
-
-// String describes where the data lives, without credentials.
-func (t dbTarget) String() string {
-	if t.kind == dbSQLite {
-		return "SQLite " + t.path
-	}
-	u, err := url.Parse(t.url)
-	if err != nil {
-		return "PostgreSQL"
-	}
-	s := "PostgreSQL " + u.Host + u.Path
-	if u.User != nil && u.User.Username() != "" {
-		s += " as " + u.User.Username()
-	}
-	return s
-}
-
-// parseDB parses sqlite://<path> (sqlite:///abs/path.db, sqlite://rel.db,
-// sqlite://:memory:) and postgres:// or postgresql:// URLs.
-func parseDB(s string) (dbTarget, error) {
-	switch {
-	case strings.HasPrefix(s, "sqlite://"):
-		p := strings.TrimPrefix(s, "sqlite://")
-		if i := strings.IndexByte(p, '?'); i >= 0 {
-			p = p[:i]
-		}
-		if p == "" {
-			return dbTarget{}, fmt.Errorf("db %q: missing file path, e.g. sqlite://iwf.db or sqlite:///var/lib/iwf/iwf.db", s)
-		}
-		if p == ":memory:" {
-			return dbTarget{kind: dbSQLite, path: p}, nil
-		}
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return dbTarget{}, fmt.Errorf("db %q: %v", s, err)
-		}
-		return dbTarget{kind: dbSQLite, path: abs}, nil
-	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
-		u, err := url.Parse(s)
-		if err != nil {
-			// The error text may contain the password: do not repeat s.
-			return dbTarget{}, errors.New("db: cannot parse the PostgreSQL URL")
-		}
-		if u.Host == "" && u.Query().Get("host") == "" {
-			return dbTarget{}, errors.New("db: the PostgreSQL URL has no host")
-		}
-		return dbTarget{kind: dbPostgres, url: s}, nil
-	}
-	return dbTarget{}, fmt.Errorf("db %q: want sqlite://<path>, postgres://... or postgresql://...", redactDB(s))
-}
-
-// redactDB hides a password in a URL-like string.
-func redactDB(s string) string {
-	if u, err := url.Parse(s); err == nil && u.User != nil {
-		return u.Redacted()
-	}
-	return s
 }
 
 // setting is one configuration knob, reachable as a flag (--key), an

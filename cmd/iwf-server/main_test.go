@@ -205,39 +205,6 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-func TestParseDB(t *testing.T) {
-	wd, _ := os.Getwd()
-	tests := []struct {
-		in       string
-		kind     dbKind
-		path     string
-		describe string
-	}{
-		{"sqlite://iwf.db", dbSQLite, filepath.Join(wd, "iwf.db"), "SQLite " + filepath.Join(wd, "iwf.db")},
-		{"sqlite://data/x.db", dbSQLite, filepath.Join(wd, "data/x.db"), ""},
-		{"sqlite:///var/lib/iwf/iwf.db", dbSQLite, "/var/lib/iwf/iwf.db", "SQLite /var/lib/iwf/iwf.db"},
-		{"sqlite://:memory:", dbSQLite, ":memory:", ""},
-		{"postgres://iwf:hunter2@db.internal:5432/iwf?sslmode=disable", dbPostgres, "", "PostgreSQL db.internal:5432/iwf as iwf"},
-		{"postgresql://db.internal/iwf", dbPostgres, "", "PostgreSQL db.internal/iwf"},
-	}
-	for _, tt := range tests {
-		got, err := parseDB(tt.in)
-		if err != nil {
-			t.Errorf("parseDB(%q): %v", tt.in, err)
-			continue
-		}
-		if got.kind != tt.kind || got.path != tt.path {
-			t.Errorf("parseDB(%q) = %+v", tt.in, got)
-		}
-		if tt.describe != "" && got.String() != tt.describe {
-			t.Errorf("parseDB(%q).String() = %q, want %q", tt.in, got.String(), tt.describe)
-		}
-		if strings.Contains(got.String(), "hunter2") {
-			t.Errorf("password shown: %q", got.String())
-		}
-	}
-}
-
 // syncBuffer collects output written from the server's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -9,17 +9,13 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/httpapi"
-	"github.com/iwf-server/iwf-server/internal/store/postgres"
-	"github.com/iwf-server/iwf-server/internal/store/sqlite"
-	"github.com/iwf-server/iwf-server/internal/workerclient"
+	"github.com/iwf-server/iwf-server/internal/server"
 )
 
 // The commands of iwf-server.
@@ -29,12 +25,6 @@ const (
 	// CommandMigrate applies the database migrations and exits.
 	CommandMigrate = "migrate"
 )
-
-// store is what Main needs from a store implementation.
-type store interface {
-	engine.Store
-	Migrate(ctx context.Context) error
-}
 
 // Main is the server program: NewMain, ParseFlags (or set Config), Run,
 // Wait, Close. Tests run it in-process with Addr "127.0.0.1:0" and a
@@ -56,8 +46,7 @@ type Main struct {
 	ShutdownTimeout time.Duration
 
 	logger   zerolog.Logger
-	store    store
-	engine   *engine.Engine
+	srv      *server.Server
 	listener net.Listener
 	server   *http.Server
 	serveErr chan error
@@ -93,65 +82,45 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.Config.Validate(); err != nil {
 		return err
 	}
-	target, _ := parseDB(m.Config.DB) // validated above
+	target, _ := server.ParseDB(m.Config.DB) // validated above
 	if err := m.initLogger(); err != nil {
 		return err
 	}
 	if m.ConfigFile != "" {
 		m.logger.Info().Str("file", m.ConfigFile).Msg("read config file")
 	}
-
-	var err error
-	switch target.kind {
-	case dbSQLite:
-		if target.path != ":memory:" {
-			if err := os.MkdirAll(filepath.Dir(target.path), 0o750); err != nil {
-				return fmt.Errorf("create the directory of %s: %w", target, err)
-			}
-		}
-		m.store, err = sqlite.Open(ctx, target.path)
-	case dbPostgres:
-		m.store, err = postgres.Open(ctx, target.url)
-	}
-	if err != nil {
-		return fmt.Errorf("open %s: %w", target, err)
-	}
-	if err := m.store.Migrate(ctx); err != nil {
-		return fmt.Errorf("migrate %s: %w", target, err)
-	}
 	if m.Command == CommandMigrate {
+		st, err := server.OpenStore(ctx, target)
+		if err != nil {
+			return err
+		}
+		if err := st.Close(); err != nil {
+			return err
+		}
 		m.logger.Info().Str("data", target.String()).Msg("migrations applied")
 		fmt.Fprintf(m.Stdout, "iwf-server: migrations applied to %s\n", target)
 		return nil
 	}
-
-	engineLog := m.logger.With().Str("component", "engine").Logger()
-	m.engine, err = engine.New(m.store, engine.Config{
-		MaxWait:              m.Config.MaxWait,
-		WorkerHeaders:        m.Config.WorkerHeaders,
-		WorkerClient:         workerclient.New(m.Config.WorkerHeaders),
-		Logger:               &engineLog,
-		LeaseDuration:        m.Config.LeaseDuration,
-		PollInterval:         m.Config.PollInterval,
-		Concurrency:          m.Config.Concurrency,
-		ReleaseLeasesOnStart: target.kind == dbSQLite, // one process per SQLite file
-		SearchAttributeTypes: m.Config.SearchAttributes,
+	var err error
+	m.srv, err = server.Open(ctx, m.Config.DB, server.Options{
+		Engine: engine.Config{
+			MaxWait:              m.Config.MaxWait,
+			LeaseDuration:        m.Config.LeaseDuration,
+			PollInterval:         m.Config.PollInterval,
+			Concurrency:          m.Config.Concurrency,
+			SearchAttributeTypes: m.Config.SearchAttributes,
+		},
+		WorkerHeaders: m.Config.WorkerHeaders,
+		Logger:        &m.logger,
+		MaxBodyBytes:  m.Config.MaxBodyBytes,
 	})
 	if err != nil {
 		return err
 	}
-	if err := m.engine.Start(ctx); err != nil {
-		return fmt.Errorf("start engine: %w", err)
-	}
-
-	handler, err := httpapi.NewHandler(m.engine, httpapi.Options{
-		Logger:       m.logger.With().Str("component", "http").Logger(),
-		MaxBodyBytes: m.Config.MaxBodyBytes,
-		Metrics:      m.engine.WriteMetrics,
-	})
-	if err != nil {
+	if err := m.srv.Start(ctx); err != nil {
 		return err
 	}
+	handler := m.srv.Handler
 	m.listener, err = net.Listen("tcp", m.Config.Addr)
 	if err != nil {
 		return err
@@ -204,7 +173,7 @@ func (m *Main) Addr() string {
 // unfinished tasks stay in the store), then closes the store.
 func (m *Main) Close() error {
 	var errs []error
-	serving := m.engine != nil
+	serving := m.srv != nil
 	if m.server != nil {
 		m.logger.Info().Msg("iwf-server shutting down")
 		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
@@ -216,20 +185,14 @@ func (m *Main) Close() error {
 		}
 		m.server = nil
 	}
-	if m.engine != nil {
+	if m.srv != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
-		err := m.engine.Close(ctx)
+		err := m.srv.Close(ctx)
 		cancel()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("close engine: %w", err))
+			errs = append(errs, err)
 		}
-		m.engine = nil
-	}
-	if m.store != nil {
-		if err := m.store.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close store: %w", err))
-		}
-		m.store = nil
+		m.srv = nil
 	}
 	if serving && len(errs) == 0 {
 		m.logger.Info().Msg("iwf-server stopped")

@@ -25,7 +25,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/httpapi"
+	iwfserver "github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
@@ -176,38 +176,33 @@ func startServer(kind storeKind, pgURL string, opts serverOptions) (*server, fun
 		logger = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).With().Timestamp().
 			Str("store", string(kind)).Logger().Level(zerolog.DebugLevel)
 	}
-	engLog := logger.With().Str("component", "engine").Logger()
-	eng, err := engine.New(st, engine.Config{
-		MaxWait:              opts.maxWait,
-		WorkerHeaders:        headers,
-		WorkerClient:         workerclient.New(headers),
-		Logger:               &engLog,
-		LeaseDuration:        10 * time.Second,
-		PollInterval:         100 * time.Millisecond,
-		Concurrency:          64,
-		ReleaseLeasesOnStart: kind == sqliteStore,
+	srv, err := iwfserver.New(st, iwfserver.Options{
+		Engine: engine.Config{
+			MaxWait:              opts.maxWait,
+			LeaseDuration:        10 * time.Second,
+			PollInterval:         100 * time.Millisecond,
+			Concurrency:          64,
+			ReleaseLeasesOnStart: kind == sqliteStore,
+		},
+		WorkerHeaders: headers,
+		Logger:        &logger,
+		MaxBodyBytes:  maxBodyBytes,
+		NoMetrics:     true,
 	})
 	if err != nil {
 		undo()
 		return nil, nil, err
 	}
-	if err := eng.Start(ctx); err != nil {
+	if err := srv.Start(ctx); err != nil {
 		undo()
 		return nil, nil, err
 	}
 	cleanup = append(cleanup, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = eng.Close(ctx)
+		_ = srv.Close(ctx)
 	})
-	handler, err := httpapi.NewHandler(eng, httpapi.Options{
-		Logger:       logger.With().Str("component", "http").Logger(),
-		MaxBodyBytes: maxBodyBytes,
-	})
-	if err != nil {
-		undo()
-		return nil, nil, err
-	}
+	handler := srv.Handler
 	hs := httptest.NewServer(handler)
 	cleanup = append(cleanup, func() {
 		hs.CloseClientConnections()

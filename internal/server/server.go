@@ -1,0 +1,254 @@
+// Package server assembles an iwf-server from its parts: a store (opened
+// from a database setting, or given), the engine on it with an HTTP worker
+// client, and the HTTP handler (the REST API, GET /metrics and the
+// healthcheck). cmd/iwf-server, iwftest and the end-to-end test harness
+// build their servers here, so a server is put together in one place.
+//
+// It owns the order of things: migrations before the engine, the engine
+// before the handler, and on Close the engine before the store it opened.
+// Listening, signals and configuration parsing stay with the caller.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/httpapi"
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
+	"github.com/iwf-server/iwf-server/internal/store/sqlite"
+	"github.com/iwf-server/iwf-server/internal/workerclient"
+)
+
+// Store is a store the server can migrate and run on.
+type Store interface {
+	engine.Store
+	Migrate(ctx context.Context) error
+}
+
+// Options configure New. The zero value of each field selects its default.
+type Options struct {
+	// Engine holds the engine's settings. When Engine.WorkerClient is nil
+	// the server calls workers over HTTP, sending WorkerHeaders.
+	Engine engine.Config
+	// WorkerHeaders are sent with every call to a worker.
+	WorkerHeaders http.Header
+	// Logger receives the logs of the engine and the HTTP layer, tagged
+	// with their component. Default: none.
+	Logger *zerolog.Logger
+	// MaxBodyBytes limits request bodies (default httpapi.DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// NoMetrics turns GET /metrics off.
+	NoMetrics bool
+}
+
+// Server is an engine and the HTTP handler serving it.
+type Server struct {
+	// Engine is the server's engine.
+	Engine *engine.Engine
+	// Handler serves the REST API, /metrics and the healthcheck.
+	Handler http.Handler
+
+	store    Store // closed by Close when the server opened it
+	started  bool
+	ownStore bool
+}
+
+// New builds a server on a store whose migrations have been applied. It
+// does not start the engine: Start does.
+func New(st engine.Store, opts Options) (*Server, error) {
+	if st == nil {
+		return nil, errors.New("server: a store is required")
+	}
+	logger := zerolog.Nop()
+	if opts.Logger != nil {
+		logger = *opts.Logger
+	}
+	ec := opts.Engine
+	if ec.WorkerClient == nil {
+		ec.WorkerClient = workerclient.New(opts.WorkerHeaders)
+	}
+	if ec.Logger == nil {
+		l := logger.With().Str("component", "engine").Logger()
+		ec.Logger = &l
+	}
+	eng, err := engine.New(st, ec)
+	if err != nil {
+		return nil, err
+	}
+	ho := httpapi.Options{Logger: logger.With().Str("component", "http").Logger(), MaxBodyBytes: opts.MaxBodyBytes}
+	if !opts.NoMetrics {
+		ho.Metrics = eng.WriteMetrics
+	}
+	handler, err := httpapi.NewHandler(eng, ho)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Engine: eng, Handler: handler}, nil
+}
+
+// Open opens the store a database setting names (see ParseDB), applies its
+// migrations and builds a server on it, which Close closes with the store.
+// A SQLite store, which one process owns, releases the leases of its
+// previous process at start.
+func Open(ctx context.Context, db string, opts Options) (*Server, error) {
+	target, err := ParseDB(db)
+	if err != nil {
+		return nil, err
+	}
+	st, err := OpenStore(ctx, target)
+	if err != nil {
+		return nil, err
+	}
+	if target.Kind == SQLite {
+		opts.Engine.ReleaseLeasesOnStart = true
+	}
+	s, err := New(st, opts)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	s.store, s.ownStore = st, true
+	return s, nil
+}
+
+// Start starts the engine.
+func (s *Server) Start(ctx context.Context) error {
+	if err := s.Engine.Start(ctx); err != nil {
+		return fmt.Errorf("start engine: %w", err)
+	}
+	s.started = true
+	return nil
+}
+
+// Close stops the engine, waiting for its in-flight tasks until ctx ends
+// (unfinished tasks stay in the store), then closes the store if the
+// server opened it.
+func (s *Server) Close(ctx context.Context) error {
+	var errs []error
+	if s.started {
+		if err := s.Engine.Close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("close engine: %w", err))
+		}
+		s.started = false
+	}
+	if s.ownStore && s.store != nil {
+		if err := s.store.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close store: %w", err))
+		}
+		s.store = nil
+	}
+	return errors.Join(errs...)
+}
+
+// DBKind is the kind of database a setting names.
+type DBKind int
+
+// The database kinds.
+const (
+	SQLite DBKind = iota + 1
+	Postgres
+)
+
+// DB is a parsed database setting.
+type DB struct {
+	Kind DBKind
+	// Path is the SQLite file (absolute unless ":memory:"); URL is the
+	// PostgreSQL connection URL.
+	Path, URL string
+}
+
+// String describes where the data lives, without credentials.
+func (d DB) String() string {
+	if d.Kind == SQLite {
+		return "SQLite " + d.Path
+	}
+	u, err := url.Parse(d.URL)
+	if err != nil {
+		return "PostgreSQL"
+	}
+	s := "PostgreSQL " + u.Host + u.Path
+	if u.User != nil && u.User.Username() != "" {
+		s += " as " + u.User.Username()
+	}
+	return s
+}
+
+// ParseDB parses a database setting: sqlite://<path> (sqlite:///abs/path.db,
+// sqlite://rel.db, sqlite://:memory:), or a postgres:// or postgresql://
+// URL. Error messages never repeat a password.
+func ParseDB(s string) (DB, error) {
+	switch {
+	case strings.HasPrefix(s, "sqlite://"):
+		p := strings.TrimPrefix(s, "sqlite://")
+		if i := strings.IndexByte(p, '?'); i >= 0 {
+			p = p[:i]
+		}
+		if p == "" {
+			return DB{}, fmt.Errorf("db %q: missing file path, e.g. sqlite://iwf.db or sqlite:///var/lib/iwf/iwf.db", s)
+		}
+		if p == ":memory:" {
+			return DB{Kind: SQLite, Path: p}, nil
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return DB{}, fmt.Errorf("db %q: %v", s, err)
+		}
+		return DB{Kind: SQLite, Path: abs}, nil
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		u, err := url.Parse(s)
+		if err != nil {
+			// The error text may contain the password: do not repeat s.
+			return DB{}, errors.New("db: cannot parse the PostgreSQL URL")
+		}
+		if u.Host == "" && u.Query().Get("host") == "" {
+			return DB{}, errors.New("db: the PostgreSQL URL has no host")
+		}
+		return DB{Kind: Postgres, URL: s}, nil
+	}
+	return DB{}, fmt.Errorf("db %q: want sqlite://<path>, postgres://... or postgresql://...", redactURL(s))
+}
+
+// redactURL hides a password in a URL-like string.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return s
+}
+
+// OpenStore opens the database d names and applies its migrations. The
+// directory of a SQLite file is created when missing.
+func OpenStore(ctx context.Context, d DB) (Store, error) {
+	var st Store
+	var err error
+	switch d.Kind {
+	case SQLite:
+		if d.Path != ":memory:" {
+			if err := os.MkdirAll(filepath.Dir(d.Path), 0o750); err != nil {
+				return nil, fmt.Errorf("create the directory of %s: %w", d, err)
+			}
+		}
+		st, err = sqlite.Open(ctx, d.Path)
+	case Postgres:
+		st, err = postgres.Open(ctx, d.URL)
+	default:
+		return nil, fmt.Errorf("db: unknown kind %d", d.Kind)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", d, err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("migrate %s: %w", d, err)
+	}
+	return st, nil
+}
