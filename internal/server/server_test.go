@@ -39,4 +39,3 @@ func TestParseDB(t *testing.T) {
 		}
 	}
 }
-
