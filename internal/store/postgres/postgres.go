@@ -23,7 +23,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 )
 
 // Store is the PostgreSQL implementation of engine.Store, on a pgx
@@ -232,7 +232,7 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	}
 	var tasks []*engine.Task
 	err := retry(ctx, func() error {
-		rows, err := s.pool.Query(ctx, sqlTaskClaim, p.Owner, toMs(p.Now), p.LeaseDuration.Milliseconds(), toMs(p.DueBefore), limit)
+		rows, err := s.pool.Query(ctx, sqlTaskClaim, p.Owner, rowfmt.ToMs(p.Now), p.LeaseDuration.Milliseconds(), rowfmt.ToMs(p.DueBefore), limit)
 		if err != nil {
 			return err
 		}
@@ -242,13 +242,7 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	if err != nil {
 		return nil, fmt.Errorf("postgres: TaskClaim: %w", err)
 	}
-	// RETURNING yields rows in no defined order.
-	sort.Slice(tasks, func(i, j int) bool {
-		if !tasks[i].DueAt.Equal(tasks[j].DueAt) {
-			return tasks[i].DueAt.Before(tasks[j].DueAt)
-		}
-		return tasks[i].ID < tasks[j].ID
-	})
+	rowfmt.SortTasks(tasks)
 	return tasks, nil
 }
 
@@ -258,7 +252,7 @@ func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time
 	var n int64
 	err := retry(ctx, func() error {
 		tag, err := s.pool.Exec(ctx, `UPDATE tasks SET lease_expires_at = GREATEST(due_at, $1::bigint) + $2::bigint
-			WHERE lease_owner = $3`, toMs(now), duration.Milliseconds(), owner)
+			WHERE lease_owner = $3`, rowfmt.ToMs(now), duration.Milliseconds(), owner)
 		n = tag.RowsAffected()
 		return err
 	})
@@ -283,22 +277,6 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 		return 0, fmt.Errorf("postgres: TaskReleaseLeases: %w", err)
 	}
 	return n, nil
-}
-
-// toMs converts a time to unix milliseconds; the zero time is 0.
-func toMs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromMs converts unix milliseconds to a UTC time; 0 is the zero time.
-func fromMs(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
 }
 
 // nullString binds "" as NULL.

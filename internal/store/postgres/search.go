@@ -22,17 +22,8 @@ func (t *txn) RunSearch(ctx context.Context, q *search.Query) (*search.Page, err
 		return nil, wrap("RunSearch", err)
 	}
 	defer rows.Close()
-	page := st.NewPage()
-	for rows.Next() {
-		if err := page.Scan(rows.Scan); err != nil {
-			return nil, wrap("RunSearch", err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, wrap("RunSearch", err)
-	}
-	res, err := page.Result()
-	return res, wrap("RunSearch", err)
+	page, err := st.ReadPage(rows)
+	return page, wrap("RunSearch", err)
 }
 
 // SearchAttributeTypeOf implements engine.ReadTx. search_attribute_types

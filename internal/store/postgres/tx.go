@@ -11,13 +11,14 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 )
 
 const (
-	runColumns  = `run_id, workflow_id, workflow_type, status, started_at, closed_at, data`
-	execColumns = `run_id, execution_id, state_id, status, created_at, data`
+	runColumns  = rowfmt.RunColumns
+	execColumns = rowfmt.ExecutionColumns
 	msgColumns  = `id, run_id, kind, channel, value, created_at`
-	taskColumns = `id, run_id, workflow_id, execution_id, kind, due_at, attempt, first_attempt_at, lease_owner, lease_expires_at, data`
+	taskColumns = rowfmt.TaskColumns
 	histColumns = `id, run_id, at, type, execution_id, data`
 	saColumns   = `key, value_type, raw, string_value, int_value, double_value, bool_value, time_value`
 )
@@ -29,19 +30,9 @@ type txn struct {
 
 var _ engine.Tx = (*txn)(nil)
 
-func notFound(err error) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return engine.ErrNotFound
-	}
-	return err
-}
+func notFound(err error) error { return rowfmt.NotFound(err, pgx.ErrNoRows) }
 
-func wrap(op string, err error) error {
-	if err == nil || errors.Is(err, engine.ErrNotFound) {
-		return err
-	}
-	return fmt.Errorf("postgres: %s: %w", op, err)
-}
+func wrap(op string, err error) error { return rowfmt.Wrap("postgres", op, err) }
 
 // mustAffect turns "no row changed" into engine.ErrNotFound.
 func mustAffect(tag pgconn.CommandTag, err error) error {
@@ -127,18 +118,9 @@ func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID strin
 // ---------------------------------------------------------------------------
 // runs
 
-func scanRun(row pgx.Row) (*engine.Run, error) {
-	var (
-		r                   engine.Run
-		status              string
-		startedAt, closedAt int64
-	)
-	if err := row.Scan(&r.RunID, &r.WorkflowID, &r.WorkflowType, &status, &startedAt, &closedAt, &r.Data); err != nil {
-		return nil, notFound(err)
-	}
-	r.Status = engine.RunStatus(status)
-	r.StartedAt, r.ClosedAt = fromMs(startedAt), fromMs(closedAt)
-	return &r, nil
+func scanRun(row rowfmt.Scanner) (*engine.Run, error) {
+	r, err := rowfmt.ScanRun(row)
+	return r, notFound(err)
 }
 
 // RunGet implements engine.ReadTx.
@@ -156,7 +138,7 @@ func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
 // RunInsert implements engine.Tx.
 func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status), toMs(r.StartedAt), toMs(r.ClosedAt), r.Data)
+		r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status), rowfmt.ToMs(r.StartedAt), rowfmt.ToMs(r.ClosedAt), r.Data)
 	return wrap("RunInsert", err)
 }
 
@@ -164,24 +146,15 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 // does not exist.
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	return wrap("RunUpdate", mustAffect(t.tx.Exec(ctx, `UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4`,
-		string(r.Status), toMs(r.ClosedAt), r.Data, r.RunID)))
+		string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID)))
 }
 
 // ---------------------------------------------------------------------------
 // executions
 
-func scanExecution(row pgx.Row) (*engine.Execution, error) {
-	var (
-		e         engine.Execution
-		status    string
-		createdAt int64
-	)
-	if err := row.Scan(&e.RunID, &e.ExecutionID, &e.StateID, &status, &createdAt, &e.Data); err != nil {
-		return nil, notFound(err)
-	}
-	e.Status = engine.ExecutionStatus(status)
-	e.CreatedAt = fromMs(createdAt)
-	return &e, nil
+func scanExecution(row rowfmt.Scanner) (*engine.Execution, error) {
+	x, err := rowfmt.ScanExecution(row)
+	return x, notFound(err)
 }
 
 func statusStrings(statuses []engine.ExecutionStatus) []string {
@@ -248,7 +221,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 	)
 	for i, e := range executions {
 		runIDs[i], execIDs[i], stateIDs[i], statuses[i] = e.RunID, e.ExecutionID, e.StateID, string(e.Status)
-		created[i], data[i] = toMs(e.CreatedAt), e.Data
+		created[i], data[i] = rowfmt.ToMs(e.CreatedAt), e.Data
 	}
 	_, err := t.tx.Exec(ctx, `INSERT INTO executions (`+execColumns+`)
 		SELECT r, e, s, st, c, d
@@ -286,7 +259,7 @@ func (t *txn) MessagePeek(ctx context.Context, runID string, kind engine.Channel
 		if err := r.Scan(&m.ID, &m.RunID, &kind, &m.Channel, &m.Value, &createdAt); err != nil {
 			return nil, err
 		}
-		m.Kind, m.CreatedAt = engine.ChannelKind(kind), fromMs(createdAt)
+		m.Kind, m.CreatedAt = engine.ChannelKind(kind), rowfmt.FromMs(createdAt)
 		return &m, nil
 	})
 	return out, wrap("MessagePeek", err)
@@ -327,7 +300,7 @@ func (t *txn) MessageAppend(ctx context.Context, messages []*engine.Message) err
 		created          = make([]int64, n)
 	)
 	for i, m := range messages {
-		runIDs[i], kinds[i], channels[i], values[i], created[i] = m.RunID, int32(m.Kind), m.Channel, m.Value, toMs(m.CreatedAt)
+		runIDs[i], kinds[i], channels[i], values[i], created[i] = m.RunID, int32(m.Kind), m.Channel, m.Value, rowfmt.ToMs(m.CreatedAt)
 	}
 	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO messages (run_id, kind, channel, value, created_at)
 		SELECT r, k, c, v, t
@@ -436,7 +409,7 @@ func (t *txn) SearchAttributeGet(ctx context.Context, runID string, keys []strin
 			return nil, err
 		}
 		if tm != nil {
-			v := fromMs(*tm)
+			v := rowfmt.FromMs(*tm)
 			a.Time = &v
 		}
 		if a.ValueType == search.KeywordArray {
@@ -497,7 +470,7 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 		keys[i], types[i], raws[i] = a.Key, string(a.ValueType), a.Raw
 		strs[i], ints[i], doubles[i], bools[i] = a.String, a.Int, a.Double, a.Bool
 		if a.Time != nil {
-			v := toMs(*a.Time)
+			v := rowfmt.ToMs(*a.Time)
 			times[i] = &v
 		}
 		for j, v := range a.Strings {
@@ -524,26 +497,6 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 
 // ---------------------------------------------------------------------------
 // tasks
-
-func scanTask(row pgx.Rows) (*engine.Task, error) {
-	var (
-		tk                      engine.Task
-		kind                    string
-		attempt                 int32
-		due, first, leaseExpiry int64
-		owner                   *string
-	)
-	if err := row.Scan(&tk.ID, &tk.RunID, &tk.WorkflowID, &tk.ExecutionID, &kind, &due, &attempt,
-		&first, &owner, &leaseExpiry, &tk.Data); err != nil {
-		return nil, err
-	}
-	tk.Kind, tk.Attempt = engine.TaskKind(kind), int(attempt)
-	tk.DueAt, tk.FirstAttemptAt, tk.LeaseExpiresAt = fromMs(due), fromMs(first), fromMs(leaseExpiry)
-	if owner != nil {
-		tk.LeaseOwner = *owner
-	}
-	return &tk, nil
-}
 
 func scanTasks(rows pgx.Rows) ([]*engine.Task, error) {
 	return collect(rows, nil, scanTask)
@@ -572,7 +525,7 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 	)
 	for i, tk := range tasks {
 		runIDs[i], wfIDs[i], execIDs[i], kinds[i] = tk.RunID, tk.WorkflowID, tk.ExecutionID, string(tk.Kind)
-		due[i], first[i], expiry[i] = toMs(tk.DueAt), toMs(tk.FirstAttemptAt), toMs(tk.LeaseExpiresAt)
+		due[i], first[i], expiry[i] = rowfmt.ToMs(tk.DueAt), rowfmt.ToMs(tk.FirstAttemptAt), rowfmt.ToMs(tk.LeaseExpiresAt)
 		attempts[i], owners[i], data[i] = int32(tk.Attempt), nullString(tk.LeaseOwner), tk.Data
 	}
 	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO tasks (run_id, workflow_id, execution_id, kind, due_at, attempt,
@@ -601,7 +554,7 @@ func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, err
 func (t *txn) TaskReschedule(ctx context.Context, tk *engine.Task, owner string) (bool, error) {
 	tag, err := t.tx.Exec(ctx, `UPDATE tasks SET due_at = $1, attempt = $2, lease_owner = $3, lease_expires_at = $4
 		WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text`,
-		toMs(tk.DueAt), int32(tk.Attempt), nullString(tk.LeaseOwner), toMs(tk.LeaseExpiresAt), tk.ID, nullString(owner))
+		rowfmt.ToMs(tk.DueAt), int32(tk.Attempt), nullString(tk.LeaseOwner), rowfmt.ToMs(tk.LeaseExpiresAt), tk.ID, nullString(owner))
 	return tag.RowsAffected() > 0, wrap("TaskReschedule", err)
 }
 
@@ -648,7 +601,7 @@ func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limi
 		if err := r.Scan(&e.ID, &e.RunID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
 			return nil, err
 		}
-		e.At = fromMs(at)
+		e.At = rowfmt.FromMs(at)
 		return &e, nil
 	})
 	return out, wrap("HistoryList", err)
@@ -666,7 +619,7 @@ func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) 
 		data                   = make([][]byte, n)
 	)
 	for i, e := range events {
-		runIDs[i], ats[i], types[i], execIDs[i], data[i] = e.RunID, toMs(e.At), e.Type, e.ExecutionID, e.Data
+		runIDs[i], ats[i], types[i], execIDs[i], data[i] = e.RunID, rowfmt.ToMs(e.At), e.Type, e.ExecutionID, e.Data
 	}
 	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO history (run_id, at, type, execution_id, data)
 		SELECT r, a, ty, e, d
@@ -681,3 +634,6 @@ func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) 
 	}
 	return nil
 }
+
+// scanTask reads a task row.
+func scanTask(row pgx.Rows) (*engine.Task, error) { return rowfmt.ScanTask(row) }

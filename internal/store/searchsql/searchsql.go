@@ -49,6 +49,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 )
 
 // Dialect is what differs between the databases.
@@ -831,7 +832,7 @@ func (b *builder) value(f search.Field, v any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("searchsql: DATETIME value %T", v)
 		}
-		return toMs(t), nil
+		return rowfmt.ToMs(t), nil
 	case search.Int:
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("searchsql: INT value %T", v)
@@ -852,15 +853,6 @@ func (b *builder) value(f search.Field, v any) (any, error) {
 		}
 	}
 	return v, nil
-}
-
-// toMs is the stores' time representation: unix milliseconds, 0 for the
-// zero time.
-func toMs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
 }
 
 // prefixEnd returns the smallest string greater than every string that
@@ -922,6 +914,27 @@ func (p *Page) Scan(scan func(dest ...any) error) error {
 	p.runs = append(p.runs, search.Run{WorkflowID: wf, RunID: run})
 	p.last = keys
 	return nil
+}
+
+// Rows is a result set of either driver (*sql.Rows, pgx.Rows).
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// ReadPage reads every row of st's result into a search page.
+func (st *Statement) ReadPage(rows Rows) (*search.Page, error) {
+	page := st.NewPage()
+	for rows.Next() {
+		if err := page.Scan(rows.Scan); err != nil {
+			return nil, err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return page.Result()
 }
 
 // Result returns the page: at most the query's limit of runs, and a cursor

@@ -24,12 +24,12 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -420,8 +420,8 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	now := toMs(p.Now)
-	rows, err := wst[qTaskClaim].QueryContext(ctx, p.Owner, now, p.LeaseDuration.Milliseconds(), toMs(p.DueBefore), limit)
+	now := rowfmt.ToMs(p.Now)
+	rows, err := wst[qTaskClaim].QueryContext(ctx, p.Owner, now, p.LeaseDuration.Milliseconds(), rowfmt.ToMs(p.DueBefore), limit)
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: TaskClaim: %w", err)
 	}
@@ -429,13 +429,7 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: TaskClaim: %w", err)
 	}
-	// RETURNING yields rows in no defined order.
-	sort.Slice(tasks, func(i, j int) bool {
-		if !tasks[i].DueAt.Equal(tasks[j].DueAt) {
-			return tasks[i].DueAt.Before(tasks[j].DueAt)
-		}
-		return tasks[i].ID < tasks[j].ID
-	})
+	rowfmt.SortTasks(tasks)
 	return tasks, nil
 }
 
@@ -446,7 +440,7 @@ func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time
 	if err != nil {
 		return 0, err
 	}
-	res, err := wst[qTaskRenew].ExecContext(ctx, toMs(now), duration.Milliseconds(), owner)
+	res, err := wst[qTaskRenew].ExecContext(ctx, rowfmt.ToMs(now), duration.Milliseconds(), owner)
 	if err != nil {
 		return 0, fmt.Errorf("sqlite: TaskRenewLeases: %w", err)
 	}
@@ -466,22 +460,6 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 		return 0, fmt.Errorf("sqlite: TaskReleaseLeases: %w", err)
 	}
 	return res.RowsAffected()
-}
-
-// toMs converts a time to unix milliseconds; the zero time is 0.
-func toMs(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-// fromMs converts unix milliseconds to a UTC time; 0 is the zero time.
-func fromMs(v int64) time.Time {
-	if v == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(v).UTC()
 }
 
 // text binds an opaque payload: nil is NULL, anything else TEXT (also when

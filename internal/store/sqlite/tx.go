@@ -4,11 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
-	"fmt"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 )
 
 // queries lists every statement of the store; each is prepared once per
@@ -23,10 +22,10 @@ func query(q string) int {
 }
 
 const (
-	runColumns  = `run_id, workflow_id, workflow_type, status, started_at, closed_at, data`
-	execColumns = `run_id, execution_id, state_id, status, created_at, data`
+	runColumns  = rowfmt.RunColumns
+	execColumns = rowfmt.ExecutionColumns
 	msgColumns  = `id, run_id, kind, channel, value, created_at`
-	taskColumns = `id, run_id, workflow_id, execution_id, kind, due_at, attempt, first_attempt_at, lease_owner, lease_expires_at, data`
+	taskColumns = rowfmt.TaskColumns
 	histColumns = `id, run_id, at, type, execution_id, data`
 	saColumns   = `key, value_type, raw, string_value, int_value, double_value, bool_value, time_value`
 	inJSON      = ` IN (SELECT value FROM json_each(?))`
@@ -150,19 +149,9 @@ func jsonList[T any](values []T) (string, error) {
 	return string(b), err
 }
 
-func notFound(err error) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return engine.ErrNotFound
-	}
-	return err
-}
+func notFound(err error) error { return rowfmt.NotFound(err, sql.ErrNoRows) }
 
-func wrap(op string, err error) error {
-	if err == nil || errors.Is(err, engine.ErrNotFound) {
-		return err
-	}
-	return fmt.Errorf("sqlite: %s: %w", op, err)
-}
+func wrap(op string, err error) error { return rowfmt.Wrap("sqlite", op, err) }
 
 // mustAffect turns "no row changed" into engine.ErrNotFound.
 func mustAffect(res sql.Result, err error) error {
@@ -219,18 +208,9 @@ func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID strin
 // ---------------------------------------------------------------------------
 // runs
 
-func scanRun(row interface{ Scan(...any) error }) (*engine.Run, error) {
-	var (
-		r                   engine.Run
-		status              string
-		startedAt, closedAt int64
-	)
-	if err := row.Scan(&r.RunID, &r.WorkflowID, &r.WorkflowType, &status, &startedAt, &closedAt, &r.Data); err != nil {
-		return nil, notFound(err)
-	}
-	r.Status = engine.RunStatus(status)
-	r.StartedAt, r.ClosedAt = fromMs(startedAt), fromMs(closedAt)
-	return &r, nil
+func scanRun(row rowfmt.Scanner) (*engine.Run, error) {
+	r, err := rowfmt.ScanRun(row)
+	return r, notFound(err)
 }
 
 // RunGet implements engine.ReadTx.
@@ -249,31 +229,22 @@ func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
 // RunInsert implements engine.Tx.
 func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 	_, err := t.exec(ctx, qRunInsert, r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status),
-		toMs(r.StartedAt), toMs(r.ClosedAt), text(r.Data))
+		rowfmt.ToMs(r.StartedAt), rowfmt.ToMs(r.ClosedAt), text(r.Data))
 	return wrap("RunInsert", err)
 }
 
 // RunUpdate implements engine.Tx; it returns engine.ErrNotFound when the run
 // does not exist.
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
-	return wrap("RunUpdate", mustAffect(t.exec(ctx, qRunUpdate, string(r.Status), toMs(r.ClosedAt), text(r.Data), r.RunID)))
+	return wrap("RunUpdate", mustAffect(t.exec(ctx, qRunUpdate, string(r.Status), rowfmt.ToMs(r.ClosedAt), text(r.Data), r.RunID)))
 }
 
 // ---------------------------------------------------------------------------
 // executions
 
-func scanExecution(row interface{ Scan(...any) error }) (*engine.Execution, error) {
-	var (
-		e         engine.Execution
-		status    string
-		createdAt int64
-	)
-	if err := row.Scan(&e.RunID, &e.ExecutionID, &e.StateID, &status, &createdAt, &e.Data); err != nil {
-		return nil, notFound(err)
-	}
-	e.Status = engine.ExecutionStatus(status)
-	e.CreatedAt = fromMs(createdAt)
-	return &e, nil
+func scanExecution(row rowfmt.Scanner) (*engine.Execution, error) {
+	x, err := rowfmt.ScanExecution(row)
+	return x, notFound(err)
 }
 
 // ExecutionGet implements engine.ReadTx.
@@ -329,7 +300,7 @@ func (t *txn) ExecutionCount(ctx context.Context, runID string, statuses ...engi
 // ExecutionInsert implements engine.Tx.
 func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Execution) error {
 	for _, e := range executions {
-		if _, err := t.exec(ctx, qExecInsert, e.RunID, e.ExecutionID, e.StateID, string(e.Status), toMs(e.CreatedAt), text(e.Data)); err != nil {
+		if _, err := t.exec(ctx, qExecInsert, e.RunID, e.ExecutionID, e.StateID, string(e.Status), rowfmt.ToMs(e.CreatedAt), text(e.Data)); err != nil {
 			return wrap("ExecutionInsert", err)
 		}
 	}
@@ -365,7 +336,7 @@ func (t *txn) MessagePeek(ctx context.Context, runID string, kind engine.Channel
 		if err := rows.Scan(&m.ID, &m.RunID, &kind, &m.Channel, &m.Value, &createdAt); err != nil {
 			return nil, wrap("MessagePeek", err)
 		}
-		m.Kind, m.CreatedAt = engine.ChannelKind(kind), fromMs(createdAt)
+		m.Kind, m.CreatedAt = engine.ChannelKind(kind), rowfmt.FromMs(createdAt)
 		out = append(out, &m)
 	}
 	return out, wrap("MessagePeek", rows.Err())
@@ -395,7 +366,7 @@ func (t *txn) MessageCounts(ctx context.Context, runID string, kind engine.Chann
 // MessageAppend implements engine.Tx.
 func (t *txn) MessageAppend(ctx context.Context, messages []*engine.Message) error {
 	for _, m := range messages {
-		res, err := t.exec(ctx, qMsgInsert, m.RunID, int(m.Kind), m.Channel, text(m.Value), toMs(m.CreatedAt))
+		res, err := t.exec(ctx, qMsgInsert, m.RunID, int(m.Kind), m.Channel, text(m.Value), rowfmt.ToMs(m.CreatedAt))
 		if err != nil {
 			return wrap("MessageAppend", err)
 		}
@@ -538,7 +509,7 @@ func scanSearchAttributes(rows *sql.Rows) ([]*engine.SearchAttribute, map[string
 			a.Bool = &b.Bool
 		}
 		if tm.Valid {
-			v := fromMs(tm.Int64)
+			v := rowfmt.FromMs(tm.Int64)
 			a.Time = &v
 		}
 		if a.ValueType == search.KeywordArray {
@@ -559,7 +530,7 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 	for _, a := range attrs {
 		var tm any
 		if a.Time != nil {
-			tm = toMs(*a.Time)
+			tm = rowfmt.ToMs(*a.Time)
 		}
 		if _, err := t.exec(ctx, qSearchUpsert, runID, a.Key, a.ValueType, text(a.Raw),
 			ptrValue(a.String), ptrValue(a.Int), ptrValue(a.Double), ptrValue(a.Bool), tm); err != nil {
@@ -592,20 +563,11 @@ func scanTasks(rows *sql.Rows) ([]*engine.Task, error) {
 	defer rows.Close()
 	var out []*engine.Task
 	for rows.Next() {
-		var (
-			tk                      engine.Task
-			kind                    string
-			due, first, leaseExpiry int64
-			owner                   sql.NullString
-		)
-		if err := rows.Scan(&tk.ID, &tk.RunID, &tk.WorkflowID, &tk.ExecutionID, &kind, &due, &tk.Attempt,
-			&first, &owner, &leaseExpiry, &tk.Data); err != nil {
+		tk, err := rowfmt.ScanTask(rows)
+		if err != nil {
 			return nil, err
 		}
-		tk.Kind = engine.TaskKind(kind)
-		tk.DueAt, tk.FirstAttemptAt, tk.LeaseExpiresAt = fromMs(due), fromMs(first), fromMs(leaseExpiry)
-		tk.LeaseOwner = owner.String
-		out = append(out, &tk)
+		out = append(out, tk)
 	}
 	return out, rows.Err()
 }
@@ -623,8 +585,8 @@ func (t *txn) TaskList(ctx context.Context, runID string) ([]*engine.Task, error
 // TaskInsert implements engine.Tx. A task may be inserted leased.
 func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 	for _, tk := range tasks {
-		res, err := t.exec(ctx, qTaskInsert, tk.RunID, tk.WorkflowID, tk.ExecutionID, string(tk.Kind), toMs(tk.DueAt),
-			tk.Attempt, toMs(tk.FirstAttemptAt), nullString(tk.LeaseOwner), toMs(tk.LeaseExpiresAt), text(tk.Data))
+		res, err := t.exec(ctx, qTaskInsert, tk.RunID, tk.WorkflowID, tk.ExecutionID, string(tk.Kind), rowfmt.ToMs(tk.DueAt),
+			tk.Attempt, rowfmt.ToMs(tk.FirstAttemptAt), nullString(tk.LeaseOwner), rowfmt.ToMs(tk.LeaseExpiresAt), text(tk.Data))
 		if err != nil {
 			return wrap("TaskInsert", err)
 		}
@@ -643,8 +605,8 @@ func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, err
 
 // TaskReschedule implements engine.Tx.
 func (t *txn) TaskReschedule(ctx context.Context, tk *engine.Task, owner string) (bool, error) {
-	ok, err := affected(t.exec(ctx, qTaskReschedule, toMs(tk.DueAt), tk.Attempt, nullString(tk.LeaseOwner),
-		toMs(tk.LeaseExpiresAt), tk.ID, nullString(owner)))
+	ok, err := affected(t.exec(ctx, qTaskReschedule, rowfmt.ToMs(tk.DueAt), tk.Attempt, nullString(tk.LeaseOwner),
+		rowfmt.ToMs(tk.LeaseExpiresAt), tk.ID, nullString(owner)))
 	return ok, wrap("TaskReschedule", err)
 }
 
@@ -698,7 +660,7 @@ func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limi
 		if err := rows.Scan(&e.ID, &e.RunID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
 			return nil, wrap("HistoryList", err)
 		}
-		e.At = fromMs(at)
+		e.At = rowfmt.FromMs(at)
 		out = append(out, &e)
 	}
 	return out, wrap("HistoryList", rows.Err())
@@ -707,7 +669,7 @@ func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limi
 // HistoryAppend implements engine.Tx.
 func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) error {
 	for _, e := range events {
-		res, err := t.exec(ctx, qHistInsert, e.RunID, toMs(e.At), e.Type, e.ExecutionID, text(e.Data))
+		res, err := t.exec(ctx, qHistInsert, e.RunID, rowfmt.ToMs(e.At), e.Type, e.ExecutionID, text(e.Data))
 		if err != nil {
 			return wrap("HistoryAppend", err)
 		}

@@ -1,0 +1,126 @@
+// Package rowfmt holds what the two stores share where the SQL is not the
+// difference: how times are kept in columns (unix milliseconds, 0 for the
+// zero time), the order claimed tasks are returned in, and how driver
+// errors become the engine's. Each store keeps its SQL and its driver.
+package rowfmt
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// ToMs converts a time to the unix milliseconds a column holds; the zero
+// time is 0.
+func ToMs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+// FromMs converts a column's unix milliseconds to a UTC time; 0 is the zero
+// time.
+func FromMs(v int64) time.Time {
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v).UTC()
+}
+
+// SortTasks puts claimed tasks in the order TaskClaim returns them: oldest
+// due first, then by id. (An UPDATE ... RETURNING yields rows in no defined
+// order.)
+func SortTasks(tasks []*engine.Task) {
+	sort.Slice(tasks, func(i, j int) bool {
+		if !tasks[i].DueAt.Equal(tasks[j].DueAt) {
+			return tasks[i].DueAt.Before(tasks[j].DueAt)
+		}
+		return tasks[i].ID < tasks[j].ID
+	})
+}
+
+// NotFound turns the driver's "no rows" error into engine.ErrNotFound.
+func NotFound(err, noRows error) error {
+	if errors.Is(err, noRows) {
+		return engine.ErrNotFound
+	}
+	return err
+}
+
+// Wrap names the store and the operation in an error; nil and
+// engine.ErrNotFound pass through unchanged.
+func Wrap(store, op string, err error) error {
+	if err == nil || errors.Is(err, engine.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%s: %s: %w", store, op, err)
+}
+
+// Scanner is one result row of either driver (sql.Row, *sql.Rows, pgx.Row,
+// pgx.Rows).
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// RunColumns, ExecutionColumns and TaskColumns are the columns the Scan
+// functions read, in order.
+const (
+	RunColumns       = "run_id, workflow_id, workflow_type, status, started_at, closed_at, data"
+	ExecutionColumns = "run_id, execution_id, state_id, status, created_at, data"
+	TaskColumns      = "id, run_id, workflow_id, execution_id, kind, due_at, attempt, first_attempt_at, lease_owner, lease_expires_at, data"
+)
+
+// ScanRun reads a row of RunColumns. The driver's error is returned as is.
+func ScanRun(row Scanner) (*engine.Run, error) {
+	var (
+		r                   engine.Run
+		status              string
+		startedAt, closedAt int64
+	)
+	if err := row.Scan(&r.RunID, &r.WorkflowID, &r.WorkflowType, &status, &startedAt, &closedAt, &r.Data); err != nil {
+		return nil, err
+	}
+	r.Status = engine.RunStatus(status)
+	r.StartedAt, r.ClosedAt = FromMs(startedAt), FromMs(closedAt)
+	return &r, nil
+}
+
+// ScanExecution reads a row of ExecutionColumns.
+func ScanExecution(row Scanner) (*engine.Execution, error) {
+	var (
+		e         engine.Execution
+		status    string
+		createdAt int64
+	)
+	if err := row.Scan(&e.RunID, &e.ExecutionID, &e.StateID, &status, &createdAt, &e.Data); err != nil {
+		return nil, err
+	}
+	e.Status = engine.ExecutionStatus(status)
+	e.CreatedAt = FromMs(createdAt)
+	return &e, nil
+}
+
+// ScanTask reads a row of TaskColumns; a NULL lease owner is "".
+func ScanTask(row Scanner) (*engine.Task, error) {
+	var (
+		tk                      engine.Task
+		kind                    string
+		attempt                 int32
+		due, first, leaseExpiry int64
+		owner                   *string
+	)
+	if err := row.Scan(&tk.ID, &tk.RunID, &tk.WorkflowID, &tk.ExecutionID, &kind, &due, &attempt,
+		&first, &owner, &leaseExpiry, &tk.Data); err != nil {
+		return nil, err
+	}
+	tk.Kind, tk.Attempt = engine.TaskKind(kind), int(attempt)
+	tk.DueAt, tk.FirstAttemptAt, tk.LeaseExpiresAt = FromMs(due), FromMs(first), FromMs(leaseExpiry)
+	if owner != nil {
+		tk.LeaseOwner = *owner
+	}
+	return &tk, nil
+}
