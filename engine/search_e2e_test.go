@@ -139,6 +139,10 @@ func TestSearchPersistence(t *testing.T) {
 			{"ExecutionStatus = 'Completed'", nil},
 			{"CloseTime IS NULL AND StartTime > '1h'", everything},
 			{"", everything},
+			// Double-quoted strings, as in Temporal's list filter.
+			{`CustomKeywordField = "key-1"`, []string{"wf-p-1"}},
+			{`CustomKeywordField IN ("key-1", 'nope')`, []string{"wf-p-1"}},
+			{`CustomKeywordField = "key-1"" OR ""1""=""1"`, nil},
 			// Injection attempts: a literal is a value, never SQL.
 			{"CustomKeywordField = 'x'' OR ''1''=''1'", nil},
 			{"CustomKeywordField = 'key-1'' --'", nil},

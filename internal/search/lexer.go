@@ -128,7 +128,15 @@ func lex(query string) ([]token, error) {
 			out = append(out, token{kind, b.String(), pos})
 			i = j + 1
 		case r == '"':
-			return nil, searchError(pos, "strings are single-quoted ('...'); attribute names may be backquoted (`...`)")
+			// Temporal's list filter, which iWF passes queries to, also
+			// takes double-quoted strings: "" or \" for a quote, \\ for a
+			// backslash.
+			text, end, err := doubleQuoted(rs, i)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, token{tString, text, pos})
+			i = end
 		case unicode.IsDigit(r) || ((r == '-' || r == '+' || r == '.') && i+1 < len(rs) && unicode.IsDigit(rs[i+1])):
 			j := i + 1
 			for j < len(rs) && (unicode.IsDigit(rs[j]) || rs[j] == '.' || rs[j] == 'e' || rs[j] == 'E' ||
@@ -161,4 +169,27 @@ func lex(query string) ([]token, error) {
 		}
 	}
 	return append(out, token{tEOF, "", len(rs) + 1}), nil
+}
+
+// doubleQuoted reads the double-quoted string that starts at rs[start] and
+// returns its text and the index after its closing quote. Inside, "" and
+// \" stand for a quote and \\ for a backslash; any other backslash is
+// kept as it is.
+func doubleQuoted(rs []rune, start int) (string, int, error) {
+	var b strings.Builder
+	for j := start + 1; j < len(rs); j++ {
+		switch {
+		case rs[j] == '\\' && j+1 < len(rs) && (rs[j+1] == '"' || rs[j+1] == '\\'):
+			b.WriteRune(rs[j+1])
+			j++
+		case rs[j] == '"' && j+1 < len(rs) && rs[j+1] == '"':
+			b.WriteRune('"')
+			j++
+		case rs[j] == '"':
+			return b.String(), j + 1, nil
+		default:
+			b.WriteRune(rs[j])
+		}
+	}
+	return "", 0, searchError(start+1, "unterminated string")
 }
