@@ -379,3 +379,26 @@ func TestMainServesOnPostgres(t *testing.T) {
 		t.Fatalf("get: %d %v", status, body)
 	}
 }
+
+// TestMainUnreachablePostgres: a PostgreSQL that does not answer (here a
+// closed port) is an error naming it, for serve and migrate alike, and
+// Close afterwards is safe (it used to dereference a nil pool).
+func TestMainUnreachablePostgres(t *testing.T) {
+	for _, cmd := range [][]string{nil, {"migrate"}} {
+		out := &syncBuffer{}
+		m := NewMain()
+		m.LookupEnv = env{}.lookup
+		m.Stdout, m.Stderr = out, out
+		args := append(cmd, "--addr", "127.0.0.1:0", "--db", "postgres://postgres@127.0.0.1:1/test?sslmode=disable&connect_timeout=5", "--log-format", "json")
+		if err := m.ParseFlags(context.Background(), args); err != nil {
+			t.Fatal(err)
+		}
+		err := m.Run(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "open PostgreSQL 127.0.0.1:1/test") {
+			t.Errorf("%v: Run returned %v, want an error naming the database", cmd, err)
+		}
+		if err := m.Close(); err != nil {
+			t.Errorf("%v: Close after a failed Run: %v", cmd, err)
+		}
+	}
+}

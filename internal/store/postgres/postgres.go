@@ -106,6 +106,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // Close closes every connection of the pool, waiting for the ones in use to
 // be returned.
 func (s *Store) Close() error {
+	if s == nil || s.pool == nil {
+		return nil
+	}
 	s.pool.Close()
 	return nil
 }
