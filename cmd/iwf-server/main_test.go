@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -401,4 +402,29 @@ func TestMainUnreachablePostgres(t *testing.T) {
 			t.Errorf("%v: Close after a failed Run: %v", cmd, err)
 		}
 	}
+}
+
+// TestMainRefusesAnOwnedSQLiteFile: a second server on the SQLite file of a
+// running one fails to start, naming the owner, and the first one keeps
+// serving.
+func TestMainRefusesAnOwnedSQLiteFile(t *testing.T) {
+	first, _ := startMain(t)
+	out := &syncBuffer{}
+	m := NewMain()
+	m.LookupEnv = env{}.lookup
+	m.Stdout, m.Stderr = out, out
+	if err := m.ParseFlags(context.Background(), []string{"--addr", "127.0.0.1:0", "--db", first.Config.DB, "--log-format", "json"}); err != nil {
+		t.Fatal(err)
+	}
+	err := m.Run(context.Background())
+	_ = m.Close()
+	want := fmt.Sprintf("is in use by another iwf-server (pid %d)", os.Getpid())
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("second server: %v; want an error containing %q", err, want)
+	}
+	resp, err := http.Get("http://" + first.Addr() + "/info/healthcheck")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("the first server stopped serving: %v", err)
+	}
+	resp.Body.Close()
 }

@@ -53,6 +53,7 @@ type Store struct {
 	// savepoint, and commits once for all of them.
 	writes    chan *writeReq
 	closing   chan struct{}
+	lock      *ownerLock // held while the store is open (nil in memory)
 	writerEnd chan struct{}
 	closeOnce sync.Once
 }
@@ -81,8 +82,11 @@ func newStore(w, r *sql.DB) *Store {
 var _ engine.Store = (*Store)(nil)
 
 // Open opens (creating if needed) the SQLite database file at dsn, a file
-// path. MemoryDSN opens a private in-memory database, for tests only. Open
-// does not create the schema: call Migrate before using the store.
+// path, and makes this process its only owner: while the store is open, an
+// Open of the same file (by this or another process) fails at once with an
+// error wrapping ErrInUse that names the owner's pid. MemoryDSN opens a
+// private in-memory database, for tests only. Open does not create the
+// schema: call Migrate before using the store.
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	if dsn == "" {
 		return nil, errors.New("sqlite: empty database path")
@@ -108,6 +112,25 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 		return newStore(db, db), nil
 	}
 
+	// One process owns the file: a second one would release the first
+	// one's leases and run its work again. The lock comes before anything
+	// touches the database.
+	lock, err := lockOwner(dsn)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openFile(ctx, dsn)
+	if err != nil {
+		lock.release()
+		return nil, err
+	}
+	s.lock = lock
+	return s, nil
+}
+
+// openFile opens the database file at dsn: one write connection in WAL
+// mode and a pool of read-only connections.
+func openFile(ctx context.Context, dsn string) (*Store, error) {
 	// The writer opens the file first and switches it to WAL, which is a
 	// property of the file that the readers then share.
 	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=0&_txlock=immediate")
@@ -180,6 +203,7 @@ func (s *Store) Close() error {
 			err = rerr
 		}
 	}
+	s.lock.release()
 	return err
 }
 
