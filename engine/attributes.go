@@ -93,7 +93,7 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 		if !ok {
 			return nil, Errorf(CodeInvalidArgument, "search attribute %s is not declared on this server", key)
 		}
-		if declared != vt {
+		if declared != vt && !(keywordFamily(declared) && keywordFamily(vt)) {
 			return nil, Errorf(CodeInvalidArgument, "search attribute %s is declared %s, got %s", key, declared, vt)
 		}
 	}
@@ -140,3 +140,10 @@ func readSearchAttribute(a *SearchAttribute) iwfapi.SearchAttribute {
 
 // parseDatetime reads a DATETIME value (search.ParseDatetime).
 func parseDatetime(s string, now time.Time) (time.Time, error) { return search.ParseDatetime(s, now) }
+
+// keywordFamily reports whether t is KEYWORD or KEYWORD_ARRAY. As in
+// Temporal, the two are one family: a key declared as either accepts a
+// single value and a list, and a search on it matches any element.
+func keywordFamily(t search.ValueType) bool {
+	return t == search.Keyword || t == search.KeywordArray
+}

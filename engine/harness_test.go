@@ -23,6 +23,12 @@ import (
 
 // forEachStore runs a test against the engine on SQLite and on PostgreSQL.
 func forEachStore(t *testing.T, fn func(t *testing.T, h *harness)) {
+	forEachStoreWith(t, nil, fn)
+}
+
+// forEachStoreWith is forEachStore with the engine's configuration changed
+// by mod.
+func forEachStoreWith(t *testing.T, mod func(*engine.Config), fn func(t *testing.T, h *harness)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "iwf.db")
@@ -34,12 +40,12 @@ func forEachStore(t *testing.T, fn func(t *testing.T, h *harness)) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		fn(t, newHarness(t, st))
+		fn(t, newHarness(t, st, mod))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		st := pgtest.NewStore(t)
-		fn(t, newHarness(t, st))
+		fn(t, newHarness(t, st, mod))
 	})
 }
 
@@ -50,18 +56,24 @@ type harness struct {
 	worker *testWorker
 }
 
-func newHarness(t *testing.T, st engine.Store) *harness {
+func newHarness(t *testing.T, st engine.Store, mods ...func(*engine.Config)) *harness {
 	t.Helper()
 	w := newTestWorker(t)
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	eng, err := engine.New(st, engine.Config{
+	cfg := engine.Config{
 		WorkerClient:  workerclient.New(nil),
 		PollInterval:  50 * time.Millisecond,
 		LeaseDuration: 10 * time.Second, // no test here needs a lease to expire
 		MaxWait:       20 * time.Second,
 		Concurrency:   32,
 		Logger:        &logger,
-	})
+	}
+	for _, mod := range mods {
+		if mod != nil {
+			mod(&cfg)
+		}
+	}
+	eng, err := engine.New(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -473,7 +473,7 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 			v := rowfmt.ToMs(*a.Time)
 			times[i] = &v
 		}
-		for j, v := range a.Strings {
+		for j, v := range rowfmt.KeywordElements(a) {
 			elemKeys, elemPos, elemValues = append(elemKeys, a.Key), append(elemPos, int32(j)), append(elemValues, v)
 		}
 	}

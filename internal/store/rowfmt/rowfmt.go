@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/search"
 )
 
 // ToMs converts a time to the unix milliseconds a column holds; the zero
@@ -123,4 +124,18 @@ func ScanTask(row Scanner) (*engine.Task, error) {
 		tk.LeaseOwner = *owner
 	}
 	return &tk, nil
+}
+
+// KeywordElements returns the elements a search attribute row keeps in
+// search_attribute_strings: a KEYWORD_ARRAY's elements, and a KEYWORD's
+// value as a one-element list. KEYWORD and KEYWORD_ARRAY are one family,
+// as in Temporal: a condition on either matches any element.
+func KeywordElements(a *engine.SearchAttribute) []string {
+	switch {
+	case a.ValueType == search.KeywordArray:
+		return a.Strings
+	case a.ValueType == search.Keyword && a.String != nil:
+		return []string{*a.String}
+	}
+	return nil
 }

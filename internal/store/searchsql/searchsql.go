@@ -627,7 +627,10 @@ var (
 // testSource returns the rows that a condition's test reads.
 func testSource(c *search.Cond) (source, error) {
 	switch {
-	case c.Field.Type == search.KeywordArray:
+	case c.Field.Type == search.KeywordArray, c.Field.Type == search.Keyword && c.Field.Builtin == "":
+		// One family, as in Temporal: a KEYWORD condition matches any
+		// element of a list written under the key, and a single value is
+		// a one-element list.
 		return stringsSource, nil
 	case c.Op == search.Match:
 		return wordsSource, nil
@@ -643,7 +646,7 @@ func testSource(c *search.Cond) (source, error) {
 // predicate they must satisfy (nil: any row): an element for a
 // KEYWORD_ARRAY, a non-NULL column of the field's type otherwise.
 func (b *builder) presence(f search.Field) (source, func() error, error) {
-	if f.Type == search.KeywordArray {
+	if f.Type == search.KeywordArray || f.Type == search.Keyword && f.Builtin == "" {
 		return stringsSource, nil, nil
 	}
 	col, err := attributeColumn(f.Type)

@@ -539,7 +539,7 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 		if _, err := t.exec(ctx, qSearchStringsDelete, runID, a.Key); err != nil {
 			return wrap("SearchAttributeUpsert", err)
 		}
-		for i, v := range a.Strings {
+		for i, v := range rowfmt.KeywordElements(a) {
 			if _, err := t.exec(ctx, qSearchStringsInsert, runID, a.Key, i, v); err != nil {
 				return wrap("SearchAttributeUpsert", err)
 			}

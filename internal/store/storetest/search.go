@@ -589,7 +589,9 @@ func testSearchParametersAreNotSQL(t *testing.T, s engine.Store) {
 
 // testSearchTypedColumns checks that a condition reads the column of its
 // field's type: a key written with another type in some runs matches there
-// neither the comparison nor its negation.
+// neither the comparison nor its negation. KEYWORD and KEYWORD_ARRAY are one
+// family, as in Temporal: a condition on either matches a single value and
+// any element of a list.
 func testSearchTypedColumns(t *testing.T, s engine.Store) {
 	insertSearchRuns(t, s, []searchRun{
 		{engine.Run{RunID: "a", WorkflowID: "a", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at(0)}, []*engine.SearchAttribute{intAttr("K", 5)}},
@@ -611,14 +613,16 @@ func testSearchTypedColumns(t *testing.T, s engine.Store) {
 	check("INT =", cond(i, search.Eq, int64(5)), "a")
 	check("INT !=", negate(cond(i, search.Eq, int64(6))), "a")
 	check("INT present", cond(i, search.Present), "a")
-	check("KEYWORD =", cond(k, search.Eq, "5"), "b")
-	check("KEYWORD !=", negate(cond(k, search.Eq, "6")), "b")
-	check("KEYWORD_ARRAY =", cond(a, search.Eq, "5"), "c")
+	check("KEYWORD =", cond(k, search.Eq, "5"), "b", "c")
+	check("KEYWORD !=", negate(cond(k, search.Eq, "6")), "b", "c")
+	check("KEYWORD present", cond(k, search.Present), "b", "c")
+	check("KEYWORD_ARRAY =", cond(a, search.Eq, "5"), "b", "c")
+	check("KEYWORD_ARRAY prefix", cond(a, search.Prefix, "5"), "b", "c")
 	// Rewriting a run's value with another type moves it.
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		return tx.SearchAttributeUpsert(ctx, "c", []*engine.SearchAttribute{intAttr("K", 7)})
 	})
-	check("KEYWORD_ARRAY after a rewrite", cond(a, search.Present))
+	check("KEYWORD_ARRAY after a rewrite", cond(a, search.Present), "b")
 	check("INT after a rewrite", cond(i, search.Ge, int64(5)), "a", "c")
 }
 
