@@ -101,32 +101,12 @@ func lex(query string) ([]token, error) {
 			}
 			out = append(out, token{tOp, op, pos})
 		case r == '\'' || r == '`':
-			var b strings.Builder
-			j := i + 1
-			for ; ; j++ {
-				if j >= len(rs) {
-					what := "string"
-					if r == '`' {
-						what = "quoted attribute name"
-					}
-					return nil, searchError(pos, "unterminated %s", what)
-				}
-				if rs[j] == r {
-					if j+1 < len(rs) && rs[j+1] == r {
-						b.WriteRune(r)
-						j++
-						continue
-					}
-					break
-				}
-				b.WriteRune(rs[j])
+			tok, end, err := doubled(rs, i)
+			if err != nil {
+				return nil, err
 			}
-			kind := tString
-			if r == '`' {
-				kind = tIdent
-			}
-			out = append(out, token{kind, b.String(), pos})
-			i = j + 1
+			out = append(out, tok)
+			i = end
 		case r == '"':
 			// Temporal's list filter, which iWF passes queries to, also
 			// takes double-quoted strings: "" or \" for a quote, \\ for a
@@ -138,20 +118,12 @@ func lex(query string) ([]token, error) {
 			out = append(out, token{tString, text, pos})
 			i = end
 		case unicode.IsDigit(r) || ((r == '-' || r == '+' || r == '.') && i+1 < len(rs) && unicode.IsDigit(rs[i+1])):
-			j := i + 1
-			for j < len(rs) && (unicode.IsDigit(rs[j]) || rs[j] == '.' || rs[j] == 'e' || rs[j] == 'E' ||
-				((rs[j] == '-' || rs[j] == '+') && (rs[j-1] == 'e' || rs[j-1] == 'E'))) {
-				j++
+			tok, end, err := number(rs, i, isIdent)
+			if err != nil {
+				return nil, err
 			}
-			text := string(rs[i:j])
-			if _, err := strconv.ParseFloat(text, 64); err != nil || (j < len(rs) && isIdent(rs[j], false)) {
-				for j < len(rs) && isIdent(rs[j], false) {
-					j++
-				}
-				return nil, searchError(pos, "malformed number %s", string(rs[i:j]))
-			}
-			out = append(out, token{tNumber, text, pos})
-			i = j
+			out = append(out, tok)
+			i = end
 		case isIdent(r, true):
 			j := i + 1
 			for j < len(rs) && isIdent(rs[j], false) {
@@ -192,4 +164,52 @@ func doubleQuoted(rs []rune, start int) (string, int, error) {
 		}
 	}
 	return "", 0, searchError(start+1, "unterminated string")
+}
+
+// doubled reads the single-quoted string or backquoted attribute name that
+// starts at rs[start], in which the quote is written twice to stand for
+// itself, and returns its token and the index after its closing quote.
+func doubled(rs []rune, start int) (token, int, error) {
+	q := rs[start]
+	var b strings.Builder
+	for j := start + 1; j < len(rs); j++ {
+		if rs[j] != q {
+			b.WriteRune(rs[j])
+			continue
+		}
+		if j+1 < len(rs) && rs[j+1] == q {
+			b.WriteRune(q)
+			j++
+			continue
+		}
+		kind := tString
+		if q == '`' {
+			kind = tIdent
+		}
+		return token{kind, b.String(), start + 1}, j + 1, nil
+	}
+	what := "string"
+	if q == '`' {
+		what = "quoted attribute name"
+	}
+	return token{}, 0, searchError(start+1, "unterminated %s", what)
+}
+
+// number reads the number that starts at rs[start] (12, -3.5, 1e9) and
+// returns its token and the index after it; letters run into it make it
+// malformed.
+func number(rs []rune, start int, isIdent func(r rune, first bool) bool) (token, int, error) {
+	j := start + 1
+	for j < len(rs) && (unicode.IsDigit(rs[j]) || rs[j] == '.' || rs[j] == 'e' || rs[j] == 'E' ||
+		((rs[j] == '-' || rs[j] == '+') && (rs[j-1] == 'e' || rs[j-1] == 'E'))) {
+		j++
+	}
+	text := string(rs[start:j])
+	if _, err := strconv.ParseFloat(text, 64); err != nil || (j < len(rs) && isIdent(rs[j], false)) {
+		for j < len(rs) && isIdent(rs[j], false) {
+			j++
+		}
+		return token{}, 0, searchError(start+1, "malformed number %s", string(rs[start:j]))
+	}
+	return token{tNumber, text, start + 1}, j, nil
 }

@@ -232,59 +232,80 @@ func (p *parser) predicate() (searchExpr, error) {
 	if t.kind != tKeyword {
 		return nil, p.expected("an operator after " + pr.attr.text)
 	}
+	var err error
 	switch t.text {
 	case "BETWEEN":
-		p.next()
-		pr.op = "BETWEEN"
-		lo, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		if !p.isKeyword("AND") {
-			return nil, p.expected("AND in BETWEEN")
-		}
-		p.next()
-		hi, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		pr.values = []token{lo, hi}
+		err = p.between(pr)
 	case "IN":
-		p.next()
-		pr.op = "IN"
-		if p.peek().kind != tLParen {
-			return nil, p.expected("'(' after IN")
-		}
-		p.next()
-		for {
-			v, err := p.value()
-			if err != nil {
-				return nil, err
-			}
-			pr.values = append(pr.values, v)
-			if p.peek().kind == tComma {
-				p.next()
-				continue
-			}
-			if p.peek().kind != tRParen {
-				return nil, p.expected("',' or ')'")
-			}
-			p.next()
-			break
-		}
+		err = p.in(pr)
 	case "STARTS_WITH":
-		p.next()
-		pr.op = "STARTS_WITH"
-		v, err := p.value()
-		if err != nil {
-			return nil, err
-		}
-		if v.kind != tString {
-			return nil, searchError(v.pos, "STARTS_WITH needs a 'string', found %s", describe(v))
-		}
-		pr.values = []token{v}
+		err = p.startsWith(pr)
 	default:
 		return nil, p.expected("an operator after " + pr.attr.text)
 	}
+	if err != nil {
+		return nil, err
+	}
 	return pr, nil
+}
+
+// between reads "BETWEEN value AND value" into pr.
+func (p *parser) between(pr *predicate) error {
+	p.next()
+	pr.op = "BETWEEN"
+	lo, err := p.value()
+	if err != nil {
+		return err
+	}
+	if !p.isKeyword("AND") {
+		return p.expected("AND in BETWEEN")
+	}
+	p.next()
+	hi, err := p.value()
+	if err != nil {
+		return err
+	}
+	pr.values = []token{lo, hi}
+	return nil
+}
+
+// in reads "IN ( value { , value } )" into pr.
+func (p *parser) in(pr *predicate) error {
+	p.next()
+	pr.op = "IN"
+	if p.peek().kind != tLParen {
+		return p.expected("'(' after IN")
+	}
+	p.next()
+	for {
+		v, err := p.value()
+		if err != nil {
+			return err
+		}
+		pr.values = append(pr.values, v)
+		if p.peek().kind == tComma {
+			p.next()
+			continue
+		}
+		if p.peek().kind != tRParen {
+			return p.expected("',' or ')'")
+		}
+		p.next()
+		return nil
+	}
+}
+
+// startsWith reads "STARTS_WITH 'string'" into pr.
+func (p *parser) startsWith(pr *predicate) error {
+	p.next()
+	pr.op = "STARTS_WITH"
+	v, err := p.value()
+	if err != nil {
+		return err
+	}
+	if v.kind != tString {
+		return searchError(v.pos, "STARTS_WITH needs a 'string', found %s", describe(v))
+	}
+	pr.values = []token{v}
+	return nil
 }
