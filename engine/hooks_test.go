@@ -11,7 +11,6 @@ import (
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
-	"github.com/iwf-server/iwf-server/internal/workerclient"
 )
 
 // TestOnCommitAndWaitIdle checks the two hooks tests wait on: OnCommit
@@ -28,28 +27,16 @@ func TestOnCommitAndWaitIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	w := newTestWorker(t)
 	var mu sync.Mutex
 	var seen []*engine.HistoryEvent
-	eng, err := engine.New(st, engine.Config{
-		WorkerClient: workerclient.New(nil),
-		OnCommit: func(events []*engine.HistoryEvent) {
+	h := newHarness(t, st, func(c *engine.Config) {
+		c.OnCommit = func(events []*engine.HistoryEvent) {
 			mu.Lock()
 			seen = append(seen, events...)
 			mu.Unlock()
-		},
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Close(ctx)
-	})
+	eng, w := h.eng, h.worker
 	w.state("S1", stateHandlers{
 		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
 			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{

@@ -12,7 +12,6 @@ import (
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
-	"github.com/iwf-server/iwf-server/internal/workerclient"
 )
 
 // twiceStore runs every Update function twice, as a store may (a deadlock
@@ -51,22 +50,10 @@ func TestUpdateFunctionsRunTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	// A long lease: on a loaded machine a 2 s lease could expire and let the
+	// A long lease: on a loaded machine a lease could expire and let the
 	// poller run a task again, which is at-least-once delivery, not a
 	// re-run of a transaction function.
-	eng, err := engine.New(twiceStore{st}, engine.Config{WorkerClient: workerclient.New(nil), LeaseDuration: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eng.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Close(ctx)
-	})
-	h := &harness{t: t, eng: eng, worker: newTestWorker(t)}
+	h := newHarness(t, twiceStore{st}, func(c *engine.Config) { c.LeaseDuration = time.Minute })
 	h.worker.state("S1", stateHandlers{
 		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
 			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
