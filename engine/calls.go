@@ -234,7 +234,12 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 	})
 	e.recordCall("waitUntil", begin, err)
 	if err == nil {
-		if verr := flatCommands(mapPtr(resp.CommandRequest, commandsIn)).Validate(); verr != nil {
+		commands := mapPtr(resp.CommandRequest, commandsIn)
+		verr := flatCommands(commands).Validate()
+		if verr == nil {
+			verr = checkTimers(commands)
+		}
+		if verr != nil {
 			err = fmt.Errorf("err msg: %v, response: %s", verr, encode(resp))
 		}
 	}
@@ -243,7 +248,7 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 			return ctx.Err()
 		}
 		nameTimeout(err, "StateApiWaitUntil")
-		e.attemptLog(t, s).Debug().Err(err).Msg("waitUntil attempt failed")
+		e.attemptFailedLog(t, s, "waitUntil", err)
 		return e.attemptFailed(ctx, t, err)
 	}
 	return e.applyWaitUntil(ctx, t, resp)
@@ -269,7 +274,7 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 			return ctx.Err()
 		}
 		nameTimeout(err, "StateApiExecute")
-		e.attemptLog(t, s).Debug().Err(err).Msg("execute attempt failed")
+		e.attemptFailedLog(t, s, "execute", err)
 		return e.attemptFailed(ctx, t, err)
 	}
 	return e.applyExecute(ctx, t, resp)

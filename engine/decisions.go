@@ -231,6 +231,33 @@ func (e *Engine) applyWaitUntil(ctx context.Context, task *Task, resp *iwfapi.Wo
 	})
 }
 
+// The range of timer commands: a duration of at most 100 years (a
+// time.Duration holds 292), a firing time between the Unix epoch and the
+// end of year 9999. Computed naively, a time beyond these overflows and the
+// timer would fire at once.
+const (
+	maxTimerDurationSeconds = 100 * 365 * 24 * 3600
+	maxTimerFiringSeconds   = 253402300799 // 9999-12-31T23:59:59Z
+)
+
+// checkTimers rejects timer commands outside the supported range; the
+// waitUntil answer then counts as a failed attempt, like any invalid
+// answer.
+func checkTimers(c *record.Commands) error {
+	if c == nil {
+		return nil
+	}
+	for _, tc := range slice(c.TimerCommands) {
+		if d := tc.DurationSeconds; d != nil && (*d < 0 || *d > maxTimerDurationSeconds) {
+			return fmt.Errorf("timer command %q: durationSeconds %d is outside the supported range 0..%d", deref(tc.CommandID), *d, int64(maxTimerDurationSeconds))
+		}
+		if f := tc.FiringUnixTimestampSeconds; f != nil && (*f < 0 || *f > maxTimerFiringSeconds) {
+			return fmt.Errorf("timer command %q: firingUnixTimestampSeconds %d is outside the supported range 0..%d", deref(tc.CommandID), *f, int64(maxTimerFiringSeconds))
+		}
+	}
+	return nil
+}
+
 // timerFireAt is when a timer command fires (unix ms).
 func timerFireAt(tc record.TimerCommand, now time.Time) int64 {
 	switch {

@@ -19,6 +19,8 @@ type Engine struct {
 	disp    *dispatcher
 	waits   *notifier
 	metrics *metrics
+	// failureLogs rate-limits the warn lines of failed worker calls.
+	failureLogs logLimiter
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc

@@ -7,9 +7,8 @@ import (
 	"context"
 	"errors"
 	"math"
+	"sync"
 	"time"
-
-	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
@@ -60,11 +59,61 @@ func nextBackoff(p *record.RetryPolicy, attempt int, firstAttempt, now time.Time
 	return wait, true
 }
 
-// attemptLog is the logger of one state API attempt.
-func (e *Engine) attemptLog(t *Task, s *apiSnapshot) *zerolog.Logger {
-	l := e.log.With().Str("workflowId", s.run.WorkflowID).Str("runId", s.run.RunID).
-		Str("stateExecutionId", s.x.ExecutionID).Int("attempt", t.Attempt).Logger()
-	return &l
+// attemptFailedLog logs a failed state API attempt at warn level, so that an
+// operator sees a failing worker without reading histories. Per workflow at
+// most one line per failureLogInterval is written; the lines left out are
+// counted in the next one (the history has every attempt).
+func (e *Engine) attemptFailedLog(t *Task, s *apiSnapshot, api string, err error) {
+	suppressed, ok := e.failureLogs.allow(s.run.WorkflowID, e.cfg.Clock.Now())
+	if !ok {
+		return
+	}
+	ev := e.log.Warn().Str("workflowId", s.run.WorkflowID).Str("runId", s.run.RunID).
+		Str("stateExecutionId", s.x.ExecutionID).Str("api", api).Int("attempt", t.Attempt)
+	var ce *WorkerCallError
+	if errors.As(err, &ce) && ce.Status != 0 {
+		ev = ev.Int("status", ce.Status)
+	}
+	if suppressed > 0 {
+		ev = ev.Int("suppressed", suppressed)
+	}
+	ev.Str("error", truncate(err.Error(), 300)).Msg("worker call failed")
+}
+
+// failureLogInterval is how often a workflow's failed worker calls are
+// logged at most.
+const failureLogInterval = 10 * time.Second
+
+// logLimiter lets one log line per key through per failureLogInterval and
+// counts the others. It keeps at most maxKeys keys.
+type logLimiter struct {
+	mu   sync.Mutex
+	last map[string]limitEntry
+}
+
+type limitEntry struct {
+	at         time.Time
+	suppressed int
+}
+
+const maxLimiterKeys = 10_000
+
+// allow reports whether a line for key may be written at now, and how many
+// were held back since the last one.
+func (l *logLimiter) allow(key string, now time.Time) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil || len(l.last) >= maxLimiterKeys {
+		l.last = map[string]limitEntry{}
+	}
+	e, seen := l.last[key]
+	if seen && now.Sub(e.at) < failureLogInterval {
+		e.suppressed++
+		l.last[key] = e
+		return 0, false
+	}
+	l.last[key] = limitEntry{at: now}
+	return e.suppressed, true
 }
 
 // attemptFailed records a failed state API attempt: it schedules the next
