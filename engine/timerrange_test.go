@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,26 @@ func TestTimerOutOfRangeFailsTheState(t *testing.T) {
 		}
 		if !strings.Contains(logs.String(), `"workflowId":"`+id+`"`) || !strings.Contains(logs.String(), `"message":"worker call failed"`) {
 			t.Fatalf("no warn line for the failed attempt:\n%s", logs.String())
+		}
+	})
+}
+
+// TestStartRejectsUnusableWorkerURLs: a worker URL the server cannot or
+// must not call is a 400 at start, and nothing is stored.
+func TestStartRejectsUnusableWorkerURLs(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		for _, bad := range []string{"not a url", "file:///etc/passwd", "http://", "http://127.0.0.1:8803/capture?", "http://u:p@127.0.0.1:8803",
+			"http://127.0.0.1:8803/w?x=1", "http://127.0.0.1:8803/w#frag", "ftp://127.0.0.1/", "/relative/path"} {
+			_, err := h.eng.StartWorkflow(context.Background(), iwfapi.WorkflowStartRequest{
+				WorkflowId: "wf-bad-url", IwfWorkflowType: "T", IwfWorkerUrl: bad, StartStateId: ptr("S1"),
+			})
+			if engine.CodeOf(err) != engine.CodeInvalidArgument || !strings.Contains(err.Error(), "iwfWorkerUrl") {
+				t.Errorf("%q: %v, want an invalid_argument error naming iwfWorkerUrl", bad, err)
+			}
+		}
+		_, err := h.eng.GetWorkflow(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-bad-url"})
+		if engine.CodeOf(err) != engine.CodeWorkflowNotExists {
+			t.Fatalf("a refused start stored a workflow: %v", err)
 		}
 	})
 }

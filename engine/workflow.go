@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -91,6 +92,9 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	}
 	if strings.TrimSpace(req.IwfWorkerURL) == "" {
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "iwfWorkerUrl must not be empty")
+	}
+	if err := checkWorkerURL(req.IwfWorkerURL); err != nil {
+		return iwfapi.WorkflowStartResponse{}, err
 	}
 	if req.WorkflowTimeoutSeconds < 0 {
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "workflowTimeoutSeconds must not be negative")
@@ -195,6 +199,19 @@ func (t *txn) checkReuse(req record.Start, cur, policy string) (string, error) {
 		}
 	}
 	return "", Errorf(CodeAlreadyStarted, "workflow %s already has a run %s (%s) and the id reuse policy %s forbids another", req.WorkflowID, prev.RunID, prev.Status, policy)
+}
+
+// checkWorkerURL accepts only what the server can call as a worker: an
+// absolute http or https URL with a host, and without user info, query or
+// fragment (the server appends the API paths to it). Anything else would be
+// retried forever, or could carry credentials or redirect the call.
+func checkWorkerURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
+		return Errorf(CodeInvalidArgument, "iwfWorkerUrl %q must be an absolute http:// or https:// URL with a host and without user info, query or fragment", s)
+	}
+	return nil
 }
 
 func reusePolicy(opts record.StartOptions) (string, error) {

@@ -45,8 +45,13 @@ func New(headers http.Header) *Client {
 		MaxIdleConnsPerHost: 512,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &Client{http: &http.Client{Transport: transport}, headers: headers.Clone()}
+	return &Client{http: &http.Client{Transport: transport, CheckRedirect: noRedirects}, headers: headers.Clone()}
 }
+
+// noRedirects stops the client at a redirect: the server calls only the
+// URL a workflow names, never one its worker (or whoever answers in its
+// place) points to, and so never sends the operator's headers elsewhere.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 var _ engine.WorkerClient = (*Client)(nil)
 
@@ -95,6 +100,11 @@ func (c *Client) call(ctx context.Context, url string, in, out any) error {
 	}
 	if len(raw) > maxResponseBytes {
 		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw[:1024], Err: fmt.Errorf("worker response exceeds %d bytes", maxResponseBytes)}
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// The body of a redirect may be a page the redirect points into:
+		// it is not kept (it would be stored in the history).
+		return &engine.WorkerCallError{Status: resp.StatusCode, Err: fmt.Errorf("%s: worker calls do not follow redirects", resp.Status)}
 	}
 	if resp.StatusCode != http.StatusOK {
 		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw, Err: fmt.Errorf("%s", resp.Status)}

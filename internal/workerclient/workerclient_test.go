@@ -58,3 +58,33 @@ func TestFailuresCarryStatusBodyAndTimeout(t *testing.T) {
 		t.Fatalf("timeout error %v", err)
 	}
 }
+
+// TestRedirectsAreNotFollowed: a worker answering a redirect fails the
+// call; the redirect's target never receives a request (nor the operator's
+// headers), and the redirect's body is not kept.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	var targetCalls int
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		targetCalls++
+		w.Write([]byte(`{"stateDecision":{"nextStates":[{"stateId":"S2"}]}}`))
+	}))
+	defer target.Close()
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", target.URL+"/internal/page")
+		w.WriteHeader(http.StatusFound)
+		w.Write([]byte("secret internal page"))
+	}))
+	defer worker.Close()
+	c := workerclient.New(http.Header{"Authorization": {"Bearer s3cr3t"}})
+	_, err := c.Execute(context.Background(), worker.URL, &iwfapi.WorkflowStateDecideRequest{WorkflowStateId: "S1"})
+	var ce *engine.WorkerCallError
+	if !errors.As(err, &ce) || ce.Status != http.StatusFound || len(ce.Body) != 0 || !strings.Contains(err.Error(), "do not follow redirects") {
+		t.Fatalf("got %v (%+v), want a failed call with status 302, no body, naming the redirect", err, ce)
+	}
+	if strings.Contains(err.Error(), "secret internal page") {
+		t.Fatalf("the redirect's body leaked into the error: %v", err)
+	}
+	if targetCalls != 0 {
+		t.Fatalf("the redirect target was called %d times", targetCalls)
+	}
+}
