@@ -44,6 +44,13 @@ type Config struct {
 	SearchAttributes map[string]search.ValueType
 	// MaxBodyBytes limits the size of request bodies.
 	MaxBodyBytes int64
+	// ReadTimeout bounds how long a client may take to send a request,
+	// headers and body; a slower one is disconnected.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds how long a request may take from the end of its
+	// headers to the end of its answer; it must exceed MaxWait, which long
+	// polls use.
+	WriteTimeout time.Duration
 	// LeaseDuration is how long a claimed task stays leased without renewal.
 	LeaseDuration time.Duration
 	// PollInterval is how often the engine looks for due work it did not create.
@@ -51,6 +58,15 @@ type Config struct {
 	// Concurrency bounds the tasks processed at once.
 	Concurrency int
 }
+
+// The listener's defaults: a request must arrive within DefaultReadTimeout
+// and be answered within DefaultWriteTimeout, which leaves long polls
+// (engine.DefaultMaxWait) half a minute to spare.
+const (
+	DefaultReadTimeout    = 30 * time.Second
+	DefaultWriteTimeout   = engine.DefaultMaxWait + 30*time.Second
+	DefaultMaxHeaderBytes = 64 << 10
+)
 
 // DefaultConfig returns the configuration used when nothing else is set.
 func DefaultConfig() Config {
@@ -60,6 +76,8 @@ func DefaultConfig() Config {
 		LogLevel:      "info",
 		MaxWait:       engine.DefaultMaxWait,
 		MaxBodyBytes:  httpapi.DefaultMaxBodyBytes,
+		ReadTimeout:   DefaultReadTimeout,
+		WriteTimeout:  DefaultWriteTimeout,
 		LeaseDuration: engine.DefaultLeaseDuration,
 		PollInterval:  engine.DefaultPollInterval,
 		Concurrency:   engine.DefaultConcurrency,
@@ -89,10 +107,14 @@ func (c Config) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"max-wait": c.MaxWait, "lease-duration": c.LeaseDuration, "poll-interval": c.PollInterval,
+		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
 		}
+	}
+	if c.WriteTimeout <= c.MaxWait {
+		return fmt.Errorf("write-timeout (%s) must exceed max-wait (%s): long polls answer within max-wait", c.WriteTimeout, c.MaxWait)
 	}
 	if c.LeaseDuration < 100*time.Millisecond {
 		return fmt.Errorf("lease-duration must be at least 100ms, got %s", c.LeaseDuration)
@@ -210,6 +232,10 @@ var settings = []setting{
 		func(c *Config) *string { return &c.LogLevel }),
 	durationSetting("max-wait", "IWF_MAX_WAIT", "cap on long polls (getWithWait, waitForStateCompletion) and RPC worker calls",
 		func(c *Config) *time.Duration { return &c.MaxWait }),
+	durationSetting("read-timeout", "IWF_READ_TIMEOUT", "how long a client may take to send a request (headers and body); slower ones are disconnected",
+		func(c *Config) *time.Duration { return &c.ReadTimeout }),
+	durationSetting("write-timeout", "IWF_WRITE_TIMEOUT", "how long a request may take to be answered after its headers; must exceed max-wait",
+		func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	{
 		key: "worker-header", env: "IWF_WORKER_HEADERS", multi: true,
 		usage:    "`Name: value` header sent with every worker call (repeatable)",

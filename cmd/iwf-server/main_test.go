@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -427,4 +428,31 @@ func TestMainRefusesAnOwnedSQLiteFile(t *testing.T) {
 		t.Fatalf("the first server stopped serving: %v", err)
 	}
 	resp.Body.Close()
+}
+
+// TestMainDisconnectsSlowClients: a client that sends its headers and one
+// byte of its body, then nothing, is disconnected after read-timeout; and a
+// write-timeout that long polls could not live within is refused.
+func TestMainDisconnectsSlowClients(t *testing.T) {
+	m, _ := startMain(t, "--read-timeout", "1s")
+	conn, err := net.Dial("tcp", m.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST /api/v1/workflow/get HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	// The failure deadline is far above the 1 s timeout; the server must
+	// close the connection (EOF, possibly after an error answer) first.
+	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
+	if _, err := io.ReadAll(conn); err != nil {
+		t.Fatalf("the slow client was not disconnected: %v", err)
+	}
+
+	bad := NewMain()
+	bad.LookupEnv = env{}.lookup
+	bad.Stderr = io.Discard
+	err = bad.ParseFlags(context.Background(), []string{"--write-timeout", "30s", "--max-wait", "60s"})
+	if err == nil || !strings.Contains(err.Error(), "write-timeout (30s) must exceed max-wait (1m0s)") {
+		t.Fatalf("write-timeout below max-wait: %v", err)
+	}
 }

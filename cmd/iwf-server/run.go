@@ -128,7 +128,10 @@ func (m *Main) Run(ctx context.Context) error {
 	m.server = &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       m.Config.ReadTimeout,
+		WriteTimeout:      m.Config.WriteTimeout,
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 		ErrorLog:          newStdLogger(m.logger),
 	}
 	srv, ln, serveErr := m.server, m.listener, make(chan error, 1)
