@@ -44,6 +44,8 @@ type Config struct {
 	SearchAttributes map[string]search.ValueType
 	// MaxBodyBytes limits the size of request bodies.
 	MaxBodyBytes int64
+	// DBConnectTimeout bounds connecting to PostgreSQL at start.
+	DBConnectTimeout time.Duration
 	// ReadTimeout bounds how long a client may take to send a request,
 	// headers and body; a slower one is disconnected.
 	ReadTimeout time.Duration
@@ -71,16 +73,17 @@ const (
 // DefaultConfig returns the configuration used when nothing else is set.
 func DefaultConfig() Config {
 	return Config{
-		Addr:          "127.0.0.1:8801",
-		DB:            "sqlite://iwf.db",
-		LogLevel:      "info",
-		MaxWait:       engine.DefaultMaxWait,
-		MaxBodyBytes:  httpapi.DefaultMaxBodyBytes,
-		ReadTimeout:   DefaultReadTimeout,
-		WriteTimeout:  DefaultWriteTimeout,
-		LeaseDuration: engine.DefaultLeaseDuration,
-		PollInterval:  engine.DefaultPollInterval,
-		Concurrency:   engine.DefaultConcurrency,
+		Addr:             "127.0.0.1:8801",
+		DB:               "sqlite://iwf.db",
+		LogLevel:         "info",
+		MaxWait:          engine.DefaultMaxWait,
+		MaxBodyBytes:     httpapi.DefaultMaxBodyBytes,
+		ReadTimeout:      DefaultReadTimeout,
+		DBConnectTimeout: server.DefaultConnectTimeout,
+		WriteTimeout:     DefaultWriteTimeout,
+		LeaseDuration:    engine.DefaultLeaseDuration,
+		PollInterval:     engine.DefaultPollInterval,
+		Concurrency:      engine.DefaultConcurrency,
 	}
 }
 
@@ -107,7 +110,7 @@ func (c Config) Validate() error {
 	}
 	for name, d := range map[string]time.Duration{
 		"max-wait": c.MaxWait, "lease-duration": c.LeaseDuration, "poll-interval": c.PollInterval,
-		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout,
+		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "db-connect-timeout": c.DBConnectTimeout,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
@@ -232,6 +235,8 @@ var settings = []setting{
 		func(c *Config) *string { return &c.LogLevel }),
 	durationSetting("max-wait", "IWF_MAX_WAIT", "cap on long polls (getWithWait, waitForStateCompletion) and RPC worker calls",
 		func(c *Config) *time.Duration { return &c.MaxWait }),
+	durationSetting("db-connect-timeout", "IWF_DB_CONNECT_TIMEOUT", "how long connecting to PostgreSQL may take at start",
+		func(c *Config) *time.Duration { return &c.DBConnectTimeout }),
 	durationSetting("read-timeout", "IWF_READ_TIMEOUT", "how long a client may take to send a request (headers and body); slower ones are disconnected",
 		func(c *Config) *time.Duration { return &c.ReadTimeout }),
 	durationSetting("write-timeout", "IWF_WRITE_TIMEOUT", "how long a request may take to be answered after its headers; must exceed max-wait",

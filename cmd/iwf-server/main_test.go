@@ -396,8 +396,8 @@ func TestMainUnreachablePostgres(t *testing.T) {
 			t.Fatal(err)
 		}
 		err := m.Run(context.Background())
-		if err == nil || !strings.Contains(err.Error(), "open PostgreSQL 127.0.0.1:1/test") {
-			t.Errorf("%v: Run returned %v, want an error naming the database", cmd, err)
+		if err == nil || !strings.Contains(err.Error(), "open PostgreSQL 127.0.0.1:1/test as postgres: PostgreSQL does not answer") {
+			t.Errorf("%v: Run returned %v, want an error naming the database and the cause", cmd, err)
 		}
 		if err := m.Close(); err != nil {
 			t.Errorf("%v: Close after a failed Run: %v", cmd, err)
@@ -454,5 +454,29 @@ func TestMainDisconnectsSlowClients(t *testing.T) {
 	err = bad.ParseFlags(context.Background(), []string{"--write-timeout", "30s", "--max-wait", "60s"})
 	if err == nil || !strings.Contains(err.Error(), "write-timeout (30s) must exceed max-wait (1m0s)") {
 		t.Fatalf("write-timeout below max-wait: %v", err)
+	}
+}
+
+// TestMainMissingPostgresDatabase: a database that does not exist on a
+// PostgreSQL that answers is named as such, in one line, with no panic.
+func TestMainMissingPostgresDatabase(t *testing.T) {
+	u, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/iwf_no_such_database"
+	out := &syncBuffer{}
+	m := NewMain()
+	m.LookupEnv = env{}.lookup
+	m.Stdout, m.Stderr = out, out
+	if err := m.ParseFlags(context.Background(), []string{"migrate", "--db", u.String(), "--db-connect-timeout", "30s", "--log-format", "json"}); err != nil {
+		t.Fatal(err)
+	}
+	err = m.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "the database does not exist (create it, or fix the URL)") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("Run returned %v, want one line saying the database does not exist", err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

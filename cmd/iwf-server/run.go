@@ -90,7 +90,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.logger.Info().Str("file", m.ConfigFile).Msg("read config file")
 	}
 	if m.Command == CommandMigrate {
-		st, err := server.OpenStore(ctx, target)
+		st, err := server.OpenStore(ctx, target, m.Config.DBConnectTimeout)
 		if err != nil {
 			return err
 		}
@@ -110,9 +110,10 @@ func (m *Main) Run(ctx context.Context) error {
 			Concurrency:          m.Config.Concurrency,
 			SearchAttributeTypes: m.Config.SearchAttributes,
 		},
-		WorkerHeaders: m.Config.WorkerHeaders,
-		Logger:        &m.logger,
-		MaxBodyBytes:  m.Config.MaxBodyBytes,
+		WorkerHeaders:  m.Config.WorkerHeaders,
+		Logger:         &m.logger,
+		MaxBodyBytes:   m.Config.MaxBodyBytes,
+		ConnectTimeout: m.Config.DBConnectTimeout,
 	})
 	if err != nil {
 		return err

@@ -18,7 +18,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
@@ -48,6 +50,9 @@ type Options struct {
 	MaxBodyBytes int64
 	// NoMetrics turns GET /metrics off.
 	NoMetrics bool
+	// ConnectTimeout bounds connecting to PostgreSQL in Open (default
+	// DefaultConnectTimeout).
+	ConnectTimeout time.Duration
 }
 
 // Server is an engine and the HTTP handler serving it.
@@ -104,7 +109,7 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, target)
+	st, err := OpenStore(ctx, target, opts.ConnectTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -225,9 +230,20 @@ func redactURL(s string) string {
 	return s
 }
 
+// DefaultConnectTimeout bounds how long opening a PostgreSQL store may take
+// to connect when the caller sets no other limit.
+const DefaultConnectTimeout = 10 * time.Second
+
 // OpenStore opens the database d names and applies its migrations. The
-// directory of a SQLite file is created when missing.
-func OpenStore(ctx context.Context, d DB) (Store, error) {
+// directory of a SQLite file is created when missing. Connecting to
+// PostgreSQL may take at most connectTimeout (DefaultConnectTimeout when
+// 0); the migrations are not limited by it. Errors say in one line what is
+// wrong: a server that does not answer, a missing database, refused
+// credentials.
+func OpenStore(ctx context.Context, d DB, connectTimeout time.Duration) (Store, error) {
+	if connectTimeout <= 0 {
+		connectTimeout = DefaultConnectTimeout
+	}
 	var st Store
 	var err error
 	switch d.Kind {
@@ -239,7 +255,12 @@ func OpenStore(ctx context.Context, d DB) (Store, error) {
 		}
 		st, err = sqlite.Open(ctx, d.Path)
 	case Postgres:
-		st, err = postgres.Open(ctx, d.URL)
+		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
+		st, err = postgres.Open(cctx, d.URL)
+		cancel()
+		if err != nil {
+			return nil, explainPostgres(d, connectTimeout, err)
+		}
 	default:
 		return nil, fmt.Errorf("db: unknown kind %d", d.Kind)
 	}
@@ -251,4 +272,27 @@ func OpenStore(ctx context.Context, d DB) (Store, error) {
 		return nil, fmt.Errorf("migrate %s: %w", d, err)
 	}
 	return st, nil
+}
+
+// explainPostgres turns a failure to open a PostgreSQL store into one line
+// that names the cause an operator can act on.
+func explainPostgres(d DB, timeout time.Duration, err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "3D000": // invalid_catalog_name
+			return fmt.Errorf("open %s: the database does not exist (create it, or fix the URL): %s", d, pgErr.Message)
+		case "28P01", "28000": // invalid_password, invalid_authorization_specification
+			return fmt.Errorf("open %s: PostgreSQL refused the credentials: %s", d, pgErr.Message)
+		}
+		return fmt.Errorf("open %s: %s (SQLSTATE %s)", d, pgErr.Message, pgErr.Code)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("open %s: PostgreSQL did not answer within %s (db-connect-timeout)", d, timeout)
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return fmt.Errorf("open %s: PostgreSQL does not answer: %v", d, errors.Unwrap(connErr))
+	}
+	return fmt.Errorf("open %s: %w", d, err)
 }
