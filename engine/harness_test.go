@@ -103,6 +103,8 @@ type testWorker struct {
 	states map[string]stateHandlers
 	rpcs   map[string]func(iwfapi.WorkflowWorkerRpcRequest) (iwfapi.WorkflowWorkerRpcResponse, int)
 	calls  map[string]int
+	// headers are added to the answers of "<state>.<api>".
+	headers map[string]http.Header
 }
 
 func newTestWorker(t *testing.T) *testWorker {
@@ -120,6 +122,7 @@ func newTestWorker(t *testing.T) *testWorker {
 			return
 		}
 		resp, code := h.WaitUntil(req)
+		w.addHeaders(rw, req.WorkflowStateId+".waitUntil")
 		writeJSON(rw, code, resp)
 	})
 	mux.HandleFunc("POST /api/v1/workflowState/decide", func(rw http.ResponseWriter, r *http.Request) {
@@ -134,6 +137,7 @@ func newTestWorker(t *testing.T) *testWorker {
 			return
 		}
 		resp, code := h.Execute(req)
+		w.addHeaders(rw, req.WorkflowStateId+".execute")
 		writeJSON(rw, code, resp)
 	})
 	mux.HandleFunc("POST /api/v1/workflowWorker/rpc", func(rw http.ResponseWriter, r *http.Request) {
@@ -163,6 +167,24 @@ func (w *testWorker) handlers(stateID, api string) stateHandlers {
 	defer w.mu.Unlock()
 	w.calls[stateID+"."+api]++
 	return w.states[stateID]
+}
+
+// setHeaders adds h to every answer of key ("<state>.<api>").
+func (w *testWorker) setHeaders(key string, h http.Header) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.headers == nil {
+		w.headers = map[string]http.Header{}
+	}
+	w.headers[key] = h
+}
+
+func (w *testWorker) addHeaders(rw http.ResponseWriter, key string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, vs := range w.headers[key] {
+		rw.Header()[k] = vs
+	}
 }
 
 func (w *testWorker) state(id string, h stateHandlers) {

@@ -31,9 +31,9 @@ func retryPolicy(o *record.StateOptions, waitUntil bool) *record.RetryPolicy {
 	return o.ExecuteAPIRetryPolicy
 }
 
-// nextBackoff returns the wait before attempt+1, or ok=false when the policy
-// allows no further attempt.
-func nextBackoff(p *record.RetryPolicy, attempt int, firstAttempt, now time.Time) (time.Duration, bool) {
+// nextBackoff returns the wait before attempt+1, at least minWait, or
+// ok=false when the policy allows no further attempt.
+func nextBackoff(p *record.RetryPolicy, attempt int, firstAttempt, now time.Time, minWait time.Duration) (time.Duration, bool) {
 	initial, coef, maxInterval := 1.0, 2.0, 100.0
 	var maxAttempts, maxDuration int32
 	if p != nil {
@@ -53,6 +53,9 @@ func nextBackoff(p *record.RetryPolicy, attempt int, firstAttempt, now time.Time
 	}
 	secs := math.Min(initial*math.Pow(coef, float64(attempt-1)), maxInterval)
 	wait := time.Duration(secs * float64(time.Second))
+	if wait < minWait {
+		wait = minWait
+	}
 	if maxDuration > 0 && now.Add(wait).Sub(firstAttempt) >= time.Duration(maxDuration)*time.Second {
 		return 0, false
 	}
@@ -126,6 +129,15 @@ func (e *Engine) attemptFailed(ctx context.Context, task *Task, callErr error) e
 		want = ExecWaitUntil
 	}
 	msg := callErr.Error()
+	var ce *WorkerCallError
+	errors.As(callErr, &ce)
+	failure := record.Failure{API: string(want), Attempt: task.Attempt, Error: truncate(msg, 1000)}
+	var retryAfter time.Duration
+	nonRetryable := false
+	if ce != nil {
+		failure.Status = ce.Status
+		retryAfter, nonRetryable = min(ce.RetryAfter, MaxRetryAfter), ce.NonRetryable
+	}
 	return e.update(ctx, func(t *txn) error {
 		run, err := t.tx.RunLock(t.ctx, task.RunID)
 		if err != nil || run.Status != RunRunning {
@@ -145,10 +157,28 @@ func (e *Engine) attemptFailed(ctx context.Context, task *Task, callErr error) e
 		if err != nil {
 			return err
 		}
+		data := map[string]any{"attempt": task.Attempt, "error": failure.Error}
+		if failure.Status != 0 {
+			data["status"] = failure.Status
+		}
+		if nonRetryable {
+			data["nonRetryable"] = true
+		}
+		if retryAfter > 0 {
+			data["retryAfterMs"] = retryAfter.Milliseconds()
+		}
 		t.record(&HistoryEvent{RunID: run.RunID, At: t.now, Type: string(task.Kind) + "AttemptFailed", ExecutionID: x.ExecutionID,
-			Data: encode(map[string]any{"attempt": task.Attempt, "error": truncate(msg, 1000)})})
-		if wait, retry := nextBackoff(retryPolicy(xd.Options, waitUntil), task.Attempt, task.FirstAttemptAt, t.now); retry {
-			return t.reschedule(task, t.now.Add(wait), task.Attempt+1)
+			Data: encode(data)})
+		failure.At = unixMs(t.now)
+		xd.LastFailure = &failure
+		x.Data = encode(xd)
+		if !nonRetryable {
+			if wait, retry := nextBackoff(retryPolicy(xd.Options, waitUntil), task.Attempt, task.FirstAttemptAt, t.now, retryAfter); retry {
+				if err := t.tx.ExecutionUpdate(t.ctx, x); err != nil {
+					return err
+				}
+				return t.reschedule(task, t.now.Add(wait), task.Attempt+1)
+			}
 		}
 		removed, err := t.tx.TaskDelete(t.ctx, task.ID, e.cfg.NodeID)
 		if err != nil || !removed {

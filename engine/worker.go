@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 )
@@ -25,7 +26,17 @@ type WorkerCallError struct {
 	// API names the state API of a timed-out state API call
 	// ("StateApiWaitUntil", "StateApiExecute"); the engine sets it.
 	API string
+	// NonRetryable says the worker marked its failed answer as one that
+	// retrying cannot fix (header Iwf-Non-Retryable: true): the state's
+	// retries end at once and its failure policy applies.
+	NonRetryable bool
+	// RetryAfter is the worker's Retry-After on a failed answer: the next
+	// attempt waits at least this long (capped at MaxRetryAfter).
+	RetryAfter time.Duration
 }
+
+// MaxRetryAfter caps the delay a worker's Retry-After may ask for.
+const MaxRetryAfter = 24 * time.Hour
 
 // Error implements error in the form iWF reports state API failures. A
 // state API call that timed out reads as iWF's activity timeout,

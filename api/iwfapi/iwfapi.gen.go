@@ -19,6 +19,24 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
+// Defines values for AttemptFailureApi.
+const (
+	AttemptFailureApiEXECUTE   AttemptFailureApi = "EXECUTE"
+	AttemptFailureApiWAITUNTIL AttemptFailureApi = "WAIT_UNTIL"
+)
+
+// Valid indicates whether the value is a known member of the AttemptFailureApi enum.
+func (e AttemptFailureApi) Valid() bool {
+	switch e {
+	case AttemptFailureApiEXECUTE:
+		return true
+	case AttemptFailureApiWAITUNTIL:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelRequestStatus.
 const (
 	ChannelRequestStatusReceived ChannelRequestStatus = "RECEIVED"
@@ -220,6 +238,48 @@ func (e IDReusePolicy) Valid() bool {
 	case IDReusePolicyAllowTerminateIfRunning:
 		return true
 	case IDReusePolicyDisallowReuse:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PendingCommandKind.
+const (
+	PendingCommandKindINTERNALCHANNEL PendingCommandKind = "INTERNAL_CHANNEL"
+	PendingCommandKindSIGNAL          PendingCommandKind = "SIGNAL"
+	PendingCommandKindTIMER           PendingCommandKind = "TIMER"
+)
+
+// Valid indicates whether the value is a known member of the PendingCommandKind enum.
+func (e PendingCommandKind) Valid() bool {
+	switch e {
+	case PendingCommandKindINTERNALCHANNEL:
+		return true
+	case PendingCommandKindSIGNAL:
+		return true
+	case PendingCommandKindTIMER:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PendingStateExecutionPhase.
+const (
+	PendingStateExecutionPhaseEXECUTE         PendingStateExecutionPhase = "EXECUTE"
+	PendingStateExecutionPhaseWAITINGCOMMANDS PendingStateExecutionPhase = "WAITING_COMMANDS"
+	PendingStateExecutionPhaseWAITUNTIL       PendingStateExecutionPhase = "WAIT_UNTIL"
+)
+
+// Valid indicates whether the value is a known member of the PendingStateExecutionPhase enum.
+func (e PendingStateExecutionPhase) Valid() bool {
+	switch e {
+	case PendingStateExecutionPhaseEXECUTE:
+		return true
+	case PendingStateExecutionPhaseWAITINGCOMMANDS:
+		return true
+	case PendingStateExecutionPhaseWAITUNTIL:
 		return true
 	default:
 		return false
@@ -496,6 +556,22 @@ func (e WorkflowStopType) Valid() bool {
 	}
 }
 
+// AttemptFailure The last failed worker call of a state execution.
+type AttemptFailure struct {
+	Api     AttemptFailureApi `json:"api"`
+	Attempt int32             `json:"attempt"`
+
+	// Error What went wrong, shortened to at most 1,000 bytes.
+	Error string `json:"error"`
+
+	// HttpStatus The worker's HTTP status; absent when no answer came (timeout, refused connection).
+	HttpStatus  *int32 `json:"httpStatus,omitempty"`
+	TimestampMs int64  `json:"timestampMs"`
+}
+
+// AttemptFailureApi defines model for AttemptFailure.Api.
+type AttemptFailureApi string
+
 // ChannelInfo Information about a channel's buffered messages.
 type ChannelInfo struct {
 	// Size Number of buffered, unconsumed messages.
@@ -709,6 +785,52 @@ type KeyValue struct {
 	// in external storage.
 	Value *EncodedObject `json:"value,omitempty"`
 }
+
+// PendingCommand One command a state execution awaits or has completed.
+type PendingCommand struct {
+	// ChannelName The channel of a signal or internal channel command.
+	ChannelName *string `json:"channelName,omitempty"`
+	CommandId   *string `json:"commandId,omitempty"`
+
+	// Done True once the command has completed.
+	Done bool `json:"done"`
+
+	// FiringTimestampMs When a timer fires.
+	FiringTimestampMs *int64             `json:"firingTimestampMs,omitempty"`
+	Kind              PendingCommandKind `json:"kind"`
+}
+
+// PendingCommandKind defines model for PendingCommand.Kind.
+type PendingCommandKind string
+
+// PendingStateExecution One state execution in progress.
+type PendingStateExecution struct {
+	// Attempt The attempt number of the next worker call (1 for the first).
+	Attempt *int32 `json:"attempt,omitempty"`
+
+	// CommandWaitingType When the commands of a waitUntil are considered satisfied.
+	CommandWaitingType *CommandWaitingType `json:"commandWaitingType,omitempty"`
+
+	// Commands The commands waitUntil asked for, timers first, then signal and internal channel commands.
+	Commands *[]PendingCommand `json:"commands,omitempty"`
+
+	// FirstAttemptTimestampMs When the first attempt of the current call was due.
+	FirstAttemptTimestampMs *int64 `json:"firstAttemptTimestampMs,omitempty"`
+
+	// LastFailure The last failed worker call of a state execution.
+	LastFailure *AttemptFailure `json:"lastFailure,omitempty"`
+
+	// NextAttemptTimestampMs When the next attempt is due (it may be running now).
+	NextAttemptTimestampMs *int64 `json:"nextAttemptTimestampMs,omitempty"`
+
+	// Phase WAIT_UNTIL and EXECUTE wait for a worker call; WAITING_COMMANDS for the commands below.
+	Phase            PendingStateExecutionPhase `json:"phase"`
+	StateExecutionId string                     `json:"stateExecutionId"`
+	StateId          string                     `json:"stateId"`
+}
+
+// PendingStateExecutionPhase WAIT_UNTIL and EXECUTE wait for a worker call; WAITING_COMMANDS for the commands below.
+type PendingStateExecutionPhase string
 
 // PersistenceLoadingPolicy Loading (and locking) policy for data or search attributes. An absent
 // policy loads everything without locking.
@@ -965,6 +1087,48 @@ type WorkflowConfigUpdateRequest struct {
 
 	// WorkflowRunId Run to address; empty or absent means the current run.
 	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
+
+// WorkflowDescribeRequest Asks for a run's summary and pending work (extension of this server).
+type WorkflowDescribeRequest struct {
+	WorkflowId string `json:"workflowId"`
+
+	// WorkflowRunId The run to describe; absent or empty means the current run.
+	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
+
+// WorkflowDescribeResponse A run's summary and its state executions in progress (extension of this server).
+type WorkflowDescribeResponse struct {
+	// ClosedTimestampMs When the run closed; absent while it runs.
+	ClosedTimestampMs *int64  `json:"closedTimestampMs,omitempty"`
+	ErrorMessage      *string `json:"errorMessage,omitempty"`
+
+	// ErrorType Why a failed run failed (iWF's WorkflowErrorType).
+	ErrorType *string `json:"errorType,omitempty"`
+
+	// PendingStates The state executions in progress, in the order they started.
+	PendingStates []PendingStateExecution `json:"pendingStates"`
+
+	// RetriedByRunId The run that retries this failed run, if any.
+	RetriedByRunId *string `json:"retriedByRunId,omitempty"`
+
+	// RetryAttempt The run's number in a workflow retry chain (1 for the first run).
+	RetryAttempt *int32 `json:"retryAttempt,omitempty"`
+
+	// StartedTimestampMs When the run started, Unix milliseconds.
+	StartedTimestampMs int64 `json:"startedTimestampMs"`
+
+	// Status Status of a workflow run.
+	Status WorkflowStatus `json:"status"`
+
+	// TimeoutTimestampMs When the run times out; absent when it has no timeout.
+	TimeoutTimestampMs *int64 `json:"timeoutTimestampMs,omitempty"`
+
+	// WorkerUrl The iwfWorkerUrl the run calls.
+	WorkerUrl     string `json:"workerUrl"`
+	WorkflowId    string `json:"workflowId"`
+	WorkflowRunId string `json:"workflowRunId"`
+	WorkflowType  string `json:"workflowType"`
 }
 
 // WorkflowDumpRequest Body of `dumpWorkflowInternal`.
@@ -1629,6 +1793,9 @@ type GetWorkflowDataObjectsJSONRequestBody = WorkflowGetDataObjectsRequest
 // SetWorkflowDataObjectsJSONRequestBody defines body for SetWorkflowDataObjects for application/json ContentType.
 type SetWorkflowDataObjectsJSONRequestBody = WorkflowSetDataObjectsRequest
 
+// DescribeWorkflowJSONRequestBody defines body for DescribeWorkflow for application/json ContentType.
+type DescribeWorkflowJSONRequestBody = WorkflowDescribeRequest
+
 // LoadEncodedObjectJSONRequestBody defines body for LoadEncodedObject for application/json ContentType.
 type LoadEncodedObjectJSONRequestBody = EncodedObject
 
@@ -1820,6 +1987,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/workflow/dataobjects/set (the `SetWorkflowDataObjects` operationId).
 	SetWorkflowDataObjects(ctx context.Context, body SetWorkflowDataObjectsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DescribeWorkflowWithBody Describe a run and its pending work (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's summary and every state execution still in progress: the
+	// phase it is in, the attempt number of its next worker call, when that
+	// call is due, the last failed attempt (HTTP status and error), and the
+	// commands it awaits with those already completed. A RUNNING workflow
+	// whose worker is failing says why here. Works on closed runs (their
+	// pendingStates list is empty).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+	DescribeWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DescribeWorkflow Describe a run and its pending work (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's summary and every state execution still in progress: the
+	// phase it is in, the attempt number of its next worker call, when that
+	// call is due, the last failed attempt (HTTP status and error), and the
+	// commands it awaits with those already completed. A RUNNING workflow
+	// whose worker is failing says why here. Works on closed runs (their
+	// pendingStates list is empty).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+	DescribeWorkflow(ctx context.Context, body DescribeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// LoadEncodedObjectWithBody Load an externally stored payload
 	//
@@ -2393,6 +2590,56 @@ func (c *Client) SetWorkflowDataObjectsWithBody(ctx context.Context, contentType
 // Corresponds with POST /api/v1/workflow/dataobjects/set (the `SetWorkflowDataObjects` operationId).
 func (c *Client) SetWorkflowDataObjects(ctx context.Context, body SetWorkflowDataObjectsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewSetWorkflowDataObjectsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DescribeWorkflowWithBody Describe a run and its pending work (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's summary and every state execution still in progress: the
+// phase it is in, the attempt number of its next worker call, when that
+// call is due, the last failed attempt (HTTP status and error), and the
+// commands it awaits with those already completed. A RUNNING workflow
+// whose worker is failing says why here. Works on closed runs (their
+// pendingStates list is empty).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+func (c *Client) DescribeWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDescribeWorkflowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DescribeWorkflow Describe a run and its pending work (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's summary and every state execution still in progress: the
+// phase it is in, the attempt number of its next worker call, when that
+// call is due, the last failed attempt (HTTP status and error), and the
+// commands it awaits with those already completed. A RUNNING workflow
+// whose worker is failing says why here. Works on closed runs (their
+// pendingStates list is empty).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+func (c *Client) DescribeWorkflow(ctx context.Context, body DescribeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDescribeWorkflowRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3396,6 +3643,46 @@ func NewSetWorkflowDataObjectsRequestWithBody(server string, contentType string,
 	return req, nil
 }
 
+// NewDescribeWorkflowRequest calls the generic DescribeWorkflow builder with application/json body
+func NewDescribeWorkflowRequest(server string, body DescribeWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDescribeWorkflowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDescribeWorkflowRequestWithBody constructs an http.Request for the DescribeWorkflow method, with any body, and a specified content type
+func NewDescribeWorkflowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/workflow/describe")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewLoadEncodedObjectRequest calls the generic LoadEncodedObject builder with application/json body
 func NewLoadEncodedObjectRequest(server string, body LoadEncodedObjectJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4325,6 +4612,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/workflow/dataobjects/set (the `SetWorkflowDataObjects` operationId).
 	SetWorkflowDataObjectsWithResponse(ctx context.Context, body SetWorkflowDataObjectsJSONRequestBody, reqEditors ...RequestEditorFn) (*SetWorkflowDataObjectsResponse, error)
 
+	// DescribeWorkflowWithBodyWithResponse Describe a run and its pending work (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's summary and every state execution still in progress: the
+	// phase it is in, the attempt number of its next worker call, when that
+	// call is due, the last failed attempt (HTTP status and error), and the
+	// commands it awaits with those already completed. A RUNNING workflow
+	// whose worker is failing says why here. Works on closed runs (their
+	// pendingStates list is empty).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+	DescribeWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DescribeWorkflowResponse, error)
+
+	// DescribeWorkflowWithResponse Describe a run and its pending work (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the run's summary and every state execution still in progress: the
+	// phase it is in, the attempt number of its next worker call, when that
+	// call is due, the last failed attempt (HTTP status and error), and the
+	// commands it awaits with those already completed. A RUNNING workflow
+	// whose worker is failing says why here. Works on closed runs (their
+	// pendingStates list is empty).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+	DescribeWorkflowWithResponse(ctx context.Context, body DescribeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*DescribeWorkflowResponse, error)
+
 	// LoadEncodedObjectWithBodyWithResponse Load an externally stored payload
 	//
 	// Resolves an `EncodedObject` that refers to external storage
@@ -4950,6 +5267,61 @@ func (r SetWorkflowDataObjectsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r SetWorkflowDataObjectsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DescribeWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowDescribeResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DescribeWorkflowResponse) GetJSON200() *WorkflowDescribeResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DescribeWorkflowResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DescribeWorkflowResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r DescribeWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DescribeWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DescribeWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DescribeWorkflowResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -6226,6 +6598,48 @@ func (c *ClientWithResponses) SetWorkflowDataObjectsWithResponse(ctx context.Con
 	return ParseSetWorkflowDataObjectsResponse(rsp)
 }
 
+// DescribeWorkflowWithBodyWithResponse Describe a run and its pending work (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's summary and every state execution still in progress: the
+// phase it is in, the attempt number of its next worker call, when that
+// call is due, the last failed attempt (HTTP status and error), and the
+// commands it awaits with those already completed. A RUNNING workflow
+// whose worker is failing says why here. Works on closed runs (their
+// pendingStates list is empty).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+func (c *ClientWithResponses) DescribeWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DescribeWorkflowResponse, error) {
+	rsp, err := c.DescribeWorkflowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDescribeWorkflowResponse(rsp)
+}
+
+// DescribeWorkflowWithResponse Describe a run and its pending work (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the run's summary and every state execution still in progress: the
+// phase it is in, the attempt number of its next worker call, when that
+// call is due, the last failed attempt (HTTP status and error), and the
+// commands it awaits with those already completed. A RUNNING workflow
+// whose worker is failing says why here. Works on closed runs (their
+// pendingStates list is empty).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/describe (the `DescribeWorkflow` operationId).
+func (c *ClientWithResponses) DescribeWorkflowWithResponse(ctx context.Context, body DescribeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*DescribeWorkflowResponse, error) {
+	rsp, err := c.DescribeWorkflow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDescribeWorkflowResponse(rsp)
+}
+
 // LoadEncodedObjectWithBodyWithResponse Load an externally stored payload
 //
 // Resolves an `EncodedObject` that refers to external storage
@@ -7033,6 +7447,46 @@ func ParseSetWorkflowDataObjectsResponse(rsp *http.Response) (*SetWorkflowDataOb
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest EmptyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDescribeWorkflowResponse parses an HTTP response from a DescribeWorkflowWithResponse call
+func ParseDescribeWorkflowResponse(rsp *http.Response) (*DescribeWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DescribeWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowDescribeResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -7923,226 +8377,242 @@ func ParseHealthCheckResponse(rsp *http.Response) (*HealthCheckResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5kij8Kgh+X0RLfaiL3T0bu9IvWqLcXMuklqTa0zvsUIFVIIlREagpoCSzJxxxHuI84XmSE8gE",
-	"6l5kUZZs96z/dFss3JGZyHv+s+PLdSQFE1p1zv7ZUf6KrSn882JFhWDhQCyk+TNgyo95pLkUnbOO+TVe",
-	"U/MXoXOZaEKJjx1+UGSeLBYsZgFZM6XokqnjTrcTxTJiseYMJ+J/sOqww2Q9ZzGRi3SILkmEL4VK1qXh",
-	"cP7OWYcL/dPrTrejNxHDP9mSxZ1Pn9Kf5PzvzNedT123pzH7R8KUnmiqE1VdhfmdmUVQovhS0JDImJhx",
-	"Y0HDI7tN4sv1moqAPK6YIHrFyCPlmjARsMCsj4lk3Tn7W+dDbzAdDN92up1x/6I/+LV/2fk9XZnSMRfL",
-	"Trfz8ci0P3qgsaBrc0J/63ygXOPHMfMZf2BB53ezBZz2Qq7nXFBccXkDPRJypc0O3CJ5oMjBI9crsk5C",
-	"zaOQ+1xvDoleUU3WidKEhiGZM9MhCpnGPRSvzI41COAvrtka/lHcSnbqNI7ppuEacCR7DdX1T1fMrVyZ",
-	"S4D7MMeryELGhC40i4n5y/x2KzQPSe9m0Lji3FnV3PaVjInXG/52dzF6/2Yw7E0Ho6H59811f9q/9Lpw",
-	"t35uiPK5whkqqrlabFJAMItJj+j/j9mic9b5/04yZDuxmHZSc5+VM+y6nViYmMLXVuPme3zqdgLm84DF",
-	"05gvlyxuM85ltcenLmBZDHhiUcpOVwSNbeMOGkao2z1i4d5TTPLd6sbVfM3ivYed5nrtCe8qCXUNCI4S",
-	"7cs1kBwHPwjV0Yoq1iUraqgK0ZKwj8xPNDsmBkViGA9wXc0EjRmJYqaY0ESKcAOoojNMIvdcOGh9ZLHp",
-	"DuhnaKwUjDCh481MRCzOoFu4RkTGAYuPZ6KCYxVIyO3yaYCAAzTDwb4TTHK9akc1c080jXUv4pPE9xkL",
-	"WFBDKGioGJL77IYWlIcsIOa0zFkjqYpiiYMQKjaPdHOcPU9zKUNGRTrvBzfSFQxUQwvj5DknBZDf9wSn",
-	"Wae9AL5Eroob++DezZTSw4ub7dIAtHn6DflhgaWwvPi69q6vM1rd6XYsHS//XaXrLR/hXmjoB76IZjix",
-	"qf7p6Hb2Bd9podnHmsdtEDCh+YIzBbuPE5FeJNWarSPDSz3K+N4gIr7KoRRLRbSsvnC2R3WWVyn6L3hs",
-	"nnds2CVc+DFbM6FZQAyux0zHG3KAMNS7GSggHoetWKxuBwbv4dgGSpSm62jLXRcWg/SOK9zmI1XEAFyQ",
-	"hIYkcUFuBf9IFPOlCNQ5Qjo1VFIQ9sDiTdul/9vPtUuHbn2gp1yKQVDPhuDgzDUjc8bFknDxIO9ZUD93",
-	"hSEyl7kI5SPO0fh5nIgdLYBIsWDLQUML947EiaicY6vD+dTtGLrPY0OQ/pZff3m1W9b2ew1duKxlP4pb",
-	"uGZL6m+IilgYmrOWC+JV6Yl3ThLFAnzpgDx6VR7JI1wROjdPYg3ReN8bXtYRi12/fyYxsdxeiYhs/bWe",
-	"wvTXkd6MmYqkUHCONAi4aUbDmxyRWJhnq1sD2nMZbIj3z0+eQaQkFiwg8w0xHS2fC6zCij4wIqRlNnLw",
-	"bW/V7HQpj7LtJ77+5ydz2X3hy4AFI2xXFVIEkRH9R8JIRDehpMEZ8QKqqUcUizkNucIFGUieXL77QRGc",
-	"kTAYNzZUcybMV0Ed70Q18eAzF0sPmSTF4gcWE6VlzBRQ2oWMH2kcKMI1MSKRTPRMBAx7HROPfdQT03oQ",
-	"eCfmjxuqVx68RorpHMCZqe3SScgfmJoJLgj7iHIizEiXrI5nMtusJze4t8CNW0tO3AZrxGeaMZGuFaKJ",
-	"eQzs6R6wY7PLvyspvHp6Zfdcg5rSR5HfzuF2z+GRxmnz22dNw9vz3fI4xuk+CgOSlQxhV/npcUdUkMlP",
-	"2KpuW3VsSj+OZZzHoOJi4DOiSR5DdAZV5ljxLRJSHL0+PSVUqMds8bZZrXAaME15WJ31l2RNxVHMaEDn",
-	"ISO5j+mRmHXVHq2M+ZILGn4A9gHWf9kwjRF7xzcXjtMwLGUSM4XiroeL81KJBBr9oHBqOJK28zcpWbbO",
-	"/8t0egNPb6Jy89vDZQGgLTk4TfEwZsA+CGmbtGVfatZb/yhtPy3mOu59YCqZZwe0jQXHs0xbN4PzJD9i",
-	"cRPvqb/igmWw5VPNljLeAOctiFfABy//ZN4OL3rT/tvRePDf/cu7ye2bu8m0N72ddLqdD6Pxu6vr0Ye7",
-	"3vW437v8zXwZTxtbDUfTu/5fB5PppNqgP77r3Qzu+uPxaNzpdq5Hw7d3N6Pr67vp4H3/bnQ7zXdp9+be",
-	"CrtJ/ge8qx8su9ILzSlsLNeS+zCUuv/RSNT2Nxb3Ig4HY1YkxfJGhqHhckaJxmf4gQldDzXvuAjc2Q4e",
-	"F9CycKxmK/27/l/7F7fT/l1vOu2/v5neXfUG13f9X/vDaafb0GRye3HR0KTfTxmT5hZbpuj38QZLnz/0",
-	"BtO72+F0cL1tnTWtapaaa9W82mKj7XNV1pyCW2Xw9EthxPTX4jDjmwt7Lobfw1/bwd0kky6YlY+MhG8W",
-	"X/0ySXy/9KXPHLNX+VAzTh/1F+7XVKlQM3P5W37u9Ft19tyn2tGyFThEyo3gfrI9P+RFBnPKkZ/KYYhS",
-	"9nQifoWE9kaG3N/UyZXAoUYREwofAyNJWvFSWdSzOjOUMlF1ckxuhWHm1owKRTwAhRQEzE07dLsZAJzc",
-	"jvsFvG3TodPt3IxHF/3+5d10dHcxGl4N3t6ODV000NsSjMz+3XGNROVczByo9pnKCykWfJnELICbyR0k",
-	"F0v4aRC8l0GtJob7KyMtCsNZlSReBZxvyJVmoBAEtmajNFsTxWjsr2aCah3zuTlioHKlOZVXOO2Z8PrD",
-	"3pvr/uXd1WiMhzG5+zCY/pJDaA+5Znfc+Q696+tOt7N7iE63czmYQKuWZ90X5lEMrmTcCw2YZn/DTtQH",
-	"rlcpvJvhuYIGcNK/MBrqVb2xDL+RmEUyE86RNayzWQiU4mokpvCRbhTxRu+8TAKxLCbyPaqWyQiSuMFQ",
-	"NEGlgBG2QWsMI65wuf6K+fct+aiVVNqcY83epdI5AY3ZhQKgpSfQglUfXI5ZohoJgVUa8OAoNs1IBO2O",
-	"CSienFaca6LpPVPmB58FTPiMyAcWz4SXqjjy03jH5I3Uq1QVodweZh06F+ZUwnAz65AHGibMoMlMUN9n",
-	"kcGUg0zbJYWhPXHMjfxJVtyIKNynIdGbSB4WIb13bQjK4OruZtz/dTC6nTheqfdmOBq/711f/9bp1rdq",
-	"bDQc3Y1vh0M0QhqcgA/j/u2knzab9sfvB0Pzqg6u0tattRrycbC4idkDl4lC5qmXno+ZotKivsFQjpEG",
-	"WeQyv8J1uCZTFq+5MFRl4Voa3Gs0JVUpXWpDNJdizckG7qlIDbzOjl2nbL1mtM5e2XO3bkY2zDvVfM5D",
-	"rjfnZIVyCVssmK/JAU2NK9aqrQj7SH0dbvJLaiu/UP1eftaCWs5jj2RoUbxCYVLTcM3XkjIxP1SdirBy",
-	"mTfJPORqVavwGOVuESzD1Ws8JzRtYrU9hFqUVZqHIfFlInSNi8KuTcMYO+W2ghLssw/DGmG2WRANGDU5",
-	"K+y/ycLNNlrpf1CEB+fEcF1WOcYNXxYQIUW9Eiguu2BstWXXuW080w2k+ytCeXmFtbdjRbp6B4wF8zd+",
-	"yAh7gLd1Ya065pXpktRukNlCQMHQJWzNtQZj70xQQeTcPJMUkZespLw/JlechYEiUq9YTPSK4rPtdmUA",
-	"QDl15UwUTMG4FrMR0KtsCI2icEO0rNNSMpFp8wfiPfzWwq4CGo+dRl97dChYm155KXrrdaYNzU1GfiPk",
-	"Infac7zpHvbiYscGk3Gsn3I4dUan6sqRcd5qCvpsW5I76+3UOruWUs/uNqvQNmTpO/Co07VSram/QlcH",
-	"6rRsCLVNCtRtPkj/bMNZvmObXx0dKWPxPdtkyvhupkoPqKYkFXuUw+dQ+jREI0PMfBkHLMDF17wu92zz",
-	"nK9KZVs3LFZGaBM+u5Y04KC4qued8TM5MOsOpX/PxfLQctDZbmVs5b3cvo9JT1j72kzYDuakFCrFtXm0",
-	"00fXjlxHaUL6x8au4prGS3ZJNS0i7mewN1UfCLuSd2xTM7b5FdZq7u6jHyaKP7AcCbWdLRE9QCpqJGRJ",
-	"0UdHHhZ8v3a4x3U7EY01p6Hd/5ZFaQmTpCuxHeHHdEV7zl0BkjYk+Ka+16duJ1HsHdv01E3MFvzjM19c",
-	"Oyhvcjbh/qoZkO1zad5GmXlf9G4GXYIunqb3vbkEjoCs8tqg61Hv8q53fQ0qiNHt9O56dPEOxS34dNMb",
-	"Twe9Vp/v+n+9uL6dDH7tQyvXZDga9t2/3URpP2jYTlYzZ9QLww+IktcIyqDXpsENgtOub32HE6aF/TyU",
-	"gtl/2tFvHFD79yCiWSZ+KgeWMy2ydNULeyMDMEt4UUNPr0pSnXvw013PcrJGDbbs+/YWdzROBEBXEMRM",
-	"Kccsm0cPCKjVRYJDVBLH5pc4EfXakQbnjLpnd8x0vGmi/PDRUfqUQwVruWNPDzJ/LBk7VerhMekbAj8T",
-	"7onmCrxxOAuOSQ/3s0AuVdN7tAwHbEGTUKsz8ooowgU3ADITIKo80LBLfMkWC+5z0/l1l7w6PSWKrOlH",
-	"vk7WJGuWiJCvuSEiTs/bnYnsR6fsqntn5tS/l4vFRTZRjZHM+kezGJhjjsyI2YDtbd2PGUUKYlZQkKIX",
-	"oaQ6uzYBLu3oMwtbHtidWN1bDejbeeZsIWNmlXymbe10zUK7PTqr5697Rp2enBvI1OZwM60VF36YBCw4",
-	"J6cWNNMzftr8l/ZiGvdt+GkyT4Il0yjM51X5uBzzzNlrOAdrrxWegB9XqWM4YSGNlIHFz1z7zru6jSIW",
-	"k7lM0NCXA5MnxyiUxY8attT0ARe5gH1EPLD694KUeUz6Oc0SajxWMgzMEamZMMxsl/grqZgg8w3xoAVY",
-	"sc+Ih9QGGGMPbuNd/7cPo/Fll0z7f52i781lb9qfDt73u8SzO8q1HwynXeIFMpmHLPfz5ej2zXW/OxOe",
-	"eddzH96MRtfw2Nqpe4bqVue/643Hvd+Os8lxY/iCP8ZGdhaEKjK+uiA//fTTf6CrgFwsFNNd84GSgPl8",
-	"bUgPTmQODTzkBBXSesl1gS6bxjELqeYPjHiz5PT0J38I/2P4RyK4xr89cjDrDIn5Qc0EXcpZ57CWArlN",
-	"516QHGeaO66CQIm/1xOV7OBbyqBNkkf53PeJ8nC9y3sryTVtuMsS/P+a9muDLYb7FEE9Dzg0XBChFe4v",
-	"db81gxvqoVYyCQMyZyRmNCB0X+ntxXf5a36WEhE1e8DQpdI2z2FrLGS+RjajQBHgtQaGqzRXwe5pkbDT",
-	"7Rgq0Ol2HBZ2up0BWMwRvzvdjsHnTrdTQNuWXOo7tnmUcWBmYR/NU3pJNdMctHIDAT84fHgjZdjpuh4A",
-	"u8BvFkM/9rADuIiv70aAqhFgi5I/jdHZqk4usa7VLnUcbCF8Y5fi291eo7r7hdTZbXafxa88g+obh/r1",
-	"eRXg1V3Ur7n2mmwAzQ6PjTrv7swlpdTdO68abB9zFt2tLhnoydPokHHZvxhc9usbPsU3o7T/vGcGer1X",
-	"m/z+yXrRWFcZLsUo0VFSD+ZRojOt4nyTxkVmsQng/+yHUrEgdUIERrAODdCRfNJGH11s3apRto/Pgszi",
-	"tN0t624ASc3M4ata54cP4Dea8ctkKZmTIezh/qBS7yEQhtHEOL65ONziuEHDC3MHuzaf+UmV+n3qdgT4",
-	"SNO9rBam+Xv5ALE97aK0il1q5Iy1fGCoETMLwiM5JmMGnhsY/AqSl1PzEu9u8tvkzkMgNDA4E+npypgw",
-	"x2itDGN1Zpu/Hfcu+le3aSDXYPg2RWTPSArQ6mo0vujXNyH5FgaH60e47Pcu7/rDS6+OMd9mc8FvYn+A",
-	"tl1HURp63AYgJvk+n7qdR8r1lYzfsU2tYpgkwjBwqKOEcAj2mCMKVn/GFARM+ymlwZAAO3aJCnm71U7u",
-	"vOrwrhAg28B7JRjiRyLJhQYFBF+zY+IFRS2Bh5olK4NZRcxaGoDNRQo67/wd732jY1ROvG8hPy246W9E",
-	"xtQC2KgfsM8dnSsZGiqCfWGzTw7Nqj/vlgwSxH9+ef4Ipm3H8UxzTbcxK/khG6GwRYqHwonUZnMgk3se",
-	"ReZRNU1R1eBdDcb9y6Iz98Uv/cvbawgZg69tXYVd0KPpBzs1jIGNkbuQQnORsJ4assfd2nJd06tGU/5n",
-	"1GQ3colPcgvOUY89/IJb+QJX2c3cj09hLSssZfaTgZRc8EqrWKZUy49kU+HTTUshTM8ZsGStBPXRYM1B",
-	"N70oCjlGnB0FbMEFC2w8jQtcaek8Wh/0kXuWyz6rj8gAxjrNfzBnK/rAVI4+OL6GBxBlikM7L+rq6fGl",
-	"kDErrqDBF6KHMWTmLuBqbCwveGfHiQDqS7hQmlFQ2fx8elpv6LaLr8NhcIwFnWgaUWa2gau0YbV8UZ4a",
-	"g7Rx8dnaICrbHRQPdmN681n8vuX2LmoY7OKmXMiBKt0Q7sNgV+AUO04DUk5VdD4T4Ff1yJUzW6H88IMi",
-	"XsaWYzyolQ3Sy6hjLHc62JmtPI25LEscbfSOTYfZrHvc2qPmCmwrpLK5JaJQUKCceZYeRPHBcNofD3vX",
-	"dxe/9IbD/vVd//3N9DfzLlaaTgZv6xqWhQloCwHf2HBiW7akwzL201CYkSiZoCEA2yyu2GqS16K4Nm9j",
-	"6rNFEmbNeqFro7DR78XDXvAah9cbFh8ZPGRiyQWkx4CYD7R4kpHBWo/VBH146N0DElmIPKkXYPzCBII5",
-	"ylrfQ0CUJVOpB2LIkAhymcTnGHiNHojO0JsIRqZsHcmYhkcqYj5fcJ+smRmI++gWBX4WGkgMVTOx5A+s",
-	"1lLr5xmYG7pkE/4HG4g3GysSt1JX5oaYrmKmVjIMWnbedjbNSq1Hrv3VOdFxwoC+AGlFna9hzuovxkWp",
-	"1JNw1hDBs5VQ1PX51O3ISPM1/4P1fM0fuN7U26BcK+Cf65rsIBILvryNAqrZbm41gXbFvlu41QwpWlI4",
-	"0/pP4LfRLe9w2yt4mayj3ScbJOvI9XBUq+ZkI7pkQ0OMywP9N4vl0Zwq8H5cMoIGx5aGgqiKryUqZoZU",
-	"/A92Tk7NSYZMKXuOr8h7/qblPJ/pC7tPlpPylrrp0e2+qyaWHCX2fa4LQrJU3X1dcbFkcRRzkQaYPa5k",
-	"yIgSNFIrqc9TOd3R9TnTj4wJuF8LvzQM0fkHnCmWlAuyiOUaQeC0ln3/u5LisiGdBVfQ8wdFVMh9lot8",
-	"c+k93OrqdQZS0/DGOXS18aUohlbYsyoMlFvwtovbkgngw8pIUPgGBywgRrBD4l0M6r7sXwwmAyv55RWS",
-	"GN5+N/3txoiIF9eD/jCzPjQ3xFFdu+K3wfDX3vXg8u520h/f5UKfL/vFduObi7vexX/dDsboXpgTVSf9",
-	"8a/9ccaA5frtEfDslO1GPOVi6Y7T7DPkTDjjR/ET9LRfwML7QEMe3CoWZ6Q8YBgn3PPhhq+lf59JxRMI",
-	"JHR4YwWJ3G2+ZdrcODLOajfxXDKdYnDWz6v1AtjirGukm+pzYX5VoI8wvfdz100Ue8/W8krGuzykq3wY",
-	"uDJEVK/OSRqkCDn+UOKr5z7+lHqihltvQYZbXzzO1t44k8YYtLLL5HawF7B66D+V+8WFLNdsQTAWqMaM",
-	"lJAUNT9018Zm2DxQyM2j2sDGYWSqEUMcubKWyAbAohziZxoV5+UFpDvpWi9884ahDSD/diFoK8tXVODM",
-	"Bktb774XYjO+MSTYF/L3giKAgPeoOqk9nYJ6rw3bnj29sOPmjKlRolXBIA5nGErFxTLV2qiuy1kACUwx",
-	"6A2yn0K6TGUBtL2FtWKq3+In3gARU4siYK7nyipM5yzYmjywnfHkQ7F1E9TUJO9rMqPkIKkkB+/3kpY7",
-	"t35Osy7uUe2i83WqfwS/PfvNcLhUtb/TRvfBfxH//63Xtx9haHGDLxdzue2d/AVSKmwaYnFHLrcxaiRR",
-	"gY5ZGDbHjan56nMp6jippFKEaTM+y76G1USJLsi1Nu2d8GNGlfOj4PnUHpDoEsHamvc/avRS6eNwLfOd",
-	"suY8VTl7GTPYdbw8Jh+KeT27pOhyk/6cZVzJJRsyH2yymjRnpfkFOXTQdnfTGS7KfELJ82LvHK1GyJXC",
-	"ZzGQ/wWhYtNolAbz/XvVYCDh+WMBW/2ah0Z0fXIuVQcCxdnzt/P7bkhvJLw9dZ+5tYLUXoV5csA+aiZU",
-	"ap/jykJajVNTHs5q44eSWNgQV2dGDGm8ZDGxGy1yYk61gDzbnC15ai1rAcFOCVP3RpC1VBo3s6ZiY9d0",
-	"Tl6dnto0gXYJMiZCahJJxTV/YF+EB0xffCcUZmvBV+BlaX8KNU30ftQMLV0iw8Bw2hAVVMMAPrjSIa3o",
-	"fC3JrnlqV1S9lzHblg7dQh3662mnbCLsI1d6uzS7ky9jbnBMvW0zb7e7C8da2YPZdi87choBVS7bodd0",
-	"QwKJJxAnznifWmFzVumZwKMoujRgup/L25vrwUVv2vfq0g+lX+9QuXU3GuYyCqVfoaTJf/YvpoWfPjeT",
-	"0GWCRn+G78hIZBmC0k9QE8WcZv6XhuRA7rDHTLURp2PTLBWFqvC+ygFuPUk0h41ebeBh98tgMh2Nf8Pk",
-	"gXcDdBlqk1IrN5GRlPeeajp43/dS8QegA6dVhpNIw6eqQf316VqoqvOhvYoZI9pwJKkklrksmPU1jKaY",
-	"3kcoHKcdDFNwzyMXFAD5S6rLupRA5GN2FLCQG5E/TSPMBQiOIHzROOYPLEhpiF0znmlD0YZ7HjnzVuvJ",
-	"Xc6A8c3FZ8y8kxeqAEQ+sedgNHTQty3hSKsRB5feeS5UNOO8Un4CPIWfIxd+rQwFZ/UylrgMNLdRbktM",
-	"WshPu+jJjg0P0rBSwR73205zKpYqVjVmri1BpXsnykSt0+286b8duCRzVUKUGjCgbRUuW74QvxSpb7fz",
-	"xrGQZtYyxbSmBWhYDRgoHMR+QfJgWXPnfGbNQYDXTATKmoQIT12lZgKNaRBRai8yDTRw8cJNcfOGcs+E",
-	"i543Y3i59Xrt49w/J0L9OcLNx4ZdedFQ86csfJtiYRz5uzkG6wSW6+PVqxUytUglIc9+2VZsP7iwp/iN",
-	"7Zs1q5wztBQ+i5lwAuaHNC6UbGi2ND2/bq687mc7YiOmy0RvzVogE11M/A7miGc1Qnw3/VWfagvGv+/C",
-	"4BbPdCsklk8MamtcHUL4bhKDwO16qVpr3kd9Q5dsKu9ZDZsOP6MvB2SOsplYQWKuXk6xcpRpU8vKNatj",
-	"3tukLUxoyHobsdhOVcWIV6fovdwCB/6RsLjmgZ781/VRyO/NekPzpEqDXfOEh/qIY22tNjJOCdJwrt9b",
-	"XF4L6Hqm+0s5wY+6cHO5Khg0hmI9axm78oBqKxueckT7q3CK++8LHW/2U9vXDVCrmjLc0ppqSAyIga/Q",
-	"8/PDWp7sELYdLvbzNlFf3ungz23KmjzFEqm+ETvWn/zo88kAtp02tNsi9u6TL+EpSQ7+DPxLu/QX6dHf",
-	"88gGeu48fdfUOyaGfkJgYC4mdxBYH4/CjyJgHz2sBT1nBD3zK/dWHKY2AsfWRXavFfRojgnNz77dDRkM",
-	"NllMGYZt0rW0xcBcvH4hnFPZKoHwQgppY7XSvf1pnH+KnhrbtYCTkjVUPgpXMA3Oxtp3vcmro1feE/3U",
-	"W6VfKFiQG4Pt8AMNiWJauyILJatHjSd0LIWLm609AhHQOCAL/sCOMLWR6UHYx8hchAt/j5k5dhvb1lA7",
-	"Y4e0NUCVSTkjcGshd9sjzYOSfWhrLsuCMQkusaDUaqdmz7q00gW43dcy2M/1YH6O6GuLMJIVF/op0m9j",
-	"xGib46zv/Kkc7jF6YHHMA/YZgS2XewBKvfWxXGX2koV006j0gK+FBJWAruiIwdOkKcF56g8KtkiViaBF",
-	"q6YUT06XWKAyLd5G02wLY8IfFxhPfRuHdak5FSO34+uStgc9+dZRCJlUVCX5ToWq2FnyedhLtl9nxzVd",
-	"z10B+Dn1710SDFcSUREvn5i90cAT60mTlecK5Hy4vPOCr0TqzBuELE3ZAflvIDUMZEOG9DDN9p5vI3dK",
-	"5rVZfrnU7geUB8oVTYU38xDv2yZWyadUQRuo2plapb3Hf/36tyzbLPZxJVWhgteXWWqBUyrhTaK4YEoR",
-	"XqnvuhVPHhtYiJagkPXJFz7YU6ELxp70MDMbBeQ6ISNgKni8SZnQRJE58+WaKTIdvO+PbqdtaVsj21Um",
-	"F42b6Rbp1++76WUb7dUOktnahOnHjJrX15CUAxnnypRn+QVcDIHNp3Dkkg2UMxQc7pn6IQ1PClrEpSJt",
-	"zRdY9I7JUGpmQw0irm0Am5dX2ZB7VuNRmmtR85AW2UZXRSCyTgFOqHEp/tEK2QUtmPKZgB/trJ/NblqZ",
-	"KRcTsjUxYbG1DbhmH/XujtjsScamlz+hdtVfPutNu4YyIfUOaF4SKWbfamznlYpPp+wVJqVI89g8CwwU",
-	"BLxnqSDjoKKxfsxkSyaxWuxtQbLqELhadcQcr4uFT6+zzOjOk+XSwBDNVBpOzMhYPopPQ1WkyFlLCnUM",
-	"8kUHXqpcAT7x/dRBs8RhxlyzI8jzEqSbtFzBs4CSKmdf3BlbkzY2Qh+gQYl2fvaaLHK9oHa3gr478vKq",
-	"zXptpO7zvc3jT4spnJSY6jpljEqz6ZY44QPBHlhMuFixGIotzDO2B6SBmUC5QMvDY2KzYlh/lgNQS7oU",
-	"qF7X8hW9iP9o/ggAufGvmfCC7OILFnnv0KYQ4WGYivPnhJIwN5mLrJoJV/nzkZtNwdq1IoI9goowMfgU",
-	"0Vh3CftohoKO22Y3DAiGHz4ypY9yaWmL+h9XDanOOeeFXEGa1vxZY7pLGbfXJZV0SOkQu9huCy2uVKyz",
-	"yFd6tvWfzfpfvsyBs+Yi1buTs1S71Y6I6d4aBXcU+bRME7WiY7zNWIsp7dLs9taDjSvibalLXa8/2Lqy",
-	"zxTRs7GfDmXZGJOX8gNqgsetAqQhou46bPrBOh+In06JagnWL+bnlKfOu7HTtE4TMnrNrtJZvewq8N7z",
-	"KM20iZkYoR6mCMhSEqVjypcr0C/ZE2x0i67PO76D3ajplBvt6aDoRtiX3j3m0ls+jeLlR3ghmve4LQfn",
-	"VuRv7Fga9ekHnx/lxahA8y3tpAMZmD8HJdjJ47XUh+ckpSI+V/Ox7SfbB38Wtcf/PCXEtyzkt1dLtoZc",
-	"q6dKMaGVVgtbY7HQ71qCl9MS/AvL+b9iYTJru7NmO8cNQtJplxDN8ABlWZsqkJBTLeAX0As0JUpPVLGw",
-	"nHNScdFALsqz23FJVyEFOkTBdLodawXJx4aany96w4s+trgYDaeD4W3/8q43uRv2P7SMBnJhnt008S+k",
-	"UAexp9N1728+NNT8fEGFz7CFS5MeQI7QQkjQRMuojTVZRlssIzujJs/R/maOyiNcp4Yjaxb5QVm7h01O",
-	"3GBhldE+sZQT1/7P7ouY23c1f3fxajAuy55qKSIa4bCQ0h1/ygOsheeWgIkglgc8C5cFEPtQa3VtwbI1",
-	"WGvJW/7ACOOQlNcrh4t6XSLjmfBsrKdHtFwyaIqVW7IqI831UT6rcH2hiknt560Jwa6/lYxfT4PWpstu",
-	"w+g0W+dr7qiultQTslpteyvQwNwqOO7RNX02mWIbo75DrBjfXHwpoeJpgXm8mF98IBZSNScjalU4zoyB",
-	"etii356NhrfZ6V3yFk1CRsEfi1Uy48NJgbriwPvnJ8/51Ap2WJvr6HmDDF/6LtsIXHl37Ze7mkmh/uQL",
-	"XMwzSXZtou9yhKK1QAe0Ap0tvEw4yEVrkAMhdf6bc784fKaIve+22ifbap8ga30311af2k/wFixkvYvI",
-	"L9Ppzcl/TkZDYpAzpr4mKoIAwfmG8MfFEfI8XUKhGP48l6vAskMz4XJPPvKYHbnasKahS97CP1yRh1dk",
-	"3J9MsfShQvlVQkYBGpoGMzG5fKeITwUJYsN7cn1I5okm94xFWG/OegQLMvmv63zJGqccOZ6JmTCbCqSf",
-	"QFU3lw1TEf0ozdQ2Y4pa0ZihVZoBvbAHe2ZG+BHW9uOPltvr3Qx+/JEcaLokHv7kHZ5Bk9enRhSAfBZ2",
-	"3OzAZoKQlVQ2ty18nFy+Iz5krlYosR+8+g/i3YwmU48YOkPRXA4V+Ex374RG/OTh1Yk78BOPRGGiiPe2",
-	"PyUn5k5PVoyGegXpyb3DcwJHaLM7EC1hlJXW0dnJCaiezIrO/v3fT19559k+rfNvfp/4k9vnT7ltmhFS",
-	"W70Zn2Z1lX5QzpH4wAbtZ7+YU+E+s+6uOWbanIQyAz2ueAipCa1WQ+WUBGfVwwA0OwEDiUcO0hKbMJLT",
-	"4B12m/qhJTnf0U17iOXoa44fH6CTGN6UKRTntw7c1pDv5f0lPYwMwp2VyzzlKh9VLq3+xn7yALo/8BgK",
-	"tRjabqDFAix7YPEGC3JxRQw6nztXiTWN71lA3DMMHg80fKQblcud34UcZfm1bqCWN6z6DxZLW9/7wJt1",
-	"Zh2vS7xT858FDRUzcCdd3I2dlMYAGyFbaCITjaMmAkpEodsHSFZUEU8kYYjQaGUmLIn30+ujOdckEVDO",
-	"AeAFUJQos3IP5a4zAvn9sLsRnPP1+5MoYvGRb+4I2RFERReTBgt4YPGcar6GAaioKB28gtLCM7SHpnEG",
-	"VlXBCloJs+2DkGqm9CE4oVq1nJeJdrjciG4Mw6nIgVdgGaxTiozoP5K0SKVN3mn65SiFoa/mdKmNzrbF",
-	"1oj3+vTUy6gvgIVh5qC/LZ+GZxSzSGblt6ggXqHymwd9z4j3sxnQPFkc8+mbXdpjsKfKFSQclbGrGez2",
-	"q7rE+/m17R5KsTyKZBgSmwkD8NUMML65cKTCrdB0/MupZUFtpIBPhWHYKGbuh1chlP69SpH2L9lKrVQC",
-	"Si8F2DMxoJdBKYSRYHWyOfNpohjB+vWGUj+wGHI+W/cgZcvNrmfioNnZiFT8kvBrbAswQlBFdya8QjQW",
-	"tGvyEjJo1lgjFN2btpZeAlK1gduOaJx6oqevfQ4nZsI5QaHSJuQ+s3y2AOmr04uov2JHr49PO91OEoed",
-	"s44hVurs5OTx8fGYwudjGS9PbF91cj246A8nfdPneKXXIQZr6hC0JMgXPFqihgs6yB7Rw063Y++hc9Z5",
-	"dXx6fIpFhZigEe+cdX46Pj3+Ceqn6BUwTZUnE4tanWBxIKhSU1vevg8EFB2+DEvARYaxtpQQuHw9GuY5",
-	"r1J1ykggPIZ/S/FzEHTOOnVFiTppLb03MtikygvMq5R7Tk/+bvW9SPn2i+gqVk36VJTEdJwwzJwHaA4n",
-	"9/r09NmWAiXIUjENJq9ynng08BSmYGdu9+fnXEihjmXNQmx9EEfMusRmKzGUO5BMQfI9SyfirA4BOfDS",
-	"yijD0fSu/9fBZDq5m9y+Acen24mRHz91O3/5snuxFM9yVkD4jkEkUMl6TeNN56xzAQV7HAnI6r2l2Voh",
-	"euIxK6ii6RLU0Dho53czXAXLDPWyGSVOlkw349nYVglFQzeUbisFu9qAo3u2UZhb316NOXQ0c0G5uDU+",
-	"C55pB56U8HQfQorKgtYGc/VjCmpFpLA3OBOQ8FRLibSuiLb1tTteGHHrK8t8YdTdUfCkAZezOyrfJiay",
-	"wzS63zBy/2nxeWxk4PKhH8APFiEPi/bWp6C02obSt6D1UFYGAaHH4F3XMJch9V26AFtBDHEeX0tyDazb",
-	"yjy6840V70FIN9xKTidSRE71NZBz8i0gZ6t3FViU78/ql0VDUKq2wsOnPrEMhUQc7MSIjtteWSXDByPj",
-	"GYmuIF0iQY7Zwgja4A7rdofJDYx4A4WJZQyG3f9FPMgmplfeoZGppBmTi5BDlncQYVEZYsVzyJwe65mw",
-	"coZh8VPWfp5o+IFrxcJFBgmxhNSPmHZdr87tUauZcCJueZlO1P359Oe699ssq6iIfxnqUE7P92WpQXXy",
-	"KjWwd4QCvhGXASTxAr8+YbAL+PnLLWCaaR5t0e4a0Aoy0JSLhasIkILYN0qDrs09U5FuKNy459YCQVtS",
-	"swcH7/y5Um+YcWNFNyzhnTHfqImEOnCuRjyy9PlichgkFSdsB5f+8qz51+fHdzLhoJCwdwIVul15PSzw",
-	"kPLo5hNexOF3pvwlMPHSmp1Kbo6pwvaRco3+Xm3x0VXNa8bLa6dadblVKsUTIUu2sC+nIpDl1Fsyjari",
-	"mWguxmjtBQ5Z8cEH3ykzOI0isAjNhFdyvMLMcC6uE7b4g3LuU+Tg306JMl+t7eMQ88VgNXifRmbwmCF5",
-	"QONQbkuolXXMFCR5QI6AK/Lz61PkHIh3PRq+vbsZXV9D4vi70e00Dz9pOJt1/8Ljg/TqO+hNeh/f6Y7j",
-	"3fPkp9tc2fNfgeL8/Pr0y3IstUDvgBcQcZ4ES6YxXdaKJqgv2wH+h+cE8rp9qzKV2ddCxmUqqiWCHDJq",
-	"jtQCLrYip7YYTjMpHUqd2kr4h6sfFOndDM4Ma4UOWg+MNFU9MwwQ8EdIxRAnoOhbgC43rm7a//3f/6fs",
-	"pZ+ahNGYteCCq5Uh22gXOwKfARvu5dwKGLeHp7ppmkqXmYkF3ZmALI2KLAzV6JYL13TzpU1dxVMGa8sX",
-	"6urORFoCDqpImUGPyQ21ltmQKk08W6PNQ0YPG6uZ8PJV37y0smaaexoSH5WUs5hBcTsFtgU6XpgAl2rk",
-	"fSUiXK65VoNR+aprWC3sO2v3YvrW9kUQ29IkZ60+CZJ11EyZCrFhZ5kDR94imRq+kbxQBX5O/zkZDWci",
-	"dYxC6SCT5DLhwAER18dkKMEUHrAIQh6kQKcfex1O7nOD1iGs2U6aI9Iu7IVR9jJZR18ZX3EJ7ZAVWGNB",
-	"I7WS300kz4KyNiexfYOwIBGZs420/BI8V1iIoga3QWmZDmsvJlXddnHQ+Qb+3xa7iy7AmeN3M6L3IkQ5",
-	"NKqkvtlcoDmz6xyDBF2zIFvvAfzrCDD/MHP7ziloKhjauLaXwdKbhum+ZYuKPX5rj/5uVflij60FluwC",
-	"tMxgPQ/dTzerQE26Zjy8gCyT+Upr+TDbXIFUtKv4NgY0y008E/5KKlC/ZdUPDwoFi7su5y0kuo/Tv1LB",
-	"YCZ40MUvjuOAcQ7PoW1eJgSXVCstMhE4T64iyhfKCL7wa1yolPqVnuNigcUGJOfV4ojfH+Nne4xLRUmd",
-	"H+eckYVMRFB9iU3TnNyPdkdG45CDns6MAc649rJao3vkb0F2GoYqlw/7BwU+pysqgpDFRG2Ev4qlkIkK",
-	"N5l7rRv7BzUTkc32Yl0yDlyAWSG0jDMFTuboOm9593WCGR3UTHDtWHMUjHMusanZ8/WpjbQ1YNAf3/Vu",
-	"Bnf98Xg0TnWaM+HJmC+5LZ3C4h896/cKGe6yIrJ5hysaM+eOMRNUSAjpTYlHqjr++S+nhBrR3a+1y1Tr",
-	"n700kcmiR78WicmFpTUQGAwyxCCy70rQJyhBa5HS5qWD+hs2sS2FUIMksq7tTsVl91VAFruTv3zBnfRy",
-	"srbDwnsGcRvOEaqKeI1L//Z4tr7LUIcO+0/yPcOQ3m3e2jRMLF/2hIJ9qF916g9IqyegLC/E9mt/ZROI",
-	"g7CHqT7qyFypEN+LO6Dlyzt+JTJXKlO4Q7WRP8uvr440NGJNw4WMjcgMJRm/URS64iIomDxc4LYF5aOs",
-	"XC5WltwLrTI8aOfoUcSPjHgZooVCD4ZAhBvwqKHo3NklXBgcc0ePSotNZOizykY5JiMRboqjutAkJOfH",
-	"M4GRLQXHOm9QrGLgdYn5yeYUEUtX2cI7JGsoLpOuBRfwyMKw3uzQwiW8EkP84kbgphKFX88oXF1RWw/x",
-	"Kjn+7iP+BWwW1WP/jKc5R0P29g0vL+QZ3MC/MEJOvhmE/LM6hNsSSMCp3wv5KGx8sXkgDv+neIs3YORT",
-	"NZmYUma3ScG851ahiopIPHp8Jm3g82HRvoBDz4RVuRYcPnMKcoO6G5WllLE1vmx3558A9kOVrCHHfy1f",
-	"Xaj3+tK4XChC+y2irz297wEdXxRFJ0wEGehCXbonI6am8VNMDPhc5mwMXaIScPZ32MmDo5glKq0Q0UV5",
-	"15YyVZViigd8QajYHB6TntXkZSlaAhdZiT5WhiUzIGfLbMGF23XZalqVUlsz4W2tdOkRGsJG6rE+Xxjs",
-	"pZE+n876a4nShdzEW/z+crfwbeA9TX2Z0dWFBylI2MKczjPRwacrF7GQ8ZwHKlNwCZanEL3rcb93+Zsh",
-	"DeNp//JPQSYAu4oOiu3pgtzi6tPPJRk1EqvLcEsOXJJRdNlzztNdkiXEnYkDL/3LOzSXhgl0yQGmh+1m",
-	"iI9pZc0Mheywh/U4mqVBfXEUldE3/SprGaXc7Pe3+Ys49BT1+nADRmCo4qSMPuO5Bo/ZE3XPtyDnexrf",
-	"K+sIGxff65rU22asCCtL2X9av1wsG6VMm9RnF8tJqyw1D1XEuxqM+5c26xT25Cr1LJhvKhX5AQYqv2NR",
-	"/kL5+pnA+vUkp6MxswNEQX3NgtWzlijc82hqpnlpiuDm+abJwj2PvjVyICRRib9yBfv/BRVcVzxmKTZa",
-	"MTOt/F/ARkbjsLW+XGPSJpfYHfO6N9KEgYDYZmCJYuk8CdLCDcDYmx2ALLGImVqh73svzaPowsPSPhAx",
-	"AMn9VJY3L1cA3ZEKpHR1yFm7hZfB02nNVN8yqn5/vL8KrvbUfc3jDEE9FnLMiydY6/e6PqN5q0DJhT3s",
-	"SinzeuLhhOKZiNmSKw1KLqqtiH3gNdZX98iJDY7cXj7eZmvLl4tXVgWHmfhnwjzqtdn4SfplENg8oZh3",
-	"MEvFbxkVrKu5xpr8VKeVtLmuDexM40RdzKN3PhOyUKm8EHpJ2kRe1tGqhot8Wa5ie92Er6Qb2JHfv1Ek",
-	"KYJrylJ+I2kevri/0L9yXGSqWy9eepbHFhItr4z0kfg+YwFrm/4hnyB3u68kK8V2g0MgyTLqpgGJUGWX",
-	"aq4W3By/jGci4DHztcv5kJWz46m4dHiOlUapXtkc0OZPdIDmPg1nAtLUz2xV2FnHUi/0mKRlBSceVOoM",
-	"ZlgnDHtPPS+BM4uicHNMemLjiBpqqvSKCvL69NSsj6bFUDEWE92JQGTTMa+p5AbARPJFfEuEr1Jg/OX1",
-	"n1kF9K+tBa3UYt9K3goXWHCcza7vuckd+s/u4aNIYvZ35mv0S7TA4tIMHGOVBlDafekVGrBGeLYOxZmW",
-	"wSIyrr9McQbiQd7nMTtHY3JUBTtvoyq7TCF1RGXOFjJOJwdSgZxbSl4OHJ2YiTpCQSydgMlnncOtdGIm",
-	"0mG1xCcEQtAtuSBtqAVkxN9KLsgualGs+d1ILrKKuF+AYHwjVpNyWcemrBRN1/idaHwlolEozdySbGQ5",
-	"9/ekGlAK72Y0mZK6GBAjMQmfdV1GHvAGjjlTx6RHhBRHBnczqSZmId1kZRcxETkWDDP4/fPr02Y8ffno",
-	"h0oFra8ltVQK9DRHQtg4iO8I+RUQUhQCKJq8AAtYWa41YnZinYeLMI9tLqDNC4LcLzAN1rzamuMPoipM",
-	"203VKdKcWaUcCVckiWolpU/pjzWm2kp1lCyJPaZbS2kU/3CVrwRz3Om65Pp2qk/dNuOD2qVQesUMnDI1",
-	"hRnTpeQms9f76fdP/y8AAP//",
+	"7L3rchs5kjD6KgieE9HSHEpWX2Zj1/pFS5Sb27KoJan29C47VFAVSGJUBGoKKMnsCUechzhPeJ7kC2QC",
+	"dUWRRVmy3bP+022xcEdmIu/5z14o14kUTGjVe/3PngpXbE3hnwOt2TrRF5THWcrMLxFTYcoTzaXove7N",
+	"VozEVGmyoDxmEXmU6T1LSUjjmMgFoURpqhlhH1iYmS7HvX4vSWXCUs0ZzEATbv7HRLbuvf6f3vvBaHZ7",
+	"czUbXfb6veHfhmc3s2Hv935PbxLWe91TOuVi2fvY71Fcmem7kOma6t7rHhf6xx96eWMuNFuy1LRmaSrT",
+	"5vLfr6gmj0xo8phKsewTtZKpZoJFREtCNVlLpcn3/ZOTE3K30Uwd9zxLWWmdTDXVmfIfEB7Kd4r8PJtd",
+	"w4lk6pTQOwUTr5ggQhIq1COc3JqRA83XTGa6T1K2yBSLSCiFYKEZ89AsocOOzRBK03XyTtXP6N9+8vT4",
+	"2O+l7B8ZT1lk7sFcS3HI1eHccRbXIu/+zkJtpj1bUSFYPBIL2TwM86tZBpeC0DuZaUJJiB2+U+QuWyxY",
+	"yiKyZkrRJR52FVgU/8MDhFfZ+o6lBt7cEH2SiVAKla1rw+08uI/te5qwf2RM6babngKkI9DzpaAxkSkx",
+	"46aCxkd2mySU6zUVEV67NsBBuSZMRCwy6yujwejqba/fmwzPhqNfh+dNJOj3PhyZ9kcPNBV0bU7of3rv",
+	"Kdf4ccJCxh9Y1PvdbAGnPZPrOy4orri+gQGJudJmB26RPFLk4JHrFVlnseZJzEOuN4dEG7RZZ0oTg+d3",
+	"zHRIYqZxD9Urs2ONIviLa7aGfzSQyP5A05RuWq4BR7LX4Ec1O5vKKY85XkUWMiV0oVlKzF/mtxuheUwG",
+	"16PWFZfOynPbFzIlweDqt9uz8bs3o6vBbDS+Mv++vhzOhudBH+42LA1RP1c4Q0U1V4tNDghmMfkR/d8p",
+	"W/Re9/6vVwV1fmVJ8yvPfTbOsO92YmFiBl87jVvu8bHfi1jII5bOUr5csrTLOOfNHh/7gGUp4IlFKTtd",
+	"FTS2jTtqGcG3e8TCvaeYlrv5xjWkMN172Fmp157wrrJYe0BwnOlQroHkOPhBqE5WVLE+WVFDVcxDhs8v",
+	"OyYGRVIYD3BdzQVNGUlSBk+RFPEGUEUXmETuuXDQ+shS0x3Qz9BYKRhhQqebuUjM0+WgW7hGRKYRS4/n",
+	"ooFjDUgo7fJpgIADtMPBvhNMS728o5q5p5qmepDwaRaGjEXm6WwQChorhuS+uCHLLZnTMmeNpCpJJQ5C",
+	"qNg80k2J17iTMmZU5PO+dyNdwEAeWphmzzkpgPy+JzgrOu0F8DVyVefY7LuZU3p4cYtdGoA2T78hPyyy",
+	"FJZXX9fB5WVBq3v9nqXj9b+bdL3jIzyIDf3AF9EMJzbNPx3dLr7gOy00++B53EYRE5ovOFOw+zQT+UVa",
+	"Js2cQon7vmOxFEtFtPTw3AXvXJ3l+xz9Fzw1zzs27BMuwpStmdAsIgbXU6bTDTlAGBpcjxQQj668KQxu",
+	"RYuZYyy33HVlMUjvuMJtPlJFDMBFWWxIEhfkRvAPRLFQikidIqQbnloKwh5Yuum6dC+TbNFv6MSZUeRn",
+	"Q2pSD7ljXCwJFw/ynkX+uRsMkbnMRSwfcY7Wz5NM7GgBRIpFWw4aWrh3JM1E4xw7HU5Ngiitv77aLWvz",
+	"yRTnXvajuoVLtqThhqiExbE5a7kgQZOeBKcExCl46YA8Bk0eKSBcWenMQzTeDa7OfcRi1++fSEwst1cj",
+	"Ilt/9VOY4TrRmwlTiRQKzpFGETfNaHxdIhIL82z1PaB9J6MNCf75MTCIlKVGVL7bENPR8rnAKqzoAzNS",
+	"LTIbJfi2t2p2upRHxfazUP/zo7nsoQhlxKIxtmsKKYLIhP4jYyShm1jS6DUJIqppQBRLOY25wgUZSJ6e",
+	"//KdIjgjYTBuaqjmXJivgjreiWoSwGculgEySYqlDywlSsuUKaC0C5k+0jRShGtiRCKZ6bmIGPY6JgH7",
+	"oKem9SgKXpk/rqleBfAaKaZLAGemtksnMX9gai64IOwDyokwI10yH89ktuknN7i3yI3rJSdugx7xmRZM",
+	"pGuFaGIeA3u6B+zY7PLvSorAT6/snj2oKUMU+e0cbvccHmmctrx91ja8Pd8tj2Oa76MyIFnJGHZVnh53",
+	"RAWZ/oitfNvysSnDNJVpGYOqi4HPiCZlDNEFVJljxbdISHH0w8mJU/7YxdtmXuE0YpryuDnrz9maiqOU",
+	"0YjexYyUPuZHYtblPVqZ8iUXNH4P7AOs/7xlGiP2Tq7PHKexQL2gQnE3wMUFuUTi9F4sP5Ku87cpWbbO",
+	"X1Kvlea3h8siQFtycJLjYcqAfciVb13ZF896/Y/S9tNiruPeB6ayu+KAtrHgeJZ563ZwnpZHrG7iHQ1X",
+	"XLACtkKq2VKmG+C8BQkq+BCUn8ybq7PBbPh2PBn99/D8dnrz5nY6G8xupr1+7/148svF5fj97eByMhyc",
+	"/2a+TGatra7Gs9vh30bT2bTZYDi5HVyPboeTyXjS6/cux1dvb6/Hl5e3s9G74e34Zlbu0u3NvRF2k/wP",
+	"eFffW3ZlEJtT2FiupfThSurhByNR299YOkg4HIxZkRTLaxnHhssZZxqf4QcmtB9qfuEicmc7elxAy8qx",
+	"mq0Mb61y/HYwmw3fXc9uLwajy9vhr8OrWa/f0mR6c3bW0mQ4zBmT9hZbphgO8QZrnwt1/rZ1elp5llpq",
+	"1b7aaqPtczXWnINbY/D8S2XE/NfqMJPrM3suht/DX7vB3bSQLljJ9GIW3/wyzcKw9mXIHLPX+OAZZ4j6",
+	"C/drrlTwzFz/Vp47/9acvfTJO1qxAodIpRHcT7bn+7LIYE45CXM5DFHKnk7CrbnqWsY83LRYfVY0SZhQ",
+	"+BgYSdKKl8qintWZoZSJqpNjciMMM7dmVCgSACjkIGBu2qHb9Qjg5GYyrOBtlw69fu96Mj4bDs9vZ+Pb",
+	"s/HVxejtzcTQRQO9HcHI7N8d11g0zsXMgWqfmTyTYsGXWcoiuJnSQXKxhJ9G0TsZeTUxPFwZaVEYzqom",
+	"8SrgfGOuNAOFILA1G6XZmihG03A1F1TrlN+ZIwYqV5tTBZXTnotgeDV4czk8v70YT/AwprfvR7OfSwgd",
+	"INfsjrvcYXAJ9sSdQ/T6vfPRFFp1POuhMI9idCHTQWzAtPgbdqLec73K4d0MzxU0gJP+mdFYr/zGMvxG",
+	"UpbIQjhH1tBnsxAoxXkkpviRbhQJxr8EhQRiWUzke/xWzShLWwxFU1QKGGEbtMYw4gqXG65YeN+Rj1pJ",
+	"pc05evYulS4JaMwuFAAtP4EOrProfMIy1UoIrNKAR0epaUYSaHdMQPHktOJcE03vmTI/hCxiImREPrB0",
+	"LoJcxVGeJjgmb6Re5aoI5fYw79E7YU4ljjfzHnmgccYMmswFDUOWGEw5KLRdUhjak6bcyJ9kxY2IwkMa",
+	"E71J5GEV0geXhqCMLm6vJ8NfR+ObqeOVBm+uxpN3g8vL33p9f6vWRlfj28nN1RUaIQ1OwIfJ8GY6zJvN",
+	"hpN3oyvzqo4u8tadtRrycbS4TtkDl5lC5mmQn4+ZotHC3+BKTpAGWeQyv8J1uCYzlq65MFRl4Voa3Gs1",
+	"JTUpXW5DNJdizckG7qnIDbzOju1Ttl4y6rNXDtytm5EN8041v+Mx15tTskK5hC0WLNTkgObGFWvVVoR9",
+	"oKGON+UldZVfqH4nP2lBHeexR3JlUbxBYXLTsOdrTZlYHsqnImxc5nV2F3O18io8xqVbBMtw8xpPCc2b",
+	"WG0PoRZlleZxTEKZCe1xUdi1aRhjp9xWUYJ98mFYI8w2C6IBozZnhf03WbnZViv9d4rw6JQYrssqx7jh",
+	"yyIipPArgdK6C8ZWW7bPbeOZbiDfXxXK6yv03o4V6fwOGAsWbsKYEfYAb+vCWnXMK9Mnud2gsIWAgqFP",
+	"2JprDcbeuaCCyDvzTFJEXrKS8v6YXHAWR4pIvWIp0SuKz7bblQEA5dSVc1ExBeNazEZAr7IhNEniDdHS",
+	"p6VkotDmj0RH56OSg9ZWo689OhSsTa+yFL31OvOG5iaTsBVykTsdON50D3txtWOLyTjVTzkcn9GpuXJk",
+	"nLeagj7ZluTOeju1Lq6l1rO/zSq0DVmGfv891LVSrWm4sj57TsuGUNumQN3mg/TPLpzlL2zzq6MjdSy+",
+	"Z5tCGd8vVOkR1ZTkYo9y+BzLkMZoZEhZKNOIRbh4z+tyzzbP+ao0tnXNRMTFspUVMk+nY0Uazp2EoreV",
+	"TIFd2OYUVn0/PC+EfYFa3OmI54Xai73o9yIpWIvfhDQsftkHprGbpofEgpuBZ1WnS485mxLwpTBMPlMd",
+	"bc73HK/Csfuz0bvhpNfvTUdvrwZGZB1dzYaTq8Hl7dnPg6ur4aXHYbaGoTCkPYTf2+FgWiE8fnCoAwE3",
+	"opNcpkypPTwPZiVHBpH7c4Kdjn3QFc+Gg5qXQle297m84cKS69cWD8SSS4q6RwrQx8tXuG4wAwgH3eg5",
+	"5Qdv1dkvsIa/nkfI63vRCq4t3heMhFmaGq4gd8KIMtYRnGOqyg7l27ZTcz//2O8ZaNhr9QA+bvEc1kkO",
+	"uCZruiF3LNdfCfnY1QUE3Os8M+ZKJLhLq9tD/16QMspAfEqsh69zEZjWHe8UePA81p2CczVVvf8Od/lP",
+	"ZCFq5KMxWtHXnY+fqqSKK81EyC4lNYDaqpnBz+TAHGUsw3sulodWP1O8pTK12sTSq3pMBsJ6b8yF7WDe",
+	"YYUmV21EwlyksyP7+NiY/rGxq7ik6ZKdU02rbOEnCM/N98Ou5Be28YxtfoW1Gs7gQxhnij+wEoNuO1sW",
+	"/QB59JTBvoEtkocVCrLD+brfS2iqOY3t/rcsSkuYJF+J7Qg/5ivac+4GkHQh1df+Xh/7vUyxX9hmoK5T",
+	"tuAfnvniPnaC8jZXRh6u2gHZCmNG8pIF8Rhcj/oEAwhM73tzCRwBWZVpxeV4cH47uLwEBff4ZnZ7OT77",
+	"BZV58Ol6MJmNBp0+3w7/dnZ5Mx39OoRWrsnV+Gro/u0myvtBw26aQHNGgzh+jyh5iaAMVlMaXSM47fo2",
+	"dDhhWtjPV4a16ZdHv3ZAHd6DAtCqiGZyZJ/dqsKgeWFvZARG7yBp6Rk0GR4XfPJ0x+aSJsuDLftKdtUd",
+	"TTIB0BVFhl1zqhjzWGFwElq6yu99mgm/7r3F9c/3DEyYTjdtlB8+Okqf6z/AF8spPw4K1kqmzlB3eEyG",
+	"hsDPhRMAuQJfT86iYzLA/SxQB6LpPTL4EVvQLNbqNfmeKMIFNwAyF8CHPdC4T0LJFgsectP5hz75/uSE",
+	"KLKmH/g6W5OiWSZivuaGiDgrYn8uih+dKcX3ztzR8F4uFmfFRB4XDBt9w1JQvXAUdc0GbG8b3MIoUhCz",
+	"ggozs4gl1cW1IYONERmw5ZHdibXseEDfznPHFjJl1oRk2nqna+fB7dFZDs73jDorLDeQqc3hFjwoF2Gc",
+	"RSw6JScWNPMzftr85/ZiWvdteExyl0VLZpm4sqEYl2OeOXsNp+BLZHlN0PaoPOyIsJgmysDiJ659513d",
+	"JAlLyZ3M0I2kBCZPjoCrK7c8Sg/TBxywI/YB8cBadys6zGMyLNktUJ++knFkjkjNRabMGOFKKibI3YYE",
+	"0AJ8pF6TAKkNqF0CuI1fhr+9H0/O+2Q2/NsMPTvPB7OhkY/7JLA7KrUfXc36JIhkdhez0s/n45s3l8P+",
+	"XATmXS99eDMeIzNvpx4Yqtuc/3YwmQx+Oy4mx43hC/6Ycq2N4K/I5OKM/Pjjj/+BjmhysVBM980HSiIW",
+	"8rUhPTiROTTwvxZUSOuD3Qe6bBqnLKaaPzASzLOTkx/DK/gfwz8ywTX+HZCDee+KmB/UXNClnPcOvRTI",
+	"bbr0gpQ409JxVdSV+LufqBQH31HD2abXqp/7PjGErnd9bzWtWRfusgb/v+b9umCL4T5F5OcBrwwXRGiD",
+	"+8uDO8zghnqolcziCCRWRiNC99UNvvgufy3PUiOiZg+oyatt8xS2xmIWamQzKhQBXmtguGpzVbxqLBL2",
+	"+j1DBXr9nsNCVIyZHwC/e/2ewedev1dB245c6i9s8yhTI97O2AfzlJ5TzTQHm89IwA8OH95IGff6rgfA",
+	"LvCb1cDCPazMTkX0zcTcptNr02fgiW81VtY1G40uPg62Ehy4y6zqbq/VmPpCxtIuuy+iI5/BsIpD/fq8",
+	"5tXmLvxr9l6TDc/c4Q/oix0qHB5r3YPTpjvQY8lfaKvDH/qJtrr7nQ/PRudDf8OneP7V9l/2+8OYqmaT",
+	"3z9aH03riMmlGGc6yfxgnmS6sFndbTwmIYiuCWOpWJS7uC+sXrOBBmhgmXZRVVZbd2pU7OOTILM6bX/L",
+	"ultAUjNz+MprUHkPUQkFv0yWkjkZwh7udyr3TQVhGB1YJtdnh1vcAml8Zu5g1+YLL9xaP6t5R5fG7jZx",
+	"0/ydfIDI0W4xwNUuHjljLR8YasRAsw9HckwmDPwCMbUCSF5OzUuC2+lv09sAgdDA4FzkpytTwhyjtTKM",
+	"1Wvb/O1kcDa8uMnDhEdXb3NEDoykAK0uxpOzob8JKbcwOOwf4Xw4OL8dXp0HPsZ8m0Ufv4n9Adp2HSd5",
+	"YosuADEt9/nY7z1Sri9k+gvbeBXDJBOGgUMdJVphHktEwerPmIJ0HGFOaTDgzI5do0LBbrWTOy8f3lXS",
+	"L7TwXhla60giudCggOBrdkyCqKolCFCzZGUwq4hZyzVk88k1Uy72a8d73+p2WxLvO8hPaH42ImNuFWvV",
+	"D9jnjt4pGRsqgn1hs08O/PWfd0cGCS3in50/gmm7cTyzUtNtzEp5yFYo7JBAqHIi3lxBZHrPk8Q8qmhR",
+	"pikjwcVoMjyvhgqd/Tw8v7mEgGT42jUQxYXUm36wU8MY2AjsMyk0FxkbqCv2uFtbrj29PJryP6Mmu5VL",
+	"fFLQSYl67BF10inSpMluln58CmvZYCmLnwyklEIjO0XK5lp+JJsKn25aC5B9znBYayXwxxq3h3QOkiTm",
+	"GM98FLEFFyyy0ZouLLJjaII/pLD0LNcjIh6RAUx1nl3njq3oA1Ml+uD4Gh5BDgMc2vk4NE+PL4VMWXUF",
+	"LZ52A4xQNncBV2MzRYDvRJoJoL6EC6UZBZXNTycnfkO3XbwPh8FnA3Siebyy2Qau0iZt4Iv61JgCBBdf",
+	"rA1yfriD4tFuTG8/i9+33N6Zh8GubsoFtKnaDVnnJrpmUe7uYzUg9UR4p3MBXruPXDmzFcoP3ykSFGw5",
+	"ZhuwskF+GT7Gcqf7ttnK05jLusTRRe/YdpjtusetPTxXYFshlS0tEYWCCuUss/Qgited626H765nv5l3",
+	"sdEUHfIaDevCBLSFdCLYcGpbdqTDMg3zQMuxqJmgIb2HWVy11bSsRXFt3qY0ZIssLpoNYtdGYaPfq4e9",
+	"4J5wimuWHhk8ZGLJwT0UIwrR4knGBmsD5gkpDNC7BySyGHnSIMLouCmECta1voeAKEumcv/2mCER5DJL",
+	"TzGtB/q3O0NvJhiZsXUiUxofqYSFfMFDsmZmIB6i0y34WWggMVTNxZI/MK+lNiwzMNd0yab8DzYSbzZW",
+	"JO6kriwNMVulTK1kHHXsvO1s2pVaj1yHq1Oi04wBfQHSijpfw5z5L8bFQPpJOGuJD91KKHx9PvZ7MtF8",
+	"zf9gg1DzB643fhuUawX8s6/JDiKx4MubJKKa7eZWM2hX7buFWy2QoiOFM63/BH4b/foOt72C57C4u/bT",
+	"Hah7m4TTMgsqW69pugH8S9BnFd5GcsA+aCZUzqhxZSM+D59bYpjZNGpaWvbwjuVJeWVqj/SFxIbGubWx",
+	"yAPPeXGtmuHWJa/rvc4QVbPdXGnNaWH7UvZiHoN9Ms1EV3d2YOzeIWvjvbgt7Pf71caGeLAI1mP/ecDf",
+	"X3yniDvYPCeLP1VRUvJuV50yuFUOuO8i2iG9JYZEWQZ0X0ftmoO9x4ZtXZjebHaBsZEvsbHCOy9OqW/Y",
+	"TSo2LTF1Ot0MtvnlIwhar3wuyuppTKYXrigXDb9806+rvVDV8sDthEPboY/aqjWPY76Pygq1oNle+k80",
+	"ctnU3N1XCpmzicx0NeU3aKeA3bcjdlw3ysk3aey/K/64eO9aFEhL41i9bJLBboFhnXIC2kgxe0HlHXvh",
+	"pI7OWwlutk52swBRtk5cD8dee1iAhC7ZlZEa6gP9N0vl0R1VEAS2ZBZzOmJC0mQsa+y2GVLxP9gpOTEP",
+	"VWxIPr5T35N3/E3HeT7x5ve52PqW+vnR7b6rtocRVcv7XBdkplC++7rgYsnSJOUiD295XMmYESVoolZS",
+	"n+Yo6wSQO6YfGRNwv5Y/oHGMXqrg9bc0FHGRyjWCwIkX+/6upDhvyerHFfQ0b3/MQ1ZKAOKyHLrV+ZXb",
+	"UtP42nked3H6q0aY27OqDFRa8LaLG+56vlFYjFhELgYjK2VUc1udD89G05FVUZYtZ5jl63b22/Ww1++d",
+	"XY6GV4WZvL0hjuraVb+Nrn4dXI7Ob2+mw8ltKQPU+bDabnJ9djs4+6+b0QT94Es61elw8utwUmgKSv32",
+	"yPvkrMIXlMdcLN1xmn3GnAlnpa9+gp72C7giPdCYRzeKpYXMETFMlzQI4YYvZXhfqG+nwBk6vLEar9Jt",
+	"vmXa3DhqeNRu4rlkOsfgol/gdVfbElWSMho15RrzqwLFuem9X1xJptg7tpYXMt0VytNUGIDPXUL16pTk",
+	"uVqAFUfVpF9M/lMaNFpuvQMZ7nzxOFt3L4I81LqTA0FpB3sBa4COvqVfXOYmzxYEY5FqTcwPtSHKQ/dt",
+	"iLpNh4tqJ9Rv23D0QodviCNXVs5qASzKgf9stfDWF5DvpG/Dxcwbhsbq8tuFoK0sX9GAM5szyrqhvxCb",
+	"8ZUhwb6QvxcU7ScIdxFTiqcXdtxeOCLJtKp4bsEZxlJxsczNC15BF4pAQNUApfaQd/0+ZVsCmrqIu1zl",
+	"qptoq3gzfZKw1wI1nhzmbfb+EiTVFLb7vaT1zp2f06KLe1T7GCWUG8rAwdx+Mxwu7R5s3u7n/i8SqLb1",
+	"+vYjDB1u8OVSz2x7J3+GzHKblpREY1fiBU1nqAnCZHSb49YM5f6U8jrNGhnlYdqCz7KvYTNfvMv1483+",
+	"LcKUUeUc/ng5wyHk+0ewLmUDWGiWDnG4rjrL9nS9JccOZrDreHlM3lfLG/RJVc+X/1xE9JcyHZgPNmdn",
+	"nrrf/IIcOphl+/kMZ3U+YXvI/+5SFUbIlSJkKZD/drWh3qkA4+VjeZqazpdXKHe0KpWjy2/n992QvttI",
+	"IQVDqb0J83vp1stw5g10zVJhM/04f5eYpkuWErvRKifmVAvIs92xJc/dOrpkrbBKGN8bgWUOYTNrKjZ2",
+	"Tafk+5MTmy29sIsIqUkiFdf8gX0WHrBkp0Gh8PPaaHKoaaP343Zo6RMZR4bTBn24hwF8cCU3O9F5L8n2",
+	"PLUrqt7JlG2rCmWhDh3LtVM2EfaBK71dmt3JlzE3OFYgsgWIut2FY63swWy7lx2pXYEq1x2m1nRDIokn",
+	"kGbOyyx3Fyq5T80FHkXV9w6znp7fXF+OzgazYeDLwpp/vUXl1u34qpRYNf8KlR3/c3g2q/z0qQlVzzP0",
+	"TmP4joxFkSg1/wSlIc1pln9pyZHqDnvCVBdxOjXNclGoCe+rEuD6SaI5bHS/Blfwn0fT2XjyG+ZQvx2h",
+	"b2uXzMKliYykvPdUs9G7YZCLPwAdOK0ynEQe59vMPuO3sFHlC/a4SBkj2nAkuSRW+NaZ9bWMppjeRyic",
+	"5B0MU3DPExe9Bmkcm8s6l0DkU3YUsZgbkT+vpsIFCI4gfNE05Q8symmIXTOeaUvtunueOD+MzpO75DaT",
+	"67NPmHknL9QAiHJ9g9H4ykHftqRJnUYcnQenJSNpwXnl/ASEtDyHtc4rQ8FZvYzLSAGa2yi3JSYd5Kdd",
+	"9GTHhkdRkUPucb/ttGekbGJVawGPGlS6d6JO1Hr93pvh25HLtd0kRLkBA9o24bLjC/Fzlfr2e28cC2lm",
+	"rVNMa1qAhs3ItspB7JfNBSxr7pxfW3MQ4DUTkbImIcJzn965QGMapD6wF5lHxLnEFm0JXgzlnguX5sWM",
+	"EZTWG3RPyPIpqVSeIy/KJBMvnBPlKQvfpliYJOFujsF6K5f6BH61QqEWaWSO2y8tmO0HF/YUB+d9kwfX",
+	"SyfU8jxgyraIhTFNK5Xr2i1Nz6+bq6/72Y7YurZsTa8jM12tf2UTJD6jEeKb6a/5VFsw/n0XBnd4pjsh",
+	"sXxi9HXr6hDCd5MYBG7XS3mteR/0NV2ymbxnHjYdfkZfDkhxaAtSgMTcvJyqC5xp43dBbFXHvLPZxZhA",
+	"X76EpXaqJkZ8f4JhNh1w4B8ZSz0P9PS/Lo9ifm/WG5snVRrsust4rI84lhjuIuPUIA3n+r3D5XWArme6",
+	"v3I24fLNlYoB0hRqlq5l6qqkb3eayzmi/VU41f0PhU43+6ntfQN4VVOGW1pTDfnRMUMD9Px0b+onO4Rt",
+	"h4v9vE3U53c6+HObsqZPsUSqr8SO9Sc/+nLWmm2nDe22iL37JPZ5SjaePwP/0i1PU3709zyxGQl2nr5r",
+	"GhwTQz8hgr2UPGIUWR+Pyo8iYh8Css4gKpdgCFnj3qrDeENFId6f53oL6NGevKA8+3Y3ZDDYFMHPmF+A",
+	"rqWtiewSy1TyDihbLB1eSCFtUHG+tz+N80/VU2O7FnBas4bKR+HqRsPZWPtuMP3+6PvgiQFVnfIEVSzI",
+	"rVHh+IHGRDGtXa25mtXD4wmdSuESPHiPQEQ0jciCP7AjzMFnehD2ITEX4fK0pMwcuw3CbikhuEPaGqHK",
+	"pF4YpbOQu+2R5lHNPrQ16XLFmOSCYrr19enBOukC3O69DPZzPZifIvraWvRkxYV+ivTbmtqgy3H6O3+s",
+	"xyWOH1ia8oh9QgTm+R6A4rc+VklMqs9ZTDetSg/4WsmkDOiKjhg8z+4Vneb+oGCLVIUIWrVqSvHkvL4V",
+	"KtPhbTTNtjAm5eAjXw5pxcjN5LKm7UFPvnUSQ8ov1cgS16AqdpZy1FHN9uvsuKbrKVlRiDW4o+G9y9bk",
+	"KsMrEpSjjloNPKmetll5LkDOh8s7rfhK5M68Uczy3FKQqA1ymEHafshj1m7v+TqSfBVem/WXS+1+QHmk",
+	"yEHpzTzE+7YZwMq5v9AGqnbmAOvu8e9f/5Zlm8U+rqSqBH5+nqVWOKUa3mSKC6YU4RETmi94URtpK548",
+	"trAQHUGh6FMO89tToQvGnvwwCxsFJOUiY2AqeLrJmdBMkTsWyjVTZDZ6NxzfzLrStla2q04uWjfTr9Kv",
+	"33fTyy7aqx0ks7MJM0wZ1Tbo+UDmEFBJhONiCGzinyOXFaeeSudwzxxFeXhS1CGBAtLWcp354JhcSW1L",
+	"qtGEaxvAFpRVNuSeeTxKSy08D2mVbXTlbhLrFOCEGleLBq2QfdCCqdAmHbCzfjK7aWWmUkxIh8JirrXN",
+	"DMI+6N0dsdmTjE0vf0LdimB+0pt2CdUS/Q5oQZYoZt9qbBfkeRjRtJazV5g9KU+49iwwUBHwniVe2kFF",
+	"axnN6ZaUl17s7UCyfAjcLI9ljtclbcmvs87o3mXLpYEhWqg0nJhRsHwUn4amSFGyllQK7pSr47xUXR18",
+	"4oe5g2aNw0y5ZkeQkCzKN2m5gmcBJVVPE7wztiZvbIQ+QIMa7fzkNVnkekHtbgN9dySQV5v12kjdp3ub",
+	"x58WUzitMdU+ZYzK077XOOEDwR4gf8aKpVAV6K5ge0AamAuUC7Q8PCY2fZP1ZzkAtaTL1R30LV8xSPhf",
+	"zB8RIDf+NRdBVFx8xSIfHNpcVzyOc3H+lFASlyZzkVVzYROak0duNgVr14oI9ggqwszgU0JT3SfsgxkK",
+	"Om6b3TAgGH74yJQ+KuVPr+p/XNk+n3POC7mCtK35k8Z0lzLprkuq6ZDyIXax3RZaBMWkus4i3+jZ1X+2",
+	"6H/+MgdeTNBIm7o7i1izm3dEzEvaKrijyKdlnlEcHeNtanWbPMeVYbEebFyRoJSv/2x8dTF6ezMZnt+C",
+	"V55ff7B1ZZ8oohdjPx3KijGmL+UH1AaPWwVIQ0Tdddg8uT4fiB9PiOqaZeil9lemzrux07TOMwcH7a7S",
+	"eRsP8N7zJE8JjSmDB9cjANelJEqnlC9XoF+yJ9jqFu0vkLGD3fB0Ko32dFB0I+xL7x5LeZifRvHKI7wQ",
+	"zXvclix6K/K3dqyN+vSDL4/yYlSg/ZZ20oFSMe1noAQ7ebyO+vCSpFTF52bi0P1k++jPovb436eE+JqF",
+	"/O5qyc6Qa/VUOSZ00mpha6xq/U1L8HJagn9hOf9XrKBpbXfWbOe4QaiO4BKiGR6gLmtTBRJyrgX8DHqB",
+	"tooemapWQHVOKi4ayEV59nsuOzjU6oAomF6/Z60g5dhQ8/PZ4OpsiC3Oxlez0dXN8Px2ML29Gr7vGA3k",
+	"wjz7eYZ6qPUBYk+v797fcmio+fmMipBhC1fPI4Jk1pWQoKmWSRdrsky2WEZ2Rk2eov3NHFVAuM4NRzpP",
+	"WYp2D5tFv8XCKpN9Yimnrv2f3RextO9moYnq1WBclj3VWkQ0wmGl9gj+VAZYC88dARNBrAx4Fi4rIPbe",
+	"a3XtwLK1WGvJW/7ACOOQPT6oh4sGfSLTuQhsrGdAtFwyaIolxopyWO2FvHZVtNtW7atabsv7eWtCsMuv",
+	"JePX06C17bK7MDrt1nnPHfmKHj4hq9W2twINzJ2C4x5d02eTKbYx6jvEisn12ecSKp4WmMerhTBGYiFV",
+	"ezKiThVOzRioh6367dloeFtGxSVv0SRmFPyxWKOEC5wUqCsOgn9+DJxPragkKJcvFGT40nfZReAqu2u/",
+	"3NVMK4WSX+Binkmy6xJ9VyIUnQU6oBXobBEUwkEpWoMcCKnL35z7xeEzRex9s9U+2Vb7BFnrm7m2+dR+",
+	"hLdgIf0uIj/PZtev/nM6viIGOVMaaqISCBC82xD+uDhCnqdPKImyFCoM5ZIbfpoLl3vykafsyBUxNw1d",
+	"8hb+/oI8fE8mw+kMa/QqlF8lZBSgsWkwF9PzXxQJqSBRanhPrg/JXabJPWOJKhX54IJM/+uyXFvNKUeO",
+	"52IuzKYiGWZQftRlw1REP0oztc2YolY0ZWiVZkAv7MG+NiP8Bdb2l79Ybm9wPfrLX8iBpksS4E/B4Wto",
+	"8sOJEQUgn4UdtziwuSBkJZXNbQsfp+e/kBAyVyuU2A++/w8SXI+ns4AYOkPRXA6lYk334BVN+KuH71+5",
+	"A38VkCTOFAneDmfklbnTVytGY72C9OTB4SmBI7TZHYiWMMpK6+T1q1egejIrev3v/37yfXBa7NM6/5b3",
+	"iT+5ff5Y2qYZIbfVm/FpUQDwO+UciQ9s0H7xizkVHjLr7lpipqEWgxkoL51itRqqpCR43TwMQLNXYCAJ",
+	"yEFeCxpGchq8w35bP7Qklzu6aQ/NhXmPHx+gVym8KQbM7pwDtzXkB2V/yQAjg3Bn9XqEpRJ9jUvz39iP",
+	"AUD3e55CRTFD2w20WIBlDyzdYOVIrohB51PnKrGm6T2LiHuGweOBxo90o0q58/uQo6y81g1ZyRhtvX+w",
+	"VJIHQ27IQTDvzXtBnwQn5j8LGitm4E66uBs7KU0BNmK20ERmtsJHJqCWIbp9gGRFFQlEFscIjVZmwtqt",
+	"P/5wdMc1yQSUcwB4ARQlyqw8QLnrNYH8ftjdCM64TBwhSxKWHoXmjpAdQVR0MWmwgAeW3lHN1zAAFQ2l",
+	"Q1BRWgRY7MXFGVhVBatoJcy2D2KqmdKH4IRq1XJBIdrhchO6MQynIgdBhWWwTikyof/I8mrKNnmn6Vei",
+	"FIa+mtOlNjrbVgUlwQ8nJ0FBfQEsDDMH/W2dTzyjlCWyqBNJBQkqJUoD6PuaBD+ZAc2TxTGfvtmlPQZ7",
+	"qlxBwlGZuuL2br+qT4KffrDdYymWR4mMY1fkBfDVDDC5PnOkwq3QdPzriWVBbaRASIVh2Chm7odXIZbh",
+	"vcqR9q/FSq1UAkovBdgzNaBXQCmEkWAZzTsW0kwxyE+YAqV+YCnkfLbuQcrWRV/PxUG7sxFp+CXh19RW",
+	"Coagiv5cBJVoLGjX5iVk0Ky1mDW6N22tEQikagO3ndA090TPX/sSTsyFc4JCpU3MQ2b5bAHSV2+Q0HDF",
+	"jn44Pun1e1ka9173DLFSr1+9enx8PKbw+Vimy1e2r3p1OTobXk2Hps/xSq9jDNbUMWhJkC94tEQNF3RQ",
+	"PKKHvX7P3kPvde/745PjE6x+xwRNeO9178fjk+MfoX6KXgHT1HgysfriK6xiB1VqpE/HMAQCig5fhiXg",
+	"osBYW/MOXL4eDfNcVqk6ZSQQHsO/5fg5inqve77qeb286OsbGW1y5QXmVSo9p6/+bvW9SPn2i+iqlvf7",
+	"WJXEdJoxzJwHaA4n98PJybMtBWpl5mIaTN7kPPFo4CnMwc7c7k/PuZBKwWXPQmx9EEfM+sRmKzGUO5JM",
+	"QfI9SyfSog4BOQjyyihX49nt8G+j6Wx6O715A45PN1MjP37s9/76efdiKZ7lrIDwHYNIYMvl9V73zqBg",
+	"jyMBRWHSPFurcKUHbUEVTZeghsZBe7+b4RpYZqiXzSjxasl0O55NbDlrNHRDjdFasKsNOLpnG4W59e3V",
+	"mENHMxfUNV3jsxCYduBJCU/3IaSorGhtMFc/pqBWRLqKfXMBCU+1lEjrqmjrr93xwojrryzzmVF3R8GT",
+	"Flwu7qh+m5jIDtPofsXI/afF54mRgeuHfgA/WIQ8rNpbn4LSahtK34DWQ1kZBIQeg3d9w1zGNHTpAmwF",
+	"McR5fC3JJbBuK/Po3m2seA9CuuFWSjqRKnKqL4Gc068BOTu9q8CifHtWPy8aglK1Ex4++Ym1qqx2RLyS",
+	"Omfxsfzr4Hr02khOaFd4YKQtWf8xsQ8z1gxv1thF5K67laBoVKoE+xq1QsmKYpUJrggXmJ3T+im6sqlm",
+	"jRA98UGX0xz2nQKC6rkAJRlXJMqYLdRElc490e14Bz/PZtcuVjavI3XYJ3ktdZe+BcpePFKu8zznhtGw",
+	"saEunJlFx2RArBNKfklzgVyJXaktJmuuEdQRj6sNWbGUNbgMzKp+oFeMp3NRqctJYgP9OePi40LclZfK",
+	"270kiatXrf5CnEejCHQbz5GJvPyzK5ldr1L8jed4CWLnbsjmKq5fwo665V0JHkOtGFLPV7Gk0TaxQsn4",
+	"gSlUYVXUaa4Q9IKlCv3/3Q4xm8tcHATsg54axmQUBeT/IQGkT9Sr4JBwoaUZk4uYQ1kL0Nmh9tfqI6FU",
+	"RKrnwipW+PuLQpdxl2n4gWvF4kUBAKmEXLdYZ0KvTu3ZqLlwOr36Mp1u76eTn3ykwiyranl8GVpRz0f6",
+	"edmf5uRNsmDvCEm8AUt4g/ECvzwnZBfw0+dbwKwwtdj62h7QigrQlIuFK4GSg9hXSocuzT1TkW8o3jj5",
+	"wgJBV1Kzh8rCObDm7n+T1hKWwO6VtA1oeoHClyxCtTPqMMrVMzEqNM3YDrXEy+sivrwCogMH8J1yd3Jg",
+	"LsDVE8WKNrlSwnzCizj8xhG8MEdQ9uvOLVSG60YH16746MqEtuPlpbMluWRSjWqxIDQI+3IahvueQQ1C",
+	"tI3NRXv1WWsgdciKDz44i5rBaZKACXwugpqnKabCdIHssMXvlPMXJQf/dkKU+WqNvYeYIAtlrpAmZvCU",
+	"IXlAa3hpSyhrOekRJCrkCLgiP/1wgpwDCS7HV29vr8eXl1Ap43Z8MyvDTx6/a/1d8fignsQOepPfxze6",
+	"U5LtcvLTby9l/K9AcX764eTzcixeoHfAC4h4l0VLhgL0hxXN0ECwA/wPTwkksvxalUhmXwuZ1qmolghy",
+	"yKg5Ugu42Imc2upfn09zBFUuI/QxdIUi////9/9riOfOBwat9wsuuFoZso1qliPQ/1g9j/OjYtwenurn",
+	"eXkL3U1/LiAtrSILQzX69Upd/XItZ1fimcHaypUJ+3OR17yEsnlm0GNyTa0rCuihAluUMkBGDxuruQjK",
+	"ZS6DvJRwnmwfMr359EQ7KLCtSPTCBLhWFPQLEeF6kUkPRpXLTGJ5xG+s3YsZmLpXfe1Kk5x7zqsoWyft",
+	"lKkSDPu68Fgru2Dknj5IXqgCx87/nI6v5iL3BEXpoJDkCuHAARHXx+RKgu9PxBKI8ZLCaZDhOpzc5wb1",
+	"6myzdR4p5s73pfW22Tr50jpbWEI3ZAXWWNBEreQ3m/CzoKxNwm7fIGtguWMbafkleK6w8o4Ht0FpmQ9r",
+	"Lya3VfVx0LsN/L8rdldjHopIl3ZEHySIcmhoyoNRuED/jb7zhBR0zaJivQfwryPA/MMizqWkoGlgaOva",
+	"XgZLr1um+5pNyPb4rQPONzPyZ3tsLbAUF6BlAetl6H66HRmKcLbj4Rmk1S2XliznFShVhEa7SmiD3otk",
+	"7HMRrqQC9VtR7vWgUqG975J8Q2WPNP8rFwzmgkd9/OI4Dhjn8BTalmVC8MG30iITkXNdraJ8pW7qC7/G",
+	"ldLQX+g5rlaUbUFy3qwG++0xfrbHuFaF2Tmu3zGykJmImi+xaVqS+9HuyGgac9DTmTEg+sBeVmd0T8It",
+	"yE7jWJUKAHynwMl+RUUUs5SojQhXqRQyU/GmiCdwY3+n5iKx6a2sD9qBi6itxNJypiCqBmOFLO++zjCF",
+	"jZoLrh1rjoJxKQYgN3v+cGJTCxgwGE5uB9ej2+FkMp4EhaNHIFO+5LZWFEv/ElhHf0jpWVTNLnuY0pQ5",
+	"/7O5oEJCDoOceOSq45/+ekKoEd1Dr12mWfDxpYlMES7/pUhMKQ63hcBgVDVGzX5Tgj5BCepFSuv+BAWH",
+	"bCZvCrFVWWJjeZyKy+6rgix2J3/9jDsZlGRth4X3DALVnOdnE/Fal/718WxDl5ITI5Se5GyLOQy2hafQ",
+	"OLN82RMqlKJ+1ak/II+ogDrkkMxEhytbMQGEPcxt5CNztcqjL+5xW65n+4XIXK0u6w7VRvksv7w60tCI",
+	"NY0XMjUiM9Sg/UpR6IKLqGLycJkqLCgfFfXBsZTuXmhV4EE3R48qfhTEyxAtFHow5ivegEcNRW/2PuHC",
+	"4Jg7elRabBJDn1UxyjEZi3hTHdXFYiI5P54LDOWreBIHo2rZlqBPzE82iZJ1Kh1FKjgka6imla8FF/DI",
+	"4rjFPXV3DEwjacKLG4HbarJ+OaNwc0VdQ2Ka5PhbUMxnsFk0j/0TnuYSDdk7GKa+kGeIe/nMCDn9ahDy",
+	"zxoBY2u+Aad+L+SjsAkVzANx+L8lPKYFI5+qycQcWrtNCuY9twpVVETi0eMzaTM9HFbtCzj0XFiVa8Xh",
+	"s6QgN6i7UUUOLVvU0HZ3/glgP1TZGoqaePnqSoHrl8blStXtrxF97el9i2D7rCg6ZSIqQBcKcT4ZMTVN",
+	"n2JiwOeyZGPoE5WBs7/DTh4dpSxTeUkcjPJStnazalSPPeALQsXm8JgMrCavyEkVuVBy9LEyLJkBOVtX",
+	"EC7crsuFiNVrC85FsLW0b0BoDBvxY325EuJLI305f/+XEqUrydi3+P2VbuHrwHua+zKjqwuPcpCwlYid",
+	"Z6KDT1cfZyHTOx6pQsElWJlCDC4nw8H5b4Y0TGbD8z8FmQDsqjoodqcLcourz7CUVdlIrC6lNzlwWZXR",
+	"Zc85T/dJkQF8Lg6C/K/g0FwaZgwnB5gPu18gPubRNjNU0mEf+nG0yPv84igqk6/6VdYyybnZb2/zZ3Ho",
+	"qer14QaMwNDESZl8wnMNHrOv1D3fgpzvaHqvrCNsWn2vPbUGzFgJltKz/7R+uVgnT5k2uc8uxo+qIhcZ",
+	"VSS4GE2G5zbNHvbkKvcsuNuQAH60BTZsPvLm7yJiH/IUtoZsm0Fg1TiyA2euCEAUFBSuWD29ROGeJzMz",
+	"zUtTBDfPV00W7nnytZEDIYnKwhUCzr+kguuCpyzHRitmojBdx0ZG07izvlxjljpXyQILWbTShJGA2GZg",
+	"iVLpPAnySjXA2JsdgCyxSJlaoe/7IE8c68LD8j4QMQDZTFWRKNQMVOKzzGxI6XzI6d3Cy+DpzDPV14yq",
+	"3x7vL4KrA3XveZwhqMdCjnnxBOv8XvtLOHQKlFzYww7zbjbzt594OKF4LlK25EqDkotqK2IfuGISxSJy",
+	"KxR5ZYMjm59LdT+UTU9ZmpIrq4LD0iNzYR51b/kRkn8ZRTYxMiZaLWqPWEYFCwlDGADa71C4BI9/T2Bn",
+	"HifqYh6D07kwpPRDwtNNM/SSdIm89NGqlot8Wa5ie6GYL6Qb2FHQpFUkqYJrkcLn60jz8Nn9hf6V4yJz",
+	"3Xr10ovE3ZBZfmWkjywMGYtY1/QP5Yzg230lWS22GxwCSZFCPA9IhLLiVHO14Ob4ZToXEU9ZqF3Oh6J+",
+	"J8/FpcNTLK1M9comvTd/ogM0D2k8F1CXY27LYM97lnqhxyStKzjxoHJnMMM6Ydh77nkJnFmSxJtjMhAb",
+	"R9RQU6VXVJAfTk7M+mg95xYYNUBk0yn3lK4EYCLlquU1wldUW7TeUy+v/8QqExH78lrQYiVdyFvlAiuO",
+	"s8X1PTe5Q//ZPXwUScr+zkKNfokWWFyagWMsSwNKu8+9QgPWCM/WobjQMlhExvXXKc5IPMj7MmaXaEyJ",
+	"qmDnbVRllynER1Tu2EKm+eQEM9YZzi0nLweOTsyFj1AQSydg8nnvcCudKOXH0xKfEAhBt+SCdKEWUAJk",
+	"K7kgu6iFs+jsIBdFCfDPQDC+EqtJvY5tW1aKtmv8RjS+ENGo1KLvSDaKIiN7Ug2o/Xk9ns6ILwbESEwi",
+	"ZH2XkQe8gVPO1DEZECHFkcHdQqpJWUw3RZ1ZrLyAFRINfv/0w0k7nr589EOjZOCXkloaFcnaIyFsHMQ3",
+	"hPwCCCkqARRtXoAVrKwXVzI7sc7DVZjHNmfQ5gVB7meYBov8bc3xB1EVpu2m6RRpzqxRf4krkiVeSelj",
+	"/qPHVNsoB1VU7cB0azmN4u8vyqWvjnt9V03ETvWx32V8ULtUak2ZgXOmpjJjvpTSZPZ6P/7+8f8EAAD/",
+	"/w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -25,6 +25,9 @@ type ServerInterface interface {
 	// SetWorkflowDataObjects Write data attributes (data objects) of a running workflow
 	// (POST /api/v1/workflow/dataobjects/set)
 	SetWorkflowDataObjects(w http.ResponseWriter, r *http.Request)
+	// DescribeWorkflow Describe a run and its pending work (extension of this server)
+	// (POST /api/v1/workflow/describe)
+	DescribeWorkflow(w http.ResponseWriter, r *http.Request)
 	// LoadEncodedObject Load an externally stored payload
 	// (POST /api/v1/workflow/encodedobject/load)
 	LoadEncodedObject(w http.ResponseWriter, r *http.Request)
@@ -100,6 +103,12 @@ func (_ Unimplemented) GetWorkflowDataObjects(w http.ResponseWriter, r *http.Req
 // SetWorkflowDataObjects Write data attributes (data objects) of a running workflow
 // (POST /api/v1/workflow/dataobjects/set)
 func (_ Unimplemented) SetWorkflowDataObjects(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DescribeWorkflow Describe a run and its pending work (extension of this server)
+// (POST /api/v1/workflow/describe)
+func (_ Unimplemented) DescribeWorkflow(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -253,6 +262,20 @@ func (siw *ServerInterfaceWrapper) SetWorkflowDataObjects(w http.ResponseWriter,
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.SetWorkflowDataObjects(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DescribeWorkflow operation middleware
+func (siw *ServerInterfaceWrapper) DescribeWorkflow(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DescribeWorkflow(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -685,6 +708,9 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 		r.Post(options.BaseURL+"/api/v1/workflow/history", wrapper.GetWorkflowHistory)
 	})
 	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/workflow/describe", wrapper.DescribeWorkflow)
+	})
+	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/v1/workflow/waitForStateCompletion", wrapper.WaitForStateCompletion)
 	})
 	r.Group(func(r chi.Router) {
@@ -833,6 +859,56 @@ func (response SetWorkflowDataObjects400JSONResponse) VisitSetWorkflowDataObject
 type SetWorkflowDataObjects500JSONResponse ErrorResponse
 
 func (response SetWorkflowDataObjects500JSONResponse) VisitSetWorkflowDataObjectsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DescribeWorkflowRequestObject struct {
+	Body *DescribeWorkflowJSONRequestBody
+}
+
+type DescribeWorkflowResponseObject interface {
+	VisitDescribeWorkflowResponse(w http.ResponseWriter) error
+}
+
+type DescribeWorkflow200JSONResponse WorkflowDescribeResponse
+
+func (response DescribeWorkflow200JSONResponse) VisitDescribeWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DescribeWorkflow400JSONResponse ErrorResponse
+
+func (response DescribeWorkflow400JSONResponse) VisitDescribeWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DescribeWorkflow500JSONResponse ErrorResponse
+
+func (response DescribeWorkflow500JSONResponse) VisitDescribeWorkflowResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -1796,6 +1872,9 @@ type StrictServerInterface interface {
 	// SetWorkflowDataObjects Write data attributes (data objects) of a running workflow
 	// (POST /api/v1/workflow/dataobjects/set)
 	SetWorkflowDataObjects(ctx context.Context, request SetWorkflowDataObjectsRequestObject) (SetWorkflowDataObjectsResponseObject, error)
+	// DescribeWorkflow Describe a run and its pending work (extension of this server)
+	// (POST /api/v1/workflow/describe)
+	DescribeWorkflow(ctx context.Context, request DescribeWorkflowRequestObject) (DescribeWorkflowResponseObject, error)
 	// LoadEncodedObject Load an externally stored payload
 	// (POST /api/v1/workflow/encodedobject/load)
 	LoadEncodedObject(ctx context.Context, request LoadEncodedObjectRequestObject) (LoadEncodedObjectResponseObject, error)
@@ -1977,6 +2056,37 @@ func (sh *strictHandler) SetWorkflowDataObjects(w http.ResponseWriter, r *http.R
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(SetWorkflowDataObjectsResponseObject); ok {
 		if err := validResponse.VisitSetWorkflowDataObjectsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DescribeWorkflow operation middleware
+func (sh *strictHandler) DescribeWorkflow(w http.ResponseWriter, r *http.Request) {
+	var request DescribeWorkflowRequestObject
+
+	var body DescribeWorkflowJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DescribeWorkflow(ctx, request.(DescribeWorkflowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DescribeWorkflow")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DescribeWorkflowResponseObject); ok {
+		if err := validResponse.VisitDescribeWorkflowResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

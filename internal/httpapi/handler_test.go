@@ -106,6 +106,9 @@ func (f *fakeService) DumpWorkflow(_ context.Context, req iwfapi.WorkflowDumpReq
 func (f *fakeService) WorkflowHistory(_ context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error) {
 	return iwfapi.WorkflowHistoryResponse{Events: []iwfapi.WorkflowHistoryEvent{}}, f.record(req)
 }
+func (f *fakeService) DescribeWorkflow(_ context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error) {
+	return iwfapi.WorkflowDescribeResponse{PendingStates: []iwfapi.PendingStateExecution{}}, f.record(req)
+}
 func (f *fakeService) WaitForStateCompletion(_ context.Context, req iwfapi.WorkflowWaitForStateCompletionRequest) (iwfapi.WorkflowWaitForStateCompletionResponse, error) {
 	return iwfapi.WorkflowWaitForStateCompletionResponse{}, f.record(req)
 }

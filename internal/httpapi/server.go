@@ -185,6 +185,16 @@ func (s *Server) GetWorkflowHistory(ctx context.Context, req iwfapi.GetWorkflowH
 	return iwfapi.GetWorkflowHistory200JSONResponse(resp), nil
 }
 
+// DescribeWorkflow serves POST /api/v1/workflow/describe, an extension of
+// this server.
+func (s *Server) DescribeWorkflow(ctx context.Context, req iwfapi.DescribeWorkflowRequestObject) (iwfapi.DescribeWorkflowResponseObject, error) {
+	resp, err := s.svc.DescribeWorkflow(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.DescribeWorkflow200JSONResponse(resp), nil
+}
+
 // WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.
 func (s *Server) WaitForStateCompletion(ctx context.Context, req iwfapi.WaitForStateCompletionRequestObject) (iwfapi.WaitForStateCompletionResponseObject, error) {
 	resp, err := s.svc.WaitForStateCompletion(ctx, *req.Body)

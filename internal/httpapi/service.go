@@ -44,6 +44,8 @@ type Service interface {
 	UpdateConfig(ctx context.Context, req iwfapi.WorkflowConfigUpdateRequest) error
 	// WorkflowHistory serves POST /api/v1/workflow/history (our extension).
 	WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error)
+	// DescribeWorkflow serves POST /api/v1/workflow/describe (our extension).
+	DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error)
 	// DumpWorkflow serves POST /api/v1/workflow/internal/dump.
 	DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error)
 	// WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.

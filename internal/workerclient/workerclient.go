@@ -13,6 +13,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
@@ -25,6 +27,44 @@ const (
 	ExecutePath   = "/api/v1/workflowState/decide"
 	RPCPath       = "/api/v1/workflowWorker/rpc"
 )
+
+// Headers a worker may set on a failed answer (extensions of this server;
+// official iWF SDKs do not send them).
+const (
+	// NonRetryableHeader, set to "true", ends the state's retries at once.
+	NonRetryableHeader = "Iwf-Non-Retryable"
+	// RetryAfterHeader (seconds or an HTTP date) delays the next attempt
+	// at least that long.
+	RetryAfterHeader = "Retry-After"
+)
+
+// nonRetryable reports whether a failed answer says retrying cannot help.
+func nonRetryable(h http.Header) bool {
+	return strings.EqualFold(strings.TrimSpace(h.Get(NonRetryableHeader)), "true")
+}
+
+// retryAfter reads a Retry-After header: delay seconds or an HTTP date.
+// Missing, malformed or past values give 0; larger ones are capped at
+// engine.MaxRetryAfter.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	v := strings.TrimSpace(h.Get(RetryAfterHeader))
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		if secs >= int64(engine.MaxRetryAfter/time.Second) {
+			return engine.MaxRetryAfter
+		}
+		d = time.Duration(secs) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return max(0, min(d, engine.MaxRetryAfter))
+}
 
 // maxResponseBytes bounds a worker answer.
 const maxResponseBytes = 16 << 20
@@ -107,7 +147,8 @@ func (c *Client) call(ctx context.Context, url string, in, out any) error {
 		return &engine.WorkerCallError{Status: resp.StatusCode, Err: fmt.Errorf("%s: worker calls do not follow redirects", resp.Status)}
 	}
 	if resp.StatusCode != http.StatusOK {
-		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw, Err: fmt.Errorf("%s", resp.Status)}
+		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw, Err: fmt.Errorf("%s", resp.Status),
+			NonRetryable: nonRetryable(resp.Header), RetryAfter: retryAfter(resp.Header, time.Now())}
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return &engine.WorkerCallError{Status: resp.StatusCode, Body: raw, Err: fmt.Errorf("decoding worker response: %w", err)}

@@ -88,3 +88,47 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		t.Fatalf("the redirect target was called %d times", targetCalls)
 	}
 }
+
+// A failed answer's Iwf-Non-Retryable and Retry-After headers reach the
+// engine; Retry-After is read as seconds or an HTTP date, and capped.
+func TestFailedAnswerRetryHeaders(t *testing.T) {
+	var hdr http.Header
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, vs := range hdr {
+			w.Header()[k] = vs
+		}
+		w.WriteHeader(503)
+	}))
+	defer srv.Close()
+	c := workerclient.New(nil)
+	future := time.Now().Add(90 * time.Minute).UTC().Format(http.TimeFormat)
+	for _, tc := range []struct {
+		name         string
+		header       http.Header
+		nonRetryable bool
+		min, max     time.Duration
+	}{
+		{"none", nil, false, 0, 0},
+		{"non-retryable", http.Header{"Iwf-Non-Retryable": {"TRUE"}}, true, 0, 0},
+		{"non-retryable false", http.Header{"Iwf-Non-Retryable": {"false"}}, false, 0, 0},
+		{"seconds", http.Header{"Retry-After": {"120"}}, false, 2 * time.Minute, 2 * time.Minute},
+		{"http date", http.Header{"Retry-After": {future}}, false, 88 * time.Minute, 90 * time.Minute},
+		{"past date", http.Header{"Retry-After": {"Mon, 02 Jan 2006 15:04:05 GMT"}}, false, 0, 0},
+		{"negative", http.Header{"Retry-After": {"-5"}}, false, 0, 0},
+		{"garbage", http.Header{"Retry-After": {"soon"}}, false, 0, 0},
+		{"huge", http.Header{"Retry-After": {"99999999999999999"}}, false, engine.MaxRetryAfter, engine.MaxRetryAfter},
+		{"beyond the cap", http.Header{"Retry-After": {"172800"}}, false, engine.MaxRetryAfter, engine.MaxRetryAfter},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hdr = tc.header
+			_, err := c.WaitUntil(context.Background(), srv.URL, &iwfapi.WorkflowStateStartRequest{})
+			var ce *engine.WorkerCallError
+			if !errors.As(err, &ce) || ce.Status != 503 {
+				t.Fatalf("error %v", err)
+			}
+			if ce.NonRetryable != tc.nonRetryable || ce.RetryAfter < tc.min || ce.RetryAfter > tc.max {
+				t.Fatalf("nonRetryable=%v retryAfter=%s, want %v and [%s, %s]", ce.NonRetryable, ce.RetryAfter, tc.nonRetryable, tc.min, tc.max)
+			}
+		})
+	}
+}

@@ -151,6 +151,7 @@ func (s *workerService) writeError(w http.ResponseWriter, r *http.Request, err e
 		status, errorType = we.status(), we.errorType()
 	}
 	s.log.WarnContext(r.Context(), "iwf: worker call failed", "path", r.URL.Path, "status", status, "errorType", errorType, "error", err)
+	setRetryHeaders(w.Header(), err)
 	writeJSON(w, status, wire.WorkerErrorResponse{Detail: ptr(err.Error()), ErrorType: ptr(errorType)})
 }
 

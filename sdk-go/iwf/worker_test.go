@@ -573,3 +573,48 @@ func httptestGet(h http.Handler, path string) int {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	return rec.Code
 }
+
+// NonRetryable and RetryAfter become the Iwf-Non-Retryable and Retry-After
+// headers of the failed answer, however they are nested.
+func TestWorkerRetryHints(t *testing.T) {
+	tw := newTestWorkflow(t)
+	errs := map[string]error{
+		"plain":         errors.New("plain"),
+		"non-retryable": iwf.NonRetryable(&iwf.WorkerError{StatusCode: 422, Detail: "bad order"}),
+		"retry-after":   fmt.Errorf("rate limited: %w", iwf.RetryAfter(90*time.Second+time.Millisecond, errors.New("429 from the bank"))),
+		"both":          iwf.RetryAfter(time.Minute, iwf.NonRetryable(errors.New("both"))),
+	}
+	for name, err := range errs {
+		tw.wf.RPCs[name] = func(iwf.Context, iwf.Object, iwf.Persistence, iwf.Communication) (any, error) { return nil, err }
+	}
+	reg, err := iwf.NewRegistry(tw.wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := iwf.NewWorkerService(reg, &iwf.WorkerOptions{Logger: quietLogger()})
+	for _, tc := range []struct {
+		name, nonRetryable, retryAfter string
+		status                         int
+	}{
+		{"plain", "", "", 500},
+		{"non-retryable", "true", "", 422},
+		{"retry-after", "", "91", 500},
+		{"both", "true", "60", 500},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"context":{"workflowId":"w","workflowRunId":"r","workflowStartedTimestamp":1},"workflowType":"OrderWorkflow","rpcName":"` + tc.name + `"}`
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, iwf.RPCPath, strings.NewReader(body)))
+			if rec.Code != tc.status || rec.Header().Get(iwf.NonRetryableHeader) != tc.nonRetryable || rec.Header().Get(iwf.RetryAfterHeader) != tc.retryAfter {
+				t.Fatalf("status %d, headers %v", rec.Code, rec.Header())
+			}
+		})
+	}
+	if iwf.NonRetryable(nil) != nil || iwf.RetryAfter(time.Second, nil) != nil {
+		t.Fatal("a nil error must stay nil")
+	}
+	var we *iwf.WorkerError
+	if !errors.As(errs["non-retryable"], &we) || errs["non-retryable"].Error() != "bad order" {
+		t.Fatal("NonRetryable must keep the wrapped error visible")
+	}
+}

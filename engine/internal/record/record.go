@@ -76,6 +76,22 @@ type Execution struct {
 	// Results is what the execute call receives as commandResults (nil when
 	// waitUntil was skipped).
 	Results *CommandResults `json:"results,omitempty"`
+	// LastFailure is the last failed worker call of the execution (of
+	// either API); describe shows it while the execution is in the phase
+	// of that API.
+	LastFailure *Failure `json:"lastFailure,omitempty"`
+}
+
+// Failure is one failed worker call of a state execution.
+type Failure struct {
+	// API is the execution status of the failed call: "WAIT_UNTIL" or
+	// "EXECUTE".
+	API     string `json:"api"`
+	Attempt int    `json:"attempt"`
+	At      int64  `json:"at"` // unix ms
+	// Status is the worker's HTTP status, 0 when no answer came.
+	Status int    `json:"status,omitempty"`
+	Error  string `json:"error"`
 }
 
 // Checkpoint is a run's progress just before a decision started a batch of
