@@ -60,18 +60,18 @@ func TestCheckWithAllowList(t *testing.T) {
 		}
 	}
 	refused := []string{
-		"http://127.0.0.2:8803",                    // another loopback address
-		"https://127.0.0.1:8803",                   // another scheme
-		"https://svc.cluster.local",                // * needs at least one character
-		"https://x.svc.cluster.local:8443",         // no port in the pattern: the default port only
-		"http://x.svc.cluster.local",               // scheme
-		"http://worker.internal:8080/iwfx",         // the path prefix ends at a segment
-		"http://worker.internal:8080/other",        // outside the path
-		"http://worker.internal:8081/iwf",          // port
-		"http://10.2.0.1:9000",                     // outside the network
-		"http://192.168.7.8",                       // another address
-		"http://169.254.169.254",                   // denied whatever the list says
-		"http://localhost:8803",                    // resolves to loopback, which no network allows
+		"http://127.0.0.2:8803",                     // another loopback address
+		"https://127.0.0.1:8803",                    // another scheme
+		"https://svc.cluster.local",                 // * needs at least one character
+		"https://x.svc.cluster.local:8443",          // no port in the pattern: the default port only
+		"http://x.svc.cluster.local",                // scheme
+		"http://worker.internal:8080/iwfx",          // the path prefix ends at a segment
+		"http://worker.internal:8080/other",         // outside the path
+		"http://worker.internal:8081/iwf",           // port
+		"http://10.2.0.1:9000",                      // outside the network
+		"http://192.168.7.8",                        // another address
+		"http://169.254.169.254",                    // denied whatever the list says
+		"http://localhost:8803",                     // resolves to loopback, which no network allows
 		"http://127.0.0.1.nip.example.invalid:8803", // does not resolve
 	}
 	for _, u := range refused {
