@@ -409,7 +409,7 @@ func init() { settings = append(settings, securitySettings...) }
 // fileKeys are the config-file keys; they are the flag names, except that
 // the repeatable settings take plural keys.
 func fileKey(s setting) string {
-	if s.multi {
+	if s.multi && !strings.HasSuffix(s.key, "s") {
 		return s.key + "s"
 	}
 	return s.key
