@@ -281,7 +281,8 @@ func (d *dispatcher) poll(ctx context.Context) {
 	for {
 		d.claim(ctx)
 		if now := clock.Now(); now.Sub(lastRenew) >= renewEvery {
-			if _, err := e.store.TaskRenewLeases(ctx, e.cfg.NodeID, now, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil {
+			if _, err := e.store.TaskRenewLeases(ctx, e.cfg.NodeID, now, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil &&
+				!e.storeUnavailable(err, "lease renewals wait") {
 				e.log.Error().Err(err).Msg("renewing task leases")
 			}
 			lastRenew = now
@@ -327,7 +328,7 @@ func (d *dispatcher) claim(ctx context.Context) int {
 			Limit:         limit,
 		})
 		if err != nil {
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !e.storeUnavailable(err, "claims wait") {
 				e.log.Error().Err(err).Msg("claiming tasks")
 			}
 			return total

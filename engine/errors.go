@@ -30,6 +30,9 @@ const (
 	CodeLocked ErrorCode = "locked"
 	// CodeUnimplemented: the server does not implement this yet (501).
 	CodeUnimplemented ErrorCode = "unimplemented"
+	// CodeUnavailable: the store cannot be reached or cannot take work
+	// now (503 with Retry-After); the same request may succeed later.
+	CodeUnavailable ErrorCode = "unavailable"
 	// CodeInternal: anything else (500, UNCATEGORIZED_SUB_STATUS). The
 	// message is logged; clients see a plain text.
 	CodeInternal ErrorCode = "internal"
@@ -76,5 +79,41 @@ func CodeOf(err error) ErrorCode {
 	if errors.As(err, &e) {
 		return e.Code
 	}
+	if IsUnavailable(err) {
+		return CodeUnavailable
+	}
 	return CodeInternal
+}
+
+// UnavailableError is a store error that says the database cannot be
+// reached or cannot take work now: the connection is refused or lost, the
+// server is shutting down, the disk is full. Retried later, the operation
+// may succeed. Stores return it; the API answers 503.
+type UnavailableError struct {
+	// Store names the database ("PostgreSQL", "SQLite").
+	Store string
+	// Err is the driver's error.
+	Err error
+}
+
+// Error implements error.
+func (e *UnavailableError) Error() string { return e.Store + " is unavailable: " + e.Err.Error() }
+
+// Unwrap returns the driver's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// IsUnavailable reports whether err says the store is unavailable.
+func IsUnavailable(err error) bool {
+	var u *UnavailableError
+	return errors.As(err, &u)
+}
+
+// UnavailableStore returns the name of the unavailable store err reports,
+// or "".
+func UnavailableStore(err error) string {
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		return u.Store
+	}
+	return ""
 }

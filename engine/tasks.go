@@ -145,11 +145,28 @@ func (e *Engine) processTask(ctx context.Context, t *Task) error {
 	default:
 		err = e.dropTask(ctx, t)
 	}
-	if err != nil && ctx.Err() == nil {
+	if err != nil && ctx.Err() == nil && !e.storeUnavailable(err, "tasks wait for the store") {
 		e.log.Error().Err(err).Str("workflowId", t.WorkflowID).Str("runId", t.RunID).
 			Str("stateExecutionId", t.ExecutionID).Str("task", string(t.Kind)).Msg("task failed; retrying")
 	}
 	return err
+}
+
+// storeUnavailable logs err, when it says the store is unavailable, at
+// warn level at most once per failureLogInterval for what (the engine
+// retries by itself), and reports whether it did so.
+func (e *Engine) storeUnavailable(err error, what string) bool {
+	if !IsUnavailable(err) {
+		return false
+	}
+	if suppressed, ok := e.failureLogs.allow("store: "+what, e.cfg.Clock.Now()); ok {
+		ev := e.log.Warn().Err(err)
+		if suppressed > 0 {
+			ev = ev.Int("suppressed", suppressed)
+		}
+		ev.Msg("store unavailable; " + what + " and retry")
+	}
+	return true
 }
 
 // dropTask deletes a task whose execution or run has moved on.

@@ -44,7 +44,8 @@ var serverOps = map[string][2]string{
 	"/api/v1/workflow/waitForStateCompletion":   {http.MethodPost, "waitForStateCompletion"},
 	"/api/v1/workflow/triggerContinueAsNew":     {http.MethodPost, "triggerContinueAsNew"},
 	// Our one additive extension (design: history readable through the API).
-	"/api/v1/workflow/history": {http.MethodPost, "getWorkflowHistory"},
+	"/api/v1/workflow/history":  {http.MethodPost, "getWorkflowHistory"},
+	"/api/v1/workflow/describe": {http.MethodPost, "describeWorkflow"},
 }
 
 var workerOps = map[string][2]string{
@@ -98,9 +99,9 @@ func TestEmbeddedSpecLoadsAndValidates(t *testing.T) {
 func TestSpecHasExactlyTheContractPaths(t *testing.T) {
 	doc := loadSpec(t)
 	paths := doc.Paths.Map()
-	// iWF's 23 paths plus our history extension.
-	if got, want := len(paths), len(serverOps)+len(workerOps); got != 24 || want != 24 {
-		t.Fatalf("spec has %d paths, test expects %d; both must be 24", got, want)
+	// iWF's 23 paths plus our history and describe extensions.
+	if got, want := len(paths), len(serverOps)+len(workerOps); got != 25 || want != 25 {
+		t.Fatalf("spec has %d paths, test expects %d; both must be 25", got, want)
 	}
 	check := func(ops map[string][2]string, tag string) {
 		for path, mo := range ops {

@@ -633,9 +633,9 @@ func TestGreedyTimer(t *testing.T) {
 		req.WorkflowStartOptions = &iwfapi.WorkflowStartOptions{WorkflowConfigOverride: &iwfapi.WorkflowConfig{OptimizeTimer: ptr(true)}}
 		runID := e.start(req)
 		e.waiting(wfID, "schedule-1")
-		e.rpcOK(iwfapi.WorkflowRpcRequest{WorkflowId: wfID, RpcName: "submit-durations", Input: input(20), TimeoutSeconds: ptr(int32(2))})
+		e.rpcOK(iwfapi.WorkflowRpcRequest{WorkflowId: wfID, RpcName: "submit-durations", Input: input(20), TimeoutSeconds: ptr(int32(30))})
 		expectError(t, "timer/skip", e.skipTimer(iwfapi.WorkflowSkipTimerRequest{WorkflowId: wfID, WorkflowStateExecutionId: "schedule-1", TimerCommandId: ptr("duration-15")}), 200, `{}`)
-		e.rpcOK(iwfapi.WorkflowRpcRequest{WorkflowId: wfID, RpcName: "submit-durations", Input: input(1), TimeoutSeconds: ptr(int32(2))})
+		e.rpcOK(iwfapi.WorkflowRpcRequest{WorkflowId: wfID, RpcName: "submit-durations", Input: input(1), TimeoutSeconds: ptr(int32(30))})
 		_, body := e.result(wfID)
 		jsonEqual(t, "result", body, fmt.Sprintf(`{"workflowRunId":%q,"workflowStatus":"COMPLETED","results":[{"completedStateId":"schedule",
 			"completedStateExecutionId":"schedule-3","completedStateOutput":{"encoding":"json","data":"[{\"commandId\":\"duration-1\",\"timerStatus\":\"FIRED\"}]"}}]}`, runID))

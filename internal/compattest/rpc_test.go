@@ -102,7 +102,7 @@ func TestRPC(t *testing.T) {
 			return iwfapi.WorkflowRpcRequest{
 				WorkflowId: wfID, WorkflowRunId: ptr(""), RpcName: name, Input: input,
 				SearchAttributesLoadingPolicy: partial(intKey),
-				TimeoutSeconds:                ptr(int32(2)), UseMemoForDataAttributes: ptr(false), SearchAttributes: allSAs,
+				TimeoutSeconds:                ptr(int32(30)), UseMemoForDataAttributes: ptr(false), SearchAttributes: allSAs,
 			}
 		}
 
@@ -202,7 +202,7 @@ func TestCreate(t *testing.T) {
 		}
 		out := e.rpcOK(iwfapi.WorkflowRpcRequest{
 			WorkflowId: wfID, RpcName: "test-RPCName", Input: obj("test-input-value"),
-			SearchAttributesLoadingPolicy: partial("CustomIntField"), TimeoutSeconds: ptr(int32(2)),
+			SearchAttributesLoadingPolicy: partial("CustomIntField"), TimeoutSeconds: ptr(int32(30)),
 		})
 		jsonEqualValue(t, "RPC output", out, `{"output":{"encoding":"json","data":"test-input-value"}}`)
 		_, body := e.result(wfID)
@@ -322,7 +322,7 @@ func TestLocking(t *testing.T) {
 			resp := e.rpc(iwfapi.WorkflowRpcRequest{
 				WorkflowId: wfID, RpcName: "increase-counter", Input: value,
 				SearchAttributesLoadingPolicy: saPolicy, DataAttributesLoadingPolicy: daPolicy,
-				TimeoutSeconds:   ptr(int32(2)),
+				TimeoutSeconds:   ptr(int32(30)),
 				SearchAttributes: list(saKey(kwKey, iwfapi.SearchAttributeValueTypeKeyword), saKey(intKey, iwfapi.SearchAttributeValueTypeInt)),
 			})
 			switch resp.StatusCode() {
@@ -451,7 +451,7 @@ func TestPersistenceLoadingPolicy(t *testing.T) {
 				sa, da := policies()
 				e.rpcOK(iwfapi.WorkflowRpcRequest{
 					WorkflowId: wfID, RpcName: "persistence_loading_policy_rpc", SearchAttributesLoadingPolicy: sa, DataAttributesLoadingPolicy: da,
-					TimeoutSeconds: ptr(int32(3)), UseMemoForDataAttributes: ptr(true),
+					TimeoutSeconds: ptr(int32(30)), UseMemoForDataAttributes: ptr(true),
 					SearchAttributes: list(saKey(kwKey, iwfapi.SearchAttributeValueTypeKeyword), saKey(textKey, iwfapi.SearchAttributeValueTypeText)),
 				})
 				r, _ := e.result(wfID)

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
@@ -33,8 +34,13 @@ var errorTable = map[engine.ErrorCode]errorMapping{
 	engine.CodeWorkerAPIError:    {statusLongPollOrWorkerError, iwfapi.ErrorSubStatusWorkerApiError},
 	engine.CodeLocked:            {statusLocked, iwfapi.ErrorSubStatusWorkerApiError},
 	engine.CodeUnimplemented:     {http.StatusNotImplemented, iwfapi.ErrorSubStatusUncategorized},
+	engine.CodeUnavailable:       {http.StatusServiceUnavailable, iwfapi.ErrorSubStatusUncategorized},
 	engine.CodeInternal:          {http.StatusInternalServerError, iwfapi.ErrorSubStatusUncategorized},
 }
+
+// retryAfterSeconds is the Retry-After of a 503: the store is usually back,
+// or its pool reconnected, within a second or two.
+const retryAfterSeconds = "2"
 
 // internalErrorDetail is all a client learns about an internal error; the
 // error itself goes to the log with the request id.
@@ -53,6 +59,8 @@ func errorResponse(err error) (int, iwfapi.ErrorResponse) {
 	var e *engine.Error
 	errors.As(err, &e)
 	switch {
+	case code == engine.CodeUnavailable:
+		resp.Detail = ptr(fmt.Sprintf("the store (%s) is unavailable; retry in a moment", engine.UnavailableStore(err)))
 	case code == engine.CodeInternal || e == nil:
 		resp.Detail = ptr(internalErrorDetail)
 	default:
@@ -81,6 +89,9 @@ func (h *handler) handleServiceError(w http.ResponseWriter, r *http.Request, err
 	}
 	ev.Err(err).Str("requestId", requestIDFrom(r.Context())).Str("path", r.URL.Path).
 		Int("status", status).Msg("request failed")
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
 	writeJSON(w, status, resp)
 }
 

@@ -22,8 +22,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -157,7 +160,37 @@ func retry(ctx context.Context, op func() error) error {
 // therefore have no effects outside tx. A panic in fn rolls the transaction
 // back and propagates.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	return retry(ctx, func() error { return s.update(ctx, fn) })
+	return unavailable(retry(ctx, func() error { return s.update(ctx, fn) }))
+}
+
+// unavailable marks the errors that say PostgreSQL cannot be reached or
+// cannot take work now as *engine.UnavailableError: no connection, a
+// connection lost, the server shutting down or starting, too many
+// connections, a full disk, a closed pool. The operation may succeed when
+// retried later.
+func unavailable(err error) error {
+	if err == nil || engine.IsUnavailable(err) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"), // connection_exception
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // admin/crash shutdown, cannot_connect_now
+			pgErr.Code == "53100", pgErr.Code == "53200", pgErr.Code == "53300": // disk_full, out_of_memory, too_many_connections
+			return &engine.UnavailableError{Store: "PostgreSQL", Err: err}
+		}
+		return err
+	}
+	var connErr *pgconn.ConnectError
+	var netErr net.Error
+	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "closed pool") {
+		return &engine.UnavailableError{Store: "PostgreSQL", Err: err}
+	}
+	return err
 }
 
 func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
@@ -188,10 +221,10 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
 	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err)
+		return unavailable(fmt.Errorf("postgres: begin: %w", err))
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	return fn(ctx, &txn{tx: tx})
+	return unavailable(fn(ctx, &txn{tx: tx}))
 }
 
 // $1 owner, $2 now, $3 lease duration, $4 due before, $5 limit (NULL: none).
@@ -243,7 +276,7 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("postgres: TaskClaim: %w", err)
+		return nil, unavailable(fmt.Errorf("postgres: TaskClaim: %w", err))
 	}
 	rowfmt.SortTasks(tasks)
 	return tasks, nil
@@ -260,7 +293,7 @@ func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("postgres: TaskRenewLeases: %w", err)
+		return 0, unavailable(fmt.Errorf("postgres: TaskRenewLeases: %w", err))
 	}
 	return n, nil
 }
@@ -277,7 +310,7 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("postgres: TaskReleaseLeases: %w", err)
+		return 0, unavailable(fmt.Errorf("postgres: TaskReleaseLeases: %w", err))
 	}
 	return n, nil
 }

@@ -31,7 +31,8 @@ import (
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // MemoryDSN is the dsn of a private in-memory database, for tests only:
@@ -286,6 +287,24 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 	if p, ok := err.(*panicError); ok {
 		panic(p.v)
 	}
+	return unavailable(err)
+}
+
+// unavailable marks the errors after which SQLite cannot take work for now
+// (the disk is full, an I/O error, the file cannot be opened or written,
+// the database stayed locked past the busy timeout) as
+// *engine.UnavailableError, so that callers retry later instead of
+// treating them as bugs.
+func unavailable(err error) error {
+	var se *sqlite.Error
+	if err == nil || !errors.As(err, &se) {
+		return err
+	}
+	switch se.Code() & 0xff {
+	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY,
+		sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
+		return &engine.UnavailableError{Store: "SQLite", Err: err}
+	}
 	return err
 }
 
@@ -426,7 +445,7 @@ func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine
 		return fmt.Errorf("sqlite: begin: %w", err)
 	}
 	defer sqlTx.Rollback()
-	return fn(ctx, &txn{tx: sqlTx, st: rst})
+	return unavailable(fn(ctx, &txn{tx: sqlTx, st: rst}))
 }
 
 // TaskClaim leases due tasks to params.Owner and returns them oldest due
@@ -447,11 +466,11 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	now := rowfmt.ToMs(p.Now)
 	rows, err := wst[qTaskClaim].QueryContext(ctx, p.Owner, now, p.LeaseDuration.Milliseconds(), rowfmt.ToMs(p.DueBefore), limit)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: TaskClaim: %w", err)
+		return nil, unavailable(fmt.Errorf("sqlite: TaskClaim: %w", err))
 	}
 	tasks, err := scanTasks(rows)
 	if err != nil {
-		return nil, fmt.Errorf("sqlite: TaskClaim: %w", err)
+		return nil, unavailable(fmt.Errorf("sqlite: TaskClaim: %w", err))
 	}
 	rowfmt.SortTasks(tasks)
 	return tasks, nil
@@ -466,7 +485,7 @@ func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time
 	}
 	res, err := wst[qTaskRenew].ExecContext(ctx, rowfmt.ToMs(now), duration.Milliseconds(), owner)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: TaskRenewLeases: %w", err)
+		return 0, unavailable(fmt.Errorf("sqlite: TaskRenewLeases: %w", err))
 	}
 	return res.RowsAffected()
 }
@@ -481,7 +500,7 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 	}
 	res, err := wst[qTaskRelease].ExecContext(ctx, keepOwner)
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: TaskReleaseLeases: %w", err)
+		return 0, unavailable(fmt.Errorf("sqlite: TaskReleaseLeases: %w", err))
 	}
 	return res.RowsAffected()
 }
