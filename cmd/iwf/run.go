@@ -130,7 +130,6 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 	}
 	args = fs.Args()
 	if len(args) == 0 {
-		c.printTopUsage(c.stderr)
 		return usagef("a command is required (see iwf --help)")
 	}
 	switch name := args[0]; name {
@@ -249,7 +248,10 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) error {
 		usage()
 		return errHelp
 	case err != nil:
-		return usagef("%s: %v (see %s --help)", fs.Name(), err, strings.TrimSpace("iwf "+strings.TrimPrefix(fs.Name(), "iwf")))
+		if fs.Name() == "iwf" {
+			return usagef("%v (see iwf --help)", err)
+		}
+		return usagef("%s: %v (see iwf %s --help)", fs.Name(), err, fs.Name())
 	}
 	return nil
 }
