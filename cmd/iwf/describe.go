@@ -6,59 +6,12 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
 )
 
 // describePath is the describe extension of the server.
 const describePath = "/api/v1/workflow/describe"
-
-// describeRequest and describeResponse are the describe extension's wire
-// shape, written here until its generated types are in api/iwfapi.
-type describeRequest struct {
-	WorkflowID    string `json:"workflowId"`
-	WorkflowRunID string `json:"workflowRunId,omitempty"`
-}
-
-type describeResponse struct {
-	WorkflowID         string         `json:"workflowId"`
-	WorkflowRunID      string         `json:"workflowRunId"`
-	WorkflowType       string         `json:"workflowType"`
-	Status             string         `json:"status"`
-	WorkerURL          string         `json:"workerUrl"`
-	StartedTimestampMs int64          `json:"startedTimestampMs"`
-	ClosedTimestampMs  *int64         `json:"closedTimestampMs,omitempty"`
-	TimeoutTimestampMs *int64         `json:"timeoutTimestampMs,omitempty"`
-	ErrorType          string         `json:"errorType,omitempty"`
-	ErrorMessage       string         `json:"errorMessage,omitempty"`
-	PendingStates      []pendingState `json:"pendingStates"`
-}
-
-type pendingState struct {
-	StateExecutionID        string          `json:"stateExecutionId"`
-	StateID                 string          `json:"stateId"`
-	Phase                   string          `json:"phase"`
-	Attempt                 *int64          `json:"attempt,omitempty"`
-	FirstAttemptTimestampMs *int64          `json:"firstAttemptTimestampMs,omitempty"`
-	NextAttemptTimestampMs  *int64          `json:"nextAttemptTimestampMs,omitempty"`
-	LastFailure             *attemptFailure `json:"lastFailure,omitempty"`
-	CommandWaitingType      string          `json:"commandWaitingType,omitempty"`
-	Commands                []stateCommand  `json:"commands,omitempty"`
-}
-
-type attemptFailure struct {
-	API         string `json:"api"`
-	Attempt     int64  `json:"attempt"`
-	TimestampMs int64  `json:"timestampMs"`
-	Status      *int64 `json:"status,omitempty"`
-	Error       string `json:"error"`
-}
-
-type stateCommand struct {
-	Kind              string `json:"kind"`
-	CommandID         string `json:"commandId,omitempty"`
-	ChannelName       string `json:"channelName,omitempty"`
-	FiringTimestampMs *int64 `json:"firingTimestampMs,omitempty"`
-	Done              bool   `json:"done"`
-}
 
 func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 	fs := c.flagSet("workflow describe", "iwf workflow describe --id ID [--run-id RUN]")
@@ -72,8 +25,8 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	defer cancel()
-	var d describeResponse
-	raw, err := cl.post(ctx, describePath, describeRequest{WorkflowID: *id, WorkflowRunID: *runID}, &d)
+	var d iwfapi.WorkflowDescribeResponse
+	raw, err := cl.post(ctx, describePath, iwfapi.WorkflowDescribeRequest{WorkflowId: *id, WorkflowRunId: optional(*runID)}, &d)
 	var ae *apiError
 	if errors.As(err, &ae) && ae.noRoute() {
 		return fmt.Errorf("the server at %s has no describe endpoint (POST %s): %w", cl.base, describePath, err)
@@ -85,11 +38,11 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 		return printJSON(c.stdout, raw)
 	}
 	var b kv
-	b.add("Workflow ID", d.WorkflowID)
-	b.add("Run ID", d.WorkflowRunID)
+	b.add("Workflow ID", d.WorkflowId)
+	b.add("Run ID", d.WorkflowRunId)
 	b.add("Type", d.WorkflowType)
-	b.add("Status", d.Status)
-	b.addIf("Worker URL", d.WorkerURL)
+	b.add("Status", string(d.Status))
+	b.addIf("Worker URL", d.WorkerUrl)
 	b.add("Started", formatMillis(&d.StartedTimestampMs))
 	if d.ClosedTimestampMs != nil {
 		b.add("Closed", formatMillis(d.ClosedTimestampMs))
@@ -97,8 +50,12 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 	if d.TimeoutTimestampMs != nil {
 		b.add("Times out", formatMillis(d.TimeoutTimestampMs))
 	}
-	b.addIf("Error type", d.ErrorType)
-	b.addIf("Error message", d.ErrorMessage)
+	if a := deref(d.RetryAttempt); a > 1 {
+		b.add("Retry attempt", strconv.Itoa(int(a)))
+	}
+	b.addIf("Retried by run", deref(d.RetriedByRunId))
+	b.addIf("Error type", deref(d.ErrorType))
+	b.addIf("Error message", deref(d.ErrorMessage))
 	b.write(c.stdout)
 	if len(d.PendingStates) == 0 {
 		return nil
@@ -108,9 +65,9 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 	for _, p := range d.PendingStates {
 		attempt := ""
 		if p.Attempt != nil {
-			attempt = strconv.FormatInt(*p.Attempt, 10)
+			attempt = strconv.Itoa(int(*p.Attempt))
 		}
-		t.row(p.StateExecutionID, p.StateID, p.Phase, attempt, formatMillis(p.FirstAttemptTimestampMs),
+		t.row(p.StateExecutionId, p.StateId, string(p.Phase), attempt, formatMillis(p.FirstAttemptTimestampMs),
 			formatMillis(p.NextAttemptTimestampMs), waitingFor(p))
 	}
 	if err := t.flush(); err != nil {
@@ -120,11 +77,11 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 	for _, p := range d.PendingStates {
 		if f := p.LastFailure; f != nil {
 			status := ""
-			if f.Status != nil {
-				status = fmt.Sprintf(", status %d", *f.Status)
+			if f.HttpStatus != nil {
+				status = fmt.Sprintf(", HTTP %d", *f.HttpStatus)
 			}
-			failures.add(p.StateExecutionID, fmt.Sprintf("%s attempt %d at %s%s: %s",
-				f.API, f.Attempt, formatMillis(&f.TimestampMs), status, oneLine(f.Error)))
+			failures.add(p.StateExecutionId, fmt.Sprintf("%s attempt %d at %s%s: %s",
+				f.Api, f.Attempt, formatMillis(&f.TimestampMs), status, oneLine(f.Error)))
 		}
 	}
 	if len(failures.rows) > 0 {
@@ -134,30 +91,32 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 	return nil
 }
 
-// waitingFor renders a state's commands: "ALL_COMPLETED: timer t1 at …
-// (done), signal approve".
-func waitingFor(p pendingState) string {
-	if len(p.Commands) == 0 {
-		return p.CommandWaitingType
+// waitingFor renders a state's commands, e.g. "ANY_COMPLETED: timer t1 at
+// 2025-01-02T00:00:00Z, signal approve (done)".
+func waitingFor(p iwfapi.PendingStateExecution) string {
+	wt := string(deref(p.CommandWaitingType))
+	cmds := deref(p.Commands)
+	if len(cmds) == 0 {
+		return wt
 	}
-	parts := make([]string, 0, len(p.Commands))
-	for _, cmd := range p.Commands {
+	parts := make([]string, 0, len(cmds))
+	for _, cmd := range cmds {
 		var s string
 		switch cmd.Kind {
-		case "TIMER":
+		case iwfapi.PendingCommandKindTIMER:
 			s = "timer"
-			if cmd.CommandID != "" {
-				s += " " + cmd.CommandID
+			if id := deref(cmd.CommandId); id != "" {
+				s += " " + id
 			}
 			if cmd.FiringTimestampMs != nil {
 				s += " at " + formatMillis(cmd.FiringTimestampMs)
 			}
-		case "SIGNAL":
-			s = "signal " + cmd.ChannelName
-		case "INTERNAL_CHANNEL":
-			s = "internal channel " + cmd.ChannelName
+		case iwfapi.PendingCommandKindSIGNAL:
+			s = "signal " + deref(cmd.ChannelName)
+		case iwfapi.PendingCommandKindINTERNALCHANNEL:
+			s = "internal channel " + deref(cmd.ChannelName)
 		default:
-			s = strings.ToLower(cmd.Kind) + " " + cmd.CommandID
+			s = strings.ToLower(string(cmd.Kind)) + " " + deref(cmd.CommandId)
 		}
 		if cmd.Done {
 			s += " (done)"
@@ -165,8 +124,8 @@ func waitingFor(p pendingState) string {
 		parts = append(parts, s)
 	}
 	out := strings.Join(parts, ", ")
-	if p.CommandWaitingType != "" {
-		out = p.CommandWaitingType + ": " + out
+	if wt != "" {
+		out = wt + ": " + out
 	}
 	return out
 }

@@ -204,8 +204,10 @@ func TestStartSignalGetListHistory(t *testing.T) {
 		if len(cols) != 6 || cols[0] != "greet-1" || cols[1] != runID || cols[2] != "Greet" || cols[3] != "COMPLETED" {
 			t.Fatalf("list row %q", lines[1])
 		}
-		if _, err := time.Parse(time.RFC3339, cols[4]); err != nil {
-			t.Fatalf("start column %q: %v", cols[4], err)
+		for _, col := range cols[4:] { // start and close, from describe
+			if _, err := time.Parse(time.RFC3339, col); err != nil {
+				t.Fatalf("time column %q: %v", col, err)
+			}
 		}
 
 		all := decode[iwfapi.WorkflowSearchResponse](t, iwfOK(t, srv, "workflow", "list", "--json", "--query", "IwfWorkflowType='Greet'", "--page-size", "1"))
@@ -276,7 +278,17 @@ func TestStopAndSkipTimer(t *testing.T) {
 	// The timer exists once the engine has applied waitUntil's answer.
 	env.WaitIdle()
 	iwfFails(t, exitUsage, nil, "--server", srv, "workflow", "skip-timer", "--id", "nap-1", "--state-execution-id", "Nap-1")
-	out := iwfOK(t, srv, "workflow", "skip-timer", "--id", "nap-1", "--state-execution-id", "Nap-1", "--timer-command-id", "nap")
+	out := iwfOK(t, srv, "workflow", "describe", "--id", "nap-1")
+	for _, want := range []string{"Type:", "Nap", "Status:", "RUNNING", "Pending states:", "Nap-1", "WAITING_COMMANDS", "timer nap at "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("describe lacks %q:\n%s", want, out)
+		}
+	}
+	d := decode[iwfapi.WorkflowDescribeResponse](t, iwfOK(t, srv, "workflow", "describe", "--id", "nap-1", "--json"))
+	if d.WorkflowType != "Nap" || len(d.PendingStates) != 1 || d.PendingStates[0].Phase != iwfapi.PendingStateExecutionPhaseWAITINGCOMMANDS {
+		t.Fatalf("describe --json: %+v", d)
+	}
+	out = iwfOK(t, srv, "workflow", "skip-timer", "--id", "nap-1", "--state-execution-id", "Nap-1", "--timer-command-id", "nap")
 	if !strings.Contains(out, "skipped") {
 		t.Fatalf("skip-timer printed %q", out)
 	}
@@ -400,7 +412,7 @@ const describeAnswer = `{
   "pendingStates": [
     {"stateExecutionId": "Charge-1", "stateId": "Charge", "phase": "EXECUTE", "attempt": 3,
      "firstAttemptTimestampMs": 1735689601000, "nextAttemptTimestampMs": 1735689700000,
-     "lastFailure": {"api": "EXECUTE", "attempt": 2, "timestampMs": 1735689650000, "status": 500, "error": "card\ndeclined"}},
+     "lastFailure": {"api": "EXECUTE", "attempt": 2, "timestampMs": 1735689650000, "httpStatus": 500, "error": "card\ndeclined"}},
     {"stateExecutionId": "Wait-1", "stateId": "Wait", "phase": "WAITING_COMMANDS", "commandWaitingType": "ANY_COMPLETED",
      "commands": [{"kind": "TIMER", "commandId": "t", "firingTimestampMs": 1735776000000, "done": false},
                   {"kind": "SIGNAL", "commandId": "s", "channelName": "approve", "done": true}]}
@@ -430,13 +442,13 @@ func TestTokenAndDescribe(t *testing.T) {
 
 	out := iwfOK(t, hs.URL, "workflow", "describe", "--id", "order-1")
 	for _, want := range []string{"Type:", "Order", "Times out:", "Charge-1", "EXECUTE", "Wait-1",
-		"ANY_COMPLETED: timer t at", "signal approve (done)", "Last failures:", "card declined", "status 500"} {
+		"ANY_COMPLETED: timer t at", "signal approve (done)", "Last failures:", "card declined", "HTTP 500"} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("describe output lacks %q:\n%s", want, out)
 		}
 	}
-	d := decode[describeResponse](t, iwfOK(t, hs.URL, "workflow", "describe", "--id", "order-1", "--json"))
-	if len(d.PendingStates) != 2 || d.PendingStates[0].LastFailure == nil || d.PendingStates[1].Commands[1].ChannelName != "approve" {
+	d := decode[iwfapi.WorkflowDescribeResponse](t, iwfOK(t, hs.URL, "workflow", "describe", "--id", "order-1", "--json"))
+	if len(d.PendingStates) != 2 || d.PendingStates[0].LastFailure == nil || deref(deref(d.PendingStates[1].Commands)[1].ChannelName) != "approve" {
 		t.Fatalf("describe --json: %+v", d)
 	}
 	// A server without the endpoint: exit 4 and a message that says so.
@@ -445,5 +457,27 @@ func TestTokenAndDescribe(t *testing.T) {
 	stderr := iwfFails(t, exitNotFound, nil, "--server", empty.URL, "workflow", "describe", "--id", "x")
 	if !strings.Contains(stderr, "no describe endpoint") {
 		t.Fatalf("describe on an older server: %q", stderr)
+	}
+}
+
+// An older server without describe: list falls back to get and history.
+func TestListWithoutDescribe(t *testing.T) {
+	hs := httptest.NewServer(&stub{answers: map[string]string{
+		"/api/v1/workflow/search":  `{"workflowExecutions":[{"workflowId":"a","workflowRunId":"r1"}],"nextPageToken":""}`,
+		"/api/v1/workflow/get":     `{"workflowRunId":"r1","workflowStatus":"RUNNING"}`,
+		"/api/v1/workflow/history": `{"workflowRunId":"r1","events":[{"eventId":1,"timestampMs":1735689600000,"eventType":"WorkflowStarted","data":{"workflowType":"Order"}}],"hasMore":true}`,
+	}})
+	t.Cleanup(hs.Close)
+	out := iwfOK(t, hs.URL, "workflow", "list")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("list printed\n%s", out)
+	}
+	cols := strings.Fields(lines[1])
+	if len(cols) != 6 || cols[0] != "a" || cols[1] != "r1" || cols[2] != "Order" || cols[3] != "RUNNING" || cols[5] != "-" {
+		t.Fatalf("list row %q", lines[1])
+	}
+	if _, err := time.Parse(time.RFC3339, cols[4]); err != nil {
+		t.Fatalf("start column %q: %v", cols[4], err)
 	}
 }

@@ -466,8 +466,9 @@ func cmdList(ctx context.Context, c *cli, args []string) error {
 // runSummary is what list prints about a run besides its ids.
 type runSummary struct{ workflowType, status, start, close string }
 
-// runLookup finds a run's type, status and times: from describe when the
-// server has it, else from get and the first history event.
+// runLookup finds a run's type, status and times: from describe, or, on an
+// older server without it, from get and the first history event (no close
+// time then).
 type runLookup struct {
 	cl         *client
 	noDescribe bool
@@ -475,12 +476,12 @@ type runLookup struct {
 
 func (l *runLookup) summary(ctx context.Context, id, runID string) (runSummary, error) {
 	if !l.noDescribe {
-		var d describeResponse
-		_, err := l.cl.post(ctx, describePath, describeRequest{WorkflowID: id, WorkflowRunID: runID}, &d)
+		var d iwfapi.WorkflowDescribeResponse
+		_, err := l.cl.post(ctx, describePath, iwfapi.WorkflowDescribeRequest{WorkflowId: id, WorkflowRunId: &runID}, &d)
 		var ae *apiError
 		switch {
 		case err == nil:
-			return runSummary{d.WorkflowType, d.Status, formatMillis(&d.StartedTimestampMs), formatMillis(d.ClosedTimestampMs)}, nil
+			return runSummary{d.WorkflowType, string(d.Status), formatMillis(&d.StartedTimestampMs), formatMillis(d.ClosedTimestampMs)}, nil
 		case errors.As(err, &ae) && ae.noRoute():
 			l.noDescribe = true
 		case errors.As(err, &ae) && ae.notFound():
