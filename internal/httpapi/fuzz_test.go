@@ -10,8 +10,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +76,10 @@ var fuzzEndpoints = []struct{ path, seed string }{
 	{"/api/v1/workflow/triggerContinueAsNew", `{"workflowId":"wf-1"}`},
 }
 
+// hangAfter is how long FuzzAPIRequest waits for an answer before it
+// declares a hang.
+const hangAfter = 30 * time.Second
+
 // FuzzAPIRequest posts arbitrary bodies to the API (endpoint picks the
 // path) of one server per fuzzing process, built on an in-memory SQLite
 // store with a started engine and an in-process worker. Invariants: no
@@ -114,7 +121,17 @@ func FuzzAPIRequest(f *testing.F) {
 
 	f.Fuzz(func(t *testing.T, endpoint uint8, body []byte) {
 		path := fuzzEndpoints[int(endpoint)%len(fuzzEndpoints)].path
+		// A request that never answers is a hang, which the fuzzer only
+		// sees as a crash: after hangAfter (far beyond MaxWait) the
+		// process exits with every goroutine's stack.
+		watchdog := time.AfterFunc(hangAfter, func() {
+			buf := make([]byte, 1<<20)
+			n := runtime.Stack(buf, true)
+			fmt.Fprintf(os.Stderr, "POST %s %q has not answered after %s:\n%s", path, body, hangAfter, buf[:n])
+			os.Exit(3)
+		})
 		status, b := post(h, path, body)
+		watchdog.Stop()
 		switch {
 		case status >= 500:
 			t.Fatalf("POST %s %q: %d %s", path, body, status, b)
