@@ -8,7 +8,7 @@ IMAGE     ?= iwf-server:dev
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build test test-stress verify generate lint docker bench
+.PHONY: help run build test test-stress verify generate lint docker bench fuzz
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +52,19 @@ lint: ## gofmt and go vet (server and SDK)
 
 docker: ## build the container image
 	docker build -t $(IMAGE) .
+
+# Each fuzz target runs for FUZZTIME in turn; crashers land in the
+# package's testdata/fuzz/<Target>/ and then run with every `make test`.
+FUZZTIME  ?= 1m
+FUZZ_TARGETS := FuzzAPIRequest:./internal/httpapi FuzzSearchQuery:./internal/search \
+	FuzzWorkerAnswer:./engine FuzzDecodeRecord:./engine/internal/record
+
+fuzz: ## run every fuzz target for FUZZTIME (default 1m) each, one after another
+	@for t in $(FUZZ_TARGETS); do \
+		name=$${t%%:*}; pkg=$${t#*:}; \
+		echo "== $$name ($$pkg, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	done
 
 bench: ## run the load generator against SQLite and PostgreSQL
 	$(GO) run ./cmd/iwf-bench

@@ -20,7 +20,27 @@ func (e *Error) Error() string {
 }
 
 func searchError(pos int, format string, args ...any) *Error {
-	return &Error{Pos: pos, Msg: fmt.Sprintf(format, args...)}
+	return &Error{Pos: pos, Msg: oneLine(fmt.Sprintf(format, args...))}
+}
+
+// oneLine escapes the control characters and line separators of s (Go
+// escapes such as \n), so that an error message quoting a user's string
+// or attribute name stays on one line in responses and logs.
+func oneLine(s string) string {
+	isBreak := func(r rune) bool { return unicode.IsControl(r) || r == '\u2028' || r == '\u2029' }
+	if !strings.ContainsFunc(s, isBreak) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isBreak(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 type tokKind int
