@@ -73,7 +73,7 @@ func newEnv(t *testing.T, kind string) *env {
 		defer cancel()
 		srv.Close(ctx)
 	})
-	ui, err := console.New(srv.Engine, console.Options{Logger: logger})
+	ui, err := console.New(srv.Engine, console.Options{Logger: logger, RefreshInterval: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,14 +64,14 @@ type stateExecution struct {
 	SkipWaitUntil bool
 	WaitUntil     apiCall
 	// CommandCount is the number of commands waitUntil asked for.
-	CommandCount  int
-	CommandsAt    time.Time // when its commands were satisfied
-	CommandsDone  []bool
-	TimersFired   []int
-	Execute       apiCall
-	NextStates    []string
-	Decision      any
-	Ended         time.Time
+	CommandCount int
+	CommandsAt   time.Time // when its commands were satisfied
+	CommandsDone []bool
+	TimersFired  []int
+	Execute      apiCall
+	NextStates   []string
+	Decision     any
+	Ended        time.Time
 	// Status is the phase it is in (WAIT_UNTIL, WAITING_COMMANDS,
 	// EXECUTE) while live, else COMPLETED, FAILED or ABANDONED.
 	Status string
