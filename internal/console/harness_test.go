@@ -39,6 +39,12 @@ type env struct {
 // newEnv starts a server on a fresh store of the given kind.
 func newEnv(t *testing.T, kind string) *env {
 	t.Helper()
+	return newEnvWith(t, kind, nil)
+}
+
+// newEnvWith is newEnv with the console's options changed by mod.
+func newEnvWith(t *testing.T, kind string, mod func(*console.Options)) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var st engine.Store
@@ -73,7 +79,11 @@ func newEnv(t *testing.T, kind string) *env {
 		defer cancel()
 		srv.Close(ctx)
 	})
-	ui, err := console.New(srv.Engine, console.Options{Logger: logger, RefreshInterval: time.Second})
+	co := console.Options{Logger: logger, RefreshInterval: time.Second}
+	if mod != nil {
+		mod(&co)
+	}
+	ui, err := console.New(srv.Engine, co)
 	if err != nil {
 		t.Fatal(err)
 	}

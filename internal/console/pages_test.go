@@ -1,7 +1,11 @@
 package console_test
 
 import (
+	"html"
+	"regexp"
+
 	"context"
+	"github.com/iwf-server/iwf-server/internal/console"
 	"io"
 	"net/http"
 	"net/url"
@@ -71,5 +75,47 @@ func TestPagesRender(t *testing.T) {
 	status, _ = get(t, c, e.url+"/ui/workflows/nope")
 	if status != 404 {
 		t.Fatalf("unknown workflow: %d", status)
+	}
+}
+
+// TestListPaging pages through runs with the search API's token, newest
+// first, and composes the status and type filters into the query.
+func TestListPaging(t *testing.T) {
+	e := newEnvWith(t, "sqlite", func(o *console.Options) { o.PageSize = 2 })
+	for _, id := range []string{"p-1", "p-2", "p-3"} {
+		e.start(t, id)
+	}
+	c := &http.Client{}
+	_, body := get(t, c, e.url+"/ui/?type="+demoType+"&status=Running")
+	if !strings.Contains(body, "(ExecutionStatus=&#39;Running&#39; AND WorkflowType=&#39;ApprovalWorkflow&#39; ORDER BY StartTime DESC") &&
+		!strings.Contains(body, "ExecutionStatus=&#39;Running&#39; AND WorkflowType=&#39;ApprovalWorkflow&#39; ORDER BY StartTime DESC") {
+		t.Fatalf("composed query missing:\n%s", body)
+	}
+	// Runs started in the same millisecond tie on StartTime, so the test
+	// checks that the two pages hold the three runs once each.
+	rows := regexp.MustCompile(`data-workflow-id="(p-\d)"`)
+	seen := map[string]int{}
+	first := rows.FindAllStringSubmatch(body, -1)
+	if len(first) != 2 {
+		t.Fatalf("first page has %d runs, want 2:\n%s", len(first), body)
+	}
+	for _, r := range first {
+		seen[r[1]]++
+	}
+	m := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no next page link:\n%s", body)
+	}
+	_, body = get(t, c, e.url+html.UnescapeString(m[1]))
+	for _, r := range rows.FindAllStringSubmatch(body, -1) {
+		seen[r[1]]++
+	}
+	if len(seen) != 3 || seen["p-1"] != 1 || seen["p-2"] != 1 || seen["p-3"] != 1 || !strings.Contains(body, "page 2") {
+		t.Fatalf("pages hold %v:\n%s", seen, body)
+	}
+	// The free query and its own ORDER BY.
+	_, body = get(t, c, e.url+"/ui/?q="+url.QueryEscape("WorkflowId STARTS_WITH 'p-' ORDER BY StartTime ASC"))
+	if !strings.Contains(body, "(WorkflowId STARTS_WITH &#39;p-&#39;) ORDER BY StartTime ASC</code>") || len(rows.FindAllStringSubmatch(body, -1)) != 2 {
+		t.Fatalf("own ORDER BY:\n%s", body)
 	}
 }
