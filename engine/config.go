@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -30,6 +31,11 @@ type Config struct {
 	// WorkerClient calls the user's worker (required; internal/workerclient
 	// is the HTTP one).
 	WorkerClient WorkerClient
+	// CheckWorkerURL, when set, vets the worker URL of a start, and of the
+	// run a reset or RPC addresses: an error is answered as an invalid
+	// argument (400) and nothing is stored (see internal/workerpolicy).
+	// Without it, any absolute http(s) URL is accepted.
+	CheckWorkerURL func(ctx context.Context, url string) error
 	// Clock reads time. Default: the system clock.
 	Clock Clock
 	// Logger receives the engine's structured logs. Default: disabled.

@@ -345,6 +345,9 @@ func (r *runTxn) applyDecision(x *Execution, d record.Decision) error {
 		return r.conditionalClose(x, cc, moves)
 	}
 	for _, m := range moves {
+		if err := CheckName("stateId", m.StateID); err != nil {
+			return r.invalidDecision("invalid state decisions. " + err.Error())
+		}
 		if isReserved(m.StateID) && len(moves) > 1 {
 			return r.invalidDecision("invalid state decisions. Closing workflow decision cannot be combined with other state decisions")
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
@@ -73,5 +74,21 @@ func slice[T any](p *[]T) []T {
 }
 
 func unixMs(t time.Time) int64 { return t.UnixMilli() }
+
+// MaxNameBytes is the longest id, state id, channel name or attribute key
+// the server accepts, in bytes.
+const MaxNameBytes = 1024
+
+// CheckName reports a name (an id, state id, channel name or attribute
+// key) that is not valid UTF-8 or is longer than MaxNameBytes.
+func CheckName(field, s string) error {
+	if !utf8.ValidString(s) {
+		return Errorf(CodeInvalidArgument, "%s is not valid UTF-8", field)
+	}
+	if len(s) > MaxNameBytes {
+		return Errorf(CodeInvalidArgument, "%s is %d bytes long; the limit is %d", field, len(s), MaxNameBytes)
+	}
+	return nil
+}
 
 func isReserved(stateID string) bool { return strings.HasPrefix(stateID, reservedStatePrefix) }

@@ -108,6 +108,11 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 	if err != nil {
 		return iwfapi.WorkflowRpcResponse{}, err
 	}
+	if e.cfg.CheckWorkerURL != nil {
+		if err := e.cfg.CheckWorkerURL(ctx, target.rd.WorkerURL); err != nil {
+			return iwfapi.WorkflowRpcResponse{}, Errorf(CodeInvalidArgument, "%v", err)
+		}
+	}
 	callCtx, cancel := context.WithTimeout(ctx, e.waitBudget(deref(req.TimeoutSeconds)))
 	defer cancel()
 	begin := time.Now()

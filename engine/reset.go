@@ -30,6 +30,9 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 	if req.WorkflowId == "" {
 		return iwfapi.WorkflowResetResponse{}, errNoWorkflowID()
 	}
+	if err := e.checkRunWorkerURL(ctx, req.WorkflowId, deref(req.WorkflowRunId)); err != nil {
+		return iwfapi.WorkflowResetResponse{}, err
+	}
 	var newRunID string
 	err := e.update(ctx, func(t *txn) error {
 		newRunID = ""

@@ -93,7 +93,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	if strings.TrimSpace(req.IwfWorkerURL) == "" {
 		return iwfapi.WorkflowStartResponse{}, Errorf(CodeInvalidArgument, "iwfWorkerUrl must not be empty")
 	}
-	if err := checkWorkerURL(req.IwfWorkerURL); err != nil {
+	if err := e.checkWorkerURL(ctx, req.IwfWorkerURL); err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}
 	if req.WorkflowTimeoutSeconds < 0 {
@@ -205,11 +205,49 @@ func (t *txn) checkReuse(req record.Start, cur, policy string) (string, error) {
 // absolute http or https URL with a host, and without user info, query or
 // fragment (the server appends the API paths to it). Anything else would be
 // retried forever, or could carry credentials or redirect the call.
-func checkWorkerURL(s string) error {
+// Config.CheckWorkerURL, when set, adds the operator's policy.
+func (e *Engine) checkWorkerURL(ctx context.Context, s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 		return Errorf(CodeInvalidArgument, "iwfWorkerUrl %q must be an absolute http:// or https:// URL with a host and without user info, query or fragment", s)
+	}
+	if e.cfg.CheckWorkerURL != nil {
+		if err := e.cfg.CheckWorkerURL(ctx, s); err != nil {
+			return Errorf(CodeInvalidArgument, "%v", err)
+		}
+	}
+	return nil
+}
+
+// checkRunWorkerURL vets the worker URL of the run a reset or RPC
+// addresses, before any change (Config.CheckWorkerURL).
+func (e *Engine) checkRunWorkerURL(ctx context.Context, workflowID, runID string) error {
+	if e.cfg.CheckWorkerURL == nil {
+		return nil
+	}
+	var workerURL string
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		id, err := resolveRun(ctx, tx, workflowID, runID)
+		if err != nil {
+			return err
+		}
+		run, err := tx.RunGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		rd, err := decodeRun(run)
+		if err != nil {
+			return err
+		}
+		workerURL = rd.WorkerURL
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if err := e.cfg.CheckWorkerURL(ctx, workerURL); err != nil {
+		return Errorf(CodeInvalidArgument, "%v", err)
 	}
 	return nil
 }

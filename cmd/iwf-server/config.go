@@ -22,6 +22,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/workerpolicy"
 )
 
 // Config is the server's configuration: the defaults, overridden by the
@@ -59,6 +60,20 @@ type Config struct {
 	PollInterval time.Duration
 	// Concurrency bounds the tasks processed at once.
 	Concurrency int
+	// AuthTokenFile holds API tokens, one per line (# comments); with
+	// AuthTokens, setting either turns API authentication on.
+	AuthTokenFile string
+	// AuthTokens are API tokens given inline (IWF_AUTH_TOKENS).
+	AuthTokens []string
+	// AuthMetrics requires a token for GET /metrics too.
+	AuthMetrics bool
+	// TLSCertFile and TLSKeyFile serve the API over HTTPS (both or none).
+	TLSCertFile, TLSKeyFile string
+	// TLSClientCAFile requires client certificates signed by these CAs
+	// (mutual TLS); it needs TLSCertFile.
+	TLSClientCAFile string
+	// WorkerURLAllow is the allow-list of worker URLs (patterns, CIDRs).
+	WorkerURLAllow []string
 }
 
 // The listener's defaults: a request must arrive within DefaultReadTimeout
@@ -128,6 +143,18 @@ func (c Config) Validate() error {
 	if c.Concurrency <= 0 {
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
 	}
+	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
+		return errors.New("tls-cert-file and tls-key-file go together: set both or neither")
+	}
+	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
+		return errors.New("tls-client-ca-file needs tls-cert-file and tls-key-file: client certificates are checked over TLS")
+	}
+	if c.AuthMetrics && c.AuthTokenFile == "" && len(c.AuthTokens) == 0 {
+		return errors.New("auth-metrics needs tokens: set auth-token-file or IWF_AUTH_TOKENS")
+	}
+	if _, err := workerpolicy.New(c.WorkerURLAllow); err != nil {
+		return err
+	}
 	for name := range c.WorkerHeaders {
 		if !validHeaderName(name) {
 			return fmt.Errorf("worker-header: invalid header name %q", name)
@@ -183,6 +210,11 @@ type setting struct {
 	apply func(c *Config, entries []string) error
 	// def shows the default in the usage text.
 	def func(c Config) string
+	// noFlag settings are read from the environment and the config file
+	// only (secrets that a command line would show to every local user).
+	noFlag bool
+	// isBool settings are flags without a value (--auth-metrics).
+	isBool bool
 }
 
 func durationSetting(key, env, usage string, field func(*Config) *time.Duration) setting {
@@ -205,6 +237,36 @@ func stringSetting(key, env, usage string, field func(*Config) *string) setting 
 		key: key, env: env, usage: usage,
 		apply: func(c *Config, e []string) error { *field(c) = strings.TrimSpace(e[0]); return nil },
 		def:   func(c Config) string { return *field(&c) },
+	}
+}
+
+func boolSetting(key, env, usage string, field func(*Config) *bool) setting {
+	return setting{
+		key: key, env: env, usage: usage, isBool: true,
+		apply: func(c *Config, e []string) error {
+			b, err := strconv.ParseBool(strings.TrimSpace(e[0]))
+			if err != nil {
+				return fmt.Errorf("invalid boolean %q (want true or false)", e[0])
+			}
+			*field(c) = b
+			return nil
+		},
+		def: func(c Config) string {
+			if *field(&c) {
+				return "true"
+			}
+			return ""
+		},
+	}
+}
+
+func listSetting(key, env, usage string, field func(*Config) *[]string) setting {
+	return setting{
+		key: key, env: env, usage: usage, multi: true,
+		splitEnv: func(s string) []string { return splitList(s, ",\n") },
+		joinKV:   func(k, v string) string { return k + "=" + v },
+		apply:    func(c *Config, e []string) error { *field(c) = append([]string(nil), e...); return nil },
+		def:      func(Config) string { return "" },
 	}
 }
 
@@ -318,10 +380,36 @@ var settings = []setting{
 	},
 }
 
+// securitySettings are the API authentication, TLS and worker-call policy
+// knobs (docs/security.md).
+var securitySettings = []setting{
+	stringSetting("auth-token-file", "IWF_AUTH_TOKEN_FILE", "API tokens `file`, one per line (# comments); turns API authentication on; re-read on SIGHUP",
+		func(c *Config) *string { return &c.AuthTokenFile }),
+	{
+		key: "auth-tokens", env: "IWF_AUTH_TOKENS", multi: true, noFlag: true,
+		usage:    "API tokens, comma-separated (environment or config file only)",
+		splitEnv: func(s string) []string { return splitList(s, ",\n") },
+		apply:    func(c *Config, e []string) error { c.AuthTokens = append([]string(nil), e...); return nil },
+		def:      func(Config) string { return "" },
+	},
+	boolSetting("auth-metrics", "IWF_AUTH_METRICS", "require a token for GET /metrics too",
+		func(c *Config) *bool { return &c.AuthMetrics }),
+	stringSetting("tls-cert-file", "IWF_TLS_CERT_FILE", "serve HTTPS with this PEM certificate `file` (chain first); re-read on SIGHUP",
+		func(c *Config) *string { return &c.TLSCertFile }),
+	stringSetting("tls-key-file", "IWF_TLS_KEY_FILE", "the PEM private key `file` of tls-cert-file; re-read on SIGHUP",
+		func(c *Config) *string { return &c.TLSKeyFile }),
+	stringSetting("tls-client-ca-file", "IWF_TLS_CLIENT_CA_FILE", "require client certificates signed by the CAs of this PEM `file` (mutual TLS); re-read on SIGHUP",
+		func(c *Config) *string { return &c.TLSClientCAFile }),
+	listSetting("worker-url-allow", "IWF_WORKER_URL_ALLOW", "allow worker URLs matching `pattern`: scheme://host[:port][/path] (* in host or port) or a CIDR (repeatable; default: any)",
+		func(c *Config) *[]string { return &c.WorkerURLAllow }),
+}
+
+func init() { settings = append(settings, securitySettings...) }
+
 // fileKeys are the config-file keys; they are the flag names, except that
 // the repeatable settings take plural keys.
 func fileKey(s setting) string {
-	if s.multi {
+	if s.multi && !strings.HasSuffix(s.key, "s") {
 		return s.key + "s"
 	}
 	return s.key
@@ -345,6 +433,12 @@ func (v *flagValue) Set(s string) error {
 	var c Config
 	return v.s.apply(&c, v.entries)
 }
+
+// boolFlag is a flagValue that may be given without a value.
+type boolFlag struct{ *flagValue }
+
+// IsBoolFlag tells the flag package that --name alone means true.
+func (boolFlag) IsBoolFlag() bool { return true }
 
 // parseConfig merges defaults, the config file, the environment and args.
 // It returns the command ("serve" or "migrate"), the config file path used
@@ -372,6 +466,13 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 		usage := s.usage + " (env " + s.env + ")"
 		if d := s.def(defaults); d != "" {
 			usage += " (default " + d + ")"
+		}
+		if s.noFlag {
+			continue
+		}
+		if s.isBool {
+			fs.Var(boolFlag{values[i]}, s.key, usage)
+			continue
 		}
 		fs.Var(values[i], s.key, usage)
 	}

@@ -33,7 +33,15 @@ func main() {
 		_ = m.Close()
 		os.Exit(1)
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			_ = m.Reload() // logs its outcome
+		}
+	}()
 	err := m.Wait(ctx)
+	signal.Stop(hup)
 	stop() // a second signal now kills the process at once
 	if cerr := m.Close(); err == nil {
 		err = cerr

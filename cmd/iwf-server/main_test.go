@@ -228,10 +228,17 @@ func (s *syncBuffer) String() string {
 // startMain runs a real Main on a free port with a temporary SQLite file.
 func startMain(t *testing.T, args ...string) (*Main, *syncBuffer) {
 	t.Helper()
+	return startMainEnv(t, env{}, args...)
+}
+
+// startMainEnv runs the server in-process with environment e, on a fresh
+// SQLite file unless args name another --db; Close runs at cleanup.
+func startMainEnv(t *testing.T, e env, args ...string) (*Main, *syncBuffer) {
+	t.Helper()
 	db := filepath.Join(t.TempDir(), "iwf.db")
 	out := &syncBuffer{}
 	m := NewMain()
-	m.LookupEnv = env{}.lookup
+	m.LookupEnv = e.lookup
 	m.Stdout, m.Stderr = out, out
 	args = append([]string{"--addr", "127.0.0.1:0", "--db", "sqlite://" + db, "--log-format", "json"}, args...)
 	if err := m.ParseFlags(context.Background(), args); err != nil {
@@ -344,30 +351,9 @@ func TestMainMigrateCommand(t *testing.T) {
 }
 
 func TestMainServesOnPostgres(t *testing.T) {
-	base := pgtest.URL(t) // skips (or fails in CI) without a PostgreSQL server
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "iwf_main_" + hex.EncodeToString(b[:])
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema) // a runtime parameter: the store's tables go to the test schema
-	u.RawQuery = q.Encode()
-
-	m, out := startMain(t, "--db", u.String())
+	db := postgresDB(t)
+	u, _ := url.Parse(db)
+	m, out := startMain(t, "--db", db)
 	if !strings.Contains(out.String(), "data in PostgreSQL "+u.Host+u.Path) {
 		t.Errorf("start-up banner: %s", out)
 	}
@@ -380,6 +366,48 @@ func TestMainServesOnPostgres(t *testing.T) {
 	if status != 200 || body["workflowStatus"] != "RUNNING" {
 		t.Fatalf("get: %d %v", status, body)
 	}
+}
+
+// postgresDB returns a --db URL of the test PostgreSQL whose tables go to
+// a fresh schema, dropped at cleanup. It skips (or fails in CI) without a
+// PostgreSQL server.
+func postgresDB(t *testing.T) string {
+	t.Helper()
+	base := pgtest.URL(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	schema := "iwf_main_" + hex.EncodeToString(b[:])
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	// Cleanups run last-registered first: the server started after this
+	// call closes before the schema is dropped, on a connection of its own.
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema) // a runtime parameter: the store's tables go to the test schema
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // TestMainUnreachablePostgres: a PostgreSQL that does not answer (here a

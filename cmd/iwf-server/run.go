@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/server"
 )
 
@@ -46,6 +47,8 @@ type Main struct {
 	ShutdownTimeout time.Duration
 
 	logger   zerolog.Logger
+	tokens   *auth.Tokens
+	tls      *tlsFiles
 	srv      *server.Server
 	listener net.Listener
 	server   *http.Server
@@ -102,6 +105,16 @@ func (m *Main) Run(ctx context.Context) error {
 		return nil
 	}
 	var err error
+	if m.Config.AuthTokenFile != "" || len(m.Config.AuthTokens) > 0 {
+		if m.tokens, err = auth.Load(m.Config.AuthTokenFile, m.Config.AuthTokens); err != nil {
+			return err
+		}
+	}
+	if m.Config.TLSCertFile != "" {
+		if m.tls, err = newTLSFiles(m.Config.TLSCertFile, m.Config.TLSKeyFile, m.Config.TLSClientCAFile); err != nil {
+			return err
+		}
+	}
 	m.srv, err = server.Open(ctx, m.Config.DB, server.Options{
 		Engine: engine.Config{
 			MaxWait:              m.Config.MaxWait,
@@ -111,6 +124,10 @@ func (m *Main) Run(ctx context.Context) error {
 			SearchAttributeTypes: m.Config.SearchAttributes,
 		},
 		WorkerHeaders:  m.Config.WorkerHeaders,
+		WorkerURLAllow: m.Config.WorkerURLAllow,
+		Auth:           m.tokens,
+		AuthMetrics:    m.Config.AuthMetrics,
+		SecureCookies:  m.tls != nil,
 		Logger:         &m.logger,
 		MaxBodyBytes:   m.Config.MaxBodyBytes,
 		ConnectTimeout: m.Config.DBConnectTimeout,
@@ -135,18 +152,62 @@ func (m *Main) Run(ctx context.Context) error {
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
 		ErrorLog:          newStdLogger(m.logger),
 	}
-	srv, ln, serveErr := m.server, m.listener, make(chan error, 1)
+	scheme := "http"
+	if m.tls != nil {
+		m.server.TLSConfig = m.tls.config()
+		scheme = "https"
+	}
+	srv, ln, tlsOn, serveErr := m.server, m.listener, m.tls != nil, make(chan error, 1)
 	m.serveErr = serveErr
 	go func() {
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		var err error
+		if tlsOn {
+			err = srv.ServeTLS(ln, "", "")
+		} else {
+			err = srv.Serve(ln)
+		}
+		if !errors.Is(err, http.ErrServerClosed) {
 			serveErr <- err
 		}
 		close(serveErr)
 	}()
 
-	m.logger.Info().Str("addr", m.Addr()).Str("data", target.String()).Msg("iwf-server listening")
-	fmt.Fprintf(m.Stdout, "iwf-server listening on http://%s, data in %s\n", m.Addr(), target)
+	ev := m.logger.Info().Str("addr", m.Addr()).Str("scheme", scheme).Str("data", target.String()).
+		Bool("auth", m.tokens != nil).Bool("mtls", m.Config.TLSClientCAFile != "")
+	if len(m.Config.WorkerURLAllow) > 0 {
+		ev = ev.Strs("workerUrlAllow", m.Config.WorkerURLAllow)
+	}
+	ev.Msg("iwf-server listening")
+	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
+	if m.tokens == nil {
+		m.logger.Warn().Msg("API authentication is off: anyone who reaches the port can run workflows (see docs/security.md)")
+	}
 	return nil
+}
+
+// Reload re-reads the API token file and the TLS files (on SIGHUP). What
+// fails to load leaves the previous value in force.
+func (m *Main) Reload() error {
+	var errs []error
+	if m.tokens != nil {
+		if err := m.tokens.Reload(); err != nil {
+			errs = append(errs, err)
+		} else {
+			m.logger.Info().Int("tokens", m.tokens.Count()).Msg("API tokens reloaded")
+		}
+	}
+	if m.tls != nil {
+		if err := m.tls.reload(); err != nil {
+			errs = append(errs, err)
+		} else {
+			m.logger.Info().Msg("TLS files reloaded")
+		}
+	}
+	err := errors.Join(errs...)
+	if err != nil {
+		m.logger.Error().Err(err).Msg("reload failed; the previous settings stay in force")
+	}
+	return err
 }
 
 // Wait blocks until ctx ends (a signal) or the HTTP server fails. It

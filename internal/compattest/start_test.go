@@ -214,7 +214,9 @@ func TestStartDelay(t *testing.T) {
 		}
 		sent := time.Now()
 		e.start(req)
-		if s := e.status(wfID); s != iwfapi.WorkflowStatusRunning {
+		// The run exists at once. Whether it still runs when get answers
+		// depends on the machine only if get itself took the whole delay.
+		if s := e.status(wfID); s != iwfapi.WorkflowStatusRunning && time.Since(sent) < 2*time.Second {
 			t.Errorf("status during the delay: %s", s)
 		}
 		r, _ := e.result(wfID)

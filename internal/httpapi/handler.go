@@ -37,6 +37,13 @@ type Options struct {
 	MaxBodyBytes int64
 	// Metrics, when set, serves GET /metrics (Prometheus text format).
 	Metrics func(w io.Writer) error
+	// Guard, when set, wraps every route after the request id and access
+	// log middleware, so that what it refuses (authentication) is logged.
+	Guard func(http.Handler) http.Handler
+	// Extra, when set, serves the paths under ExtraPrefix (the web
+	// console) behind the same middleware.
+	Extra       http.Handler
+	ExtraPrefix string
 }
 
 // handler holds what the middleware and the error handlers share.
@@ -74,7 +81,14 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 	server.log = func(err error) { h.log.Error().Err(err).Msg("health check failed") }
 
 	r := chi.NewRouter()
-	r.Use(requestID, accessLog(h.log), recoverer(h.log), readBody(opts.MaxBodyBytes), unrouted, h.validate)
+	r.Use(requestID, accessLog(h.log), recoverer(h.log))
+	if opts.Guard != nil {
+		r.Use(opts.Guard)
+	}
+	r.Use(readBody(opts.MaxBodyBytes), unrouted, h.validate)
+	if opts.Extra != nil && opts.ExtraPrefix != "" {
+		r.Mount(strings.TrimSuffix(opts.ExtraPrefix, "/"), opts.Extra)
+	}
 	r.NotFound(notFound)
 	r.MethodNotAllowed(methodNotAllowed)
 	r.Get("/", func(w http.ResponseWriter, _ *http.Request) {

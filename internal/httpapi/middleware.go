@@ -163,6 +163,10 @@ func readBody(limit int64) func(http.Handler) http.Handler {
 				writeError(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
 				return
 			}
+			if err := checkBody(body); err != nil {
+				writeError(w, http.StatusBadRequest, "invalid request: "+err.Error())
+				return
+			}
 			infoFrom(r.Context()).body = body
 			r.ContentLength = int64(len(body))
 			r.Body = io.NopCloser(bytes.NewReader(body))

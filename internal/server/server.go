@@ -24,10 +24,12 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 	"github.com/iwf-server/iwf-server/internal/workerclient"
+	"github.com/iwf-server/iwf-server/internal/workerpolicy"
 )
 
 // Store is a store the server can migrate and run on.
@@ -43,6 +45,15 @@ type Options struct {
 	Engine engine.Config
 	// WorkerHeaders are sent with every call to a worker.
 	WorkerHeaders http.Header
+	// WorkerURLAllow is the allow-list of worker URLs (workerpolicy.New);
+	// empty allows any, except the addresses workerpolicy always denies.
+	WorkerURLAllow []string
+	// Auth, when set, requires its tokens on the API (see package auth).
+	Auth *auth.Tokens
+	// AuthMetrics requires a token for GET /metrics too.
+	AuthMetrics bool
+	// SecureCookies marks cookies Secure (set when serving TLS).
+	SecureCookies bool
 	// Logger receives the logs of the engine and the HTTP layer, tagged
 	// with their component. Default: none.
 	Logger *zerolog.Logger
@@ -54,6 +65,9 @@ type Options struct {
 	// DefaultConnectTimeout).
 	ConnectTimeout time.Duration
 }
+
+// ConsolePrefix is where the web console is served.
+const ConsolePrefix = "/ui/"
 
 // Server is an engine and the HTTP handler serving it.
 type Server struct {
@@ -77,9 +91,16 @@ func New(st engine.Store, opts Options) (*Server, error) {
 	if opts.Logger != nil {
 		logger = *opts.Logger
 	}
+	policy, err := workerpolicy.New(opts.WorkerURLAllow)
+	if err != nil {
+		return nil, err
+	}
 	ec := opts.Engine
 	if ec.WorkerClient == nil {
-		ec.WorkerClient = workerclient.New(opts.WorkerHeaders)
+		ec.WorkerClient = workerclient.NewWithOptions(workerclient.Options{Headers: opts.WorkerHeaders, Policy: policy})
+	}
+	if ec.CheckWorkerURL == nil {
+		ec.CheckWorkerURL = policy.Check
 	}
 	if ec.Logger == nil {
 		l := logger.With().Str("component", "engine").Logger()
@@ -92,6 +113,9 @@ func New(st engine.Store, opts Options) (*Server, error) {
 	ho := httpapi.Options{Logger: logger.With().Str("component", "http").Logger(), MaxBodyBytes: opts.MaxBodyBytes}
 	if !opts.NoMetrics {
 		ho.Metrics = eng.WriteMetrics
+	}
+	if opts.Auth != nil {
+		ho.Guard = opts.Auth.Middleware(auth.Options{ProtectMetrics: opts.AuthMetrics, ConsolePrefix: ConsolePrefix, SecureCookie: opts.SecureCookies})
 	}
 	handler, err := httpapi.NewHandler(eng, ho)
 	if err != nil {

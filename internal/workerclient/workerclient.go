@@ -19,6 +19,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/workerpolicy"
 )
 
 // Worker API paths, relative to the run's iwfWorkerUrl.
@@ -73,19 +74,39 @@ const maxResponseBytes = 16 << 20
 type Client struct {
 	http    *http.Client
 	headers http.Header
+	policy  *workerpolicy.Policy
+}
+
+// Options configure NewWithOptions.
+type Options struct {
+	// Headers are added to every call.
+	Headers http.Header
+	// Policy decides which worker URLs may be called; a call to any other
+	// URL fails without a request, and a connection to a denied address is
+	// refused after name resolution. Nil allows every well-formed URL
+	// except the addresses workerpolicy always denies.
+	Policy *workerpolicy.Policy
 }
 
 // New returns a client that adds headers to every call. Per-call deadlines
 // come from the caller's context.
-func New(headers http.Header) *Client {
+func New(headers http.Header) *Client { return NewWithOptions(Options{Headers: headers}) }
+
+// NewWithOptions returns a client configured by opts.
+func NewWithOptions(opts Options) *Client {
+	c := &Client{headers: opts.Headers.Clone(), policy: opts.Policy}
 	transport := &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			d := net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second, Control: c.policy.Control(ctx)}
+			return d.DialContext(ctx, network, addr)
+		},
 		MaxIdleConns:        1024,
 		MaxIdleConnsPerHost: 512,
 		IdleConnTimeout:     90 * time.Second,
 	}
-	return &Client{http: &http.Client{Transport: transport, CheckRedirect: noRedirects}, headers: headers.Clone()}
+	c.http = &http.Client{Transport: transport, CheckRedirect: noRedirects}
+	return c
 }
 
 // noRedirects stops the client at a redirect: the server calls only the
@@ -114,6 +135,10 @@ func (c *Client) RPC(ctx context.Context, baseURL string, req *iwfapi.WorkflowWo
 }
 
 func (c *Client) call(ctx context.Context, url string, in, out any) error {
+	ctx, err := c.policy.ForCall(ctx, url)
+	if err != nil {
+		return &engine.WorkerCallError{Err: err}
+	}
 	body, err := json.Marshal(in)
 	if err != nil {
 		return &engine.WorkerCallError{Err: err}

@@ -36,6 +36,10 @@ type ClientOptions struct {
 	// ObjectEncoder encodes and decodes payloads; nil means
 	// JSONObjectEncoder. Workers must use a compatible one.
 	ObjectEncoder ObjectEncoder
+	// Token, when set, is sent with every request as
+	// "Authorization: Bearer <token>", for a server with API authentication
+	// on (iwf-server's --auth-token-file or IWF_AUTH_TOKENS).
+	Token string
 }
 
 // Client calls a workflow server's REST API: iwf-server, or any server
@@ -49,6 +53,7 @@ type Client struct {
 	workerURL string
 	http      *http.Client
 	enc       ObjectEncoder
+	token     string
 }
 
 // NewClient returns a client of the server at serverURL ("" means
@@ -58,7 +63,10 @@ func NewClient(serverURL string, opts *ClientOptions) (*Client, error) {
 	if opts == nil {
 		opts = &ClientOptions{}
 	}
-	c := &Client{serverURL: serverURL, workerURL: opts.WorkerURL, http: opts.HTTPClient, enc: opts.ObjectEncoder}
+	c := &Client{serverURL: serverURL, workerURL: opts.WorkerURL, http: opts.HTTPClient, enc: opts.ObjectEncoder, token: opts.Token}
+	if strings.ContainsAny(c.token, " \t\r\n") {
+		return nil, errors.New("iwf: the token must not contain spaces or line breaks")
+	}
 	if c.serverURL == "" {
 		c.serverURL = DefaultServerURL
 	}
@@ -657,6 +665,9 @@ func (c *Client) post(ctx context.Context, path string, req, resp any) error {
 	}
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
+	if c.token != "" {
+		hreq.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("iwf: POST %s: %w", path, err)

@@ -1,0 +1,97 @@
+package auth
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// loginPage is the console's sign-in form.
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in · iwf-server</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font-family:system-ui,sans-serif;background:#f5f6f8;margin:0;display:flex;min-height:100vh;align-items:center;justify-content:center}
+form{background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002;min-width:22rem}
+h1{font-size:1.2rem;margin-top:0}label{display:block;margin:.8rem 0 .3rem}
+input[type=password]{width:100%;box-sizing:border-box;padding:.5rem;font-family:monospace}
+button{margin-top:1rem;padding:.5rem 1.2rem}.err{color:#b00020}
+</style></head>
+<body><form method="post" action="{{.Action}}">
+<h1>iwf-server console</h1>
+<p>This server requires an API token.</p>
+{{if .Error}}<p class="err" role="alert">{{.Error}}</p>{{end}}
+<label for="token">Token</label>
+<input type="password" id="token" name="token" autocomplete="current-password" autofocus required>
+<input type="hidden" name="next" value="{{.Next}}">
+<button type="submit">Sign in</button>
+</form></body></html>
+`))
+
+type loginData struct {
+	Action, Next, Error string
+}
+
+// serveLogin shows the sign-in form (GET) and checks a submitted token
+// (POST): a valid one is kept in an HttpOnly, SameSite=Strict cookie
+// scoped to the console, and the browser goes on to the page it asked for.
+func (t *Tokens) serveLogin(w http.ResponseWriter, r *http.Request, opts Options) {
+	action := opts.ConsolePrefix + LoginPath
+	next := safeNext(r.FormValue("next"), opts.ConsolePrefix)
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	switch r.Method {
+	case http.MethodGet, http.MethodHead:
+		_ = loginPage.Execute(w, loginData{Action: action, Next: next})
+	case http.MethodPost:
+		if !sameOrigin(r) {
+			w.WriteHeader(http.StatusForbidden)
+			_ = loginPage.Execute(w, loginData{Action: action, Next: next, Error: "cross-site sign-in refused"})
+			return
+		}
+		tok := strings.TrimSpace(r.PostFormValue("token"))
+		if !t.Valid(tok) {
+			w.WriteHeader(http.StatusUnauthorized)
+			_ = loginPage.Execute(w, loginData{Action: action, Next: next, Error: "That token is not valid."})
+			return
+		}
+		http.SetCookie(w, &http.Cookie{
+			Name: ConsoleCookie, Value: tok, Path: opts.ConsolePrefix,
+			HttpOnly: true, Secure: opts.SecureCookie, SameSite: http.SameSiteStrictMode,
+			Expires: time.Now().Add(12 * time.Hour),
+		})
+		http.Redirect(w, r, next, http.StatusSeeOther)
+	default:
+		w.Header().Set("Allow", "GET, POST")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+	}
+}
+
+// safeNext keeps a post-sign-in destination only when it is a path inside
+// the console, so the sign-in page cannot redirect elsewhere.
+func safeNext(next, prefix string) string {
+	u, err := url.Parse(next)
+	if err != nil || next == "" || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, prefix) ||
+		strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
+		return prefix
+	}
+	return u.RequestURI()
+}
+
+// sameOrigin reports whether a form post comes from a page of this server:
+// Sec-Fetch-Site when the browser sends it, else Origin against Host.
+func sameOrigin(r *http.Request) bool {
+	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
+		return s == "same-origin" || s == "none"
+	}
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return o == ""
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+func urlQueryEscape(s string) string { return url.QueryEscape(s) }
