@@ -1,0 +1,251 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// maxFormBytes limits an action's form (a signal value is the largest part).
+const maxFormBytes = 4 << 20
+
+// confirmPage is the data of an action's confirmation page.
+type confirmPage struct {
+	Action     string
+	Summary    []string
+	Fields     []formField
+	WorkflowID string
+	BackURL    string
+}
+
+// formField is a hidden field the confirmation form sends again.
+type formField struct{ Name, Value string }
+
+// prepared is a checked action, ready to confirm or to run.
+type prepared struct {
+	title   string
+	summary []string
+	// do runs the action and returns the run to show next ("" for the
+	// current run) and the flash message.
+	do func(r *http.Request) (string, string, error)
+}
+
+// action serves POST <prefix>actions/{signal,stop,reset,skip-timer}: it
+// refuses cross-site requests, checks the form, asks for confirmation,
+// and once confirmed runs the action and redirects to the run's page with
+// a flash message.
+func (c *console) action(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "cannot read the form: "+err.Error())
+		return
+	}
+	if err := c.checkSameOrigin(r); err != nil {
+		c.fail(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	f := r.PostForm
+	id := strings.TrimSpace(f.Get("workflowId"))
+	runID := strings.TrimSpace(f.Get("runId"))
+	if id == "" {
+		c.fail(w, r, http.StatusBadRequest, "workflowId is required")
+		return
+	}
+	var (
+		pa  *prepared
+		err error
+	)
+	switch r.PathValue("action") {
+	case "signal":
+		pa, err = c.prepareSignal(id, runID, f)
+	case "stop":
+		pa, err = c.prepareStop(id, runID, f)
+	case "reset":
+		pa, err = c.prepareReset(id, runID, f)
+	case "skip-timer":
+		pa, err = c.prepareSkipTimer(id, runID, f)
+	default:
+		c.fail(w, r, http.StatusNotFound, "unknown action")
+		return
+	}
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	back := c.runURL(id, runID)
+	if f.Get("confirm") != "yes" {
+		cp := confirmPage{Action: r.URL.Path, WorkflowID: id, BackURL: back, Summary: pa.summary}
+		keys := make([]string, 0, len(f))
+		for k := range f {
+			if k != csrfField && k != "confirm" {
+				keys = append(keys, k)
+			}
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			cp.Fields = append(cp.Fields, formField{k, f.Get(k)})
+		}
+		c.render(w, r, http.StatusOK, "confirm", "Confirm: "+pa.title, false, cp)
+		return
+	}
+	nextRun, msg, err := pa.do(r)
+	if err != nil {
+		status, text := explain(err)
+		if status == http.StatusInternalServerError {
+			c.opts.Logger.Error().Err(err).Str("workflowId", id).Str("action", pa.title).Msg("console: action failed")
+		}
+		c.fail(w, r, status, pa.title+" failed: "+text)
+		return
+	}
+	c.opts.Logger.Info().Str("workflowId", id).Str("workflowRunId", runID).Str("action", pa.title).Msg("console: action")
+	c.setFlash(w, r, true, msg)
+	http.Redirect(w, r, c.runURL(id, nextRun), http.StatusSeeOther)
+}
+
+func (c *console) prepareSignal(id, runID string, f url.Values) (*prepared, error) {
+	channel := strings.TrimSpace(f.Get("channel"))
+	if channel == "" {
+		return nil, fmt.Errorf("the signal channel name is required")
+	}
+	encoding := strings.TrimSpace(f.Get("encoding"))
+	if encoding == "" {
+		encoding = "json"
+	}
+	raw := f.Get("value")
+	var value *iwfapi.EncodedObject
+	if strings.TrimSpace(raw) != "" {
+		if encoding == "json" && !json.Valid([]byte(raw)) {
+			return nil, fmt.Errorf("the signal value is not valid JSON (choose another encoding to send text)")
+		}
+		value = &iwfapi.EncodedObject{Encoding: ptr(encoding), Data: ptr(raw)}
+	}
+	req := iwfapi.WorkflowSignalRequest{WorkflowId: id, WorkflowRunId: ptr(runID), SignalChannelName: channel, SignalValue: value}
+	sum := []string{"Send a signal to channel " + strconv.Quote(channel) + " of workflow " + strconv.Quote(id) + runLabel(runID)}
+	if value != nil {
+		sum = append(sum, "Value ("+encoding+"): "+shorten(raw, 500))
+	} else {
+		sum = append(sum, "Without a value")
+	}
+	return &prepared{title: "signal", summary: sum, do: func(r *http.Request) (string, string, error) {
+		return runID, "Signal sent to channel " + strconv.Quote(channel) + ".", c.be.SignalWorkflow(r.Context(), req)
+	}}, nil
+}
+
+func (c *console) prepareStop(id, runID string, f url.Values) (*prepared, error) {
+	st := iwfapi.WorkflowStopType(f.Get("stopType"))
+	switch st {
+	case iwfapi.WorkflowStopTypeCancel, iwfapi.WorkflowStopTypeTerminate, iwfapi.WorkflowStopTypeFail:
+	default:
+		return nil, fmt.Errorf("the stop type must be CANCEL, TERMINATE or FAIL")
+	}
+	reason := strings.TrimSpace(f.Get("reason"))
+	req := iwfapi.WorkflowStopRequest{WorkflowId: id, WorkflowRunId: ptr(runID), StopType: &st}
+	if reason != "" {
+		req.Reason = &reason
+	}
+	sum := []string{"Stop workflow " + strconv.Quote(id) + runLabel(runID) + " with " + string(st)}
+	if reason != "" {
+		sum = append(sum, "Reason: "+shorten(reason, 500))
+	}
+	return &prepared{title: "stop", summary: sum, do: func(r *http.Request) (string, string, error) {
+		return runID, "Workflow stopped (" + string(st) + ").", c.be.StopWorkflow(r.Context(), req)
+	}}, nil
+}
+
+func (c *console) prepareReset(id, runID string, f url.Values) (*prepared, error) {
+	rt := iwfapi.WorkflowResetType(f.Get("resetType"))
+	req := iwfapi.WorkflowResetRequest{WorkflowId: id, WorkflowRunId: ptr(runID), ResetType: rt}
+	point := ""
+	arg := strings.TrimSpace(f.Get("point"))
+	switch rt {
+	case iwfapi.WorkflowResetTypeBeginning:
+	case iwfapi.WorkflowResetTypeHistoryEventId:
+		n, err := strconv.ParseInt(arg, 10, 32)
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("HISTORY_EVENT_ID needs a positive event id in the reset point")
+		}
+		req.HistoryEventId = ptr(int32(n))
+		point = "history event " + arg
+	case iwfapi.WorkflowResetTypeHistoryEventTime:
+		if arg == "" {
+			return nil, fmt.Errorf("HISTORY_EVENT_TIME needs a time in the reset point")
+		}
+		req.HistoryEventTime = &arg
+		point = "history time " + arg
+	case iwfapi.WorkflowResetTypeStateId:
+		if arg == "" {
+			return nil, fmt.Errorf("STATE_ID needs a state id in the reset point")
+		}
+		req.StateId = &arg
+		point = "state " + arg
+	case iwfapi.WorkflowResetTypeStateExecutionId:
+		if arg == "" {
+			return nil, fmt.Errorf("STATE_EXECUTION_ID needs a state execution id in the reset point")
+		}
+		req.StateExecutionId = &arg
+		point = "state execution " + arg
+	default:
+		return nil, fmt.Errorf("unknown reset type %q", string(rt))
+	}
+	if reason := strings.TrimSpace(f.Get("reason")); reason != "" {
+		req.Reason = &reason
+	}
+	if f.Get("skipSignalReapply") != "" {
+		req.SkipSignalReapply = ptr(true)
+	}
+	sum := []string{"Reset workflow " + strconv.Quote(id) + runLabel(runID) + " to " + string(rt)}
+	if point != "" {
+		sum = append(sum, "Reset point: "+point)
+	}
+	if deref(req.SkipSignalReapply) {
+		sum = append(sum, "Signals after the reset point are not re-applied")
+	}
+	sum = append(sum, "A new run starts; a running run is ended.")
+	return &prepared{title: "reset", summary: sum, do: func(r *http.Request) (string, string, error) {
+		resp, err := c.be.ResetWorkflow(r.Context(), req)
+		return resp.WorkflowRunId, "Workflow reset: new run " + resp.WorkflowRunId + ".", err
+	}}, nil
+}
+
+func (c *console) prepareSkipTimer(id, runID string, f url.Values) (*prepared, error) {
+	xid := strings.TrimSpace(f.Get("stateExecutionId"))
+	if xid == "" {
+		return nil, fmt.Errorf("the state execution id is required")
+	}
+	req := iwfapi.WorkflowSkipTimerRequest{WorkflowId: id, WorkflowRunId: ptr(runID), WorkflowStateExecutionId: xid}
+	timer := strings.TrimSpace(f.Get("timerCommandId"))
+	if timer != "" {
+		req.TimerCommandId = &timer
+	} else {
+		n, err := strconv.ParseInt(strings.TrimSpace(f.Get("timerIndex")), 10, 32)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("give the timer's command id or its index (0 for the first timer)")
+		}
+		req.TimerCommandIndex = ptr(int32(n))
+		timer = "#" + strconv.FormatInt(n, 10)
+	}
+	sum := []string{"Skip timer " + timer + " of state execution " + xid + " of workflow " + strconv.Quote(id) + runLabel(runID), "The timer fires now."}
+	return &prepared{title: "skip timer", summary: sum, do: func(r *http.Request) (string, string, error) {
+		return runID, "Timer " + timer + " of " + xid + " skipped.", c.be.SkipTimer(r.Context(), req)
+	}}, nil
+}
+
+func runLabel(runID string) string {
+	if runID == "" {
+		return " (current run)"
+	}
+	return " (run " + runID + ")"
+}
+
+func shorten(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
+	}
+	return s
+}

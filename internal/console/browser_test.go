@@ -1,0 +1,164 @@
+package console_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// chromiumPath is where Debian's chromium package installs the browser.
+const chromiumPath = "/usr/bin/chromium"
+
+// newBrowser starts a headless Chromium for one test, with a fresh profile
+// and nothing that reaches the network by itself. Without Chromium the test
+// is skipped, except in CI (env CI set), where it fails.
+func newBrowser(t *testing.T) context.Context {
+	t.Helper()
+	path := chromiumPath
+	if _, err := os.Stat(path); err != nil {
+		if p, lerr := exec.LookPath("chromium"); lerr == nil {
+			path = p
+		} else if os.Getenv("CI") != "" {
+			t.Fatal("CI needs chromium: apt-get install chromium")
+		} else {
+			t.Skip("browser tests skipped: no chromium at " + chromiumPath + " (apt-get install chromium)")
+		}
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1280, 900),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	bctx, cancelBrowser := chromedp.NewContext(actx)
+	t.Cleanup(func() { cancelBrowser(); cancelAlloc() })
+	// Start the browser now, so that its start-up is not charged to a step.
+	if err := chromedp.Do(bctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	return bctx
+}
+
+// TestBrowserSignalFlow drives the console in a real browser: the list shows
+// a running workflow (and, by auto-refresh, one started after the page
+// loaded), its page shows the pending signal, the signal form (confirmed)
+// delivers the signal, and the page shows the run COMPLETED with its result.
+func TestBrowserSignalFlow(t *testing.T) {
+	browser := newBrowser(t)
+	for _, kind := range stores {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind)
+			first, second := "order-"+kind+"-1", "order-"+kind+"-2"
+			e.start(t, first)
+			waitStatus(t, e, first, iwfapi.WorkflowStatusRunning)
+
+			tab, cancelTab := chromedp.NewContext(browser)
+			defer cancelTab()
+			if err := chromedp.Do(tab); err != nil { // opens the tab
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(tab, 90*time.Second)
+			defer cancel()
+			css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+			row := func(id string) string { return `tr[data-workflow-id="` + id + `"]` }
+			do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+				t.Helper()
+				began := time.Now()
+				if err := chromedp.Do(ctx, steps...); err != nil {
+					d, derr := e.eng.DescribeWorkflow(context.Background(), iwfapi.WorkflowDescribeRequest{WorkflowId: first})
+					t.Fatalf("%s: %v (run %s: %+v %v)", what, err, first, d, derr)
+				}
+				t.Logf("%s: %s", what, time.Since(began).Round(time.Millisecond))
+			}
+			text := func(sel string) string {
+				t.Helper()
+				s, err := chromedp.Run(ctx, chromedp.Text(css(sel)))
+				if err != nil {
+					t.Fatalf("text of %s: %v", sel, err)
+				}
+				return s
+			}
+			eval := func(js string) {
+				t.Helper()
+				if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](js+"; true")); err != nil {
+					t.Fatalf("%s: %v", js, err)
+				}
+			}
+			do("open the list", chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(css(row(first))))
+			e.start(t, second)
+			do("auto-refresh shows a new run", chromedp.WaitVisible(css(row(second))))
+			eval(`localStorage.setItem("iwf-console-autorefresh", "off")`)
+			do("reload without auto-refresh", chromedp.Reload(), chromedp.WaitVisible(css(row(second))))
+			if got := text(row(first)); !strings.Contains(got, demoType) || !strings.Contains(got, "RUNNING") {
+				t.Fatalf("list row: %q", got)
+			}
+			if kind == "sqlite" {
+				screenshot(t, ctx, "list.png")
+			}
+			do("open the run", chromedp.Click(css(row(first)+" a.wf")), chromedp.WaitVisible(css(`#status[data-status="RUNNING"]`)))
+			if got := text(`#pending`); !strings.Contains(got, "approval") || !strings.Contains(got, "WAITING_COMMANDS") {
+				t.Fatalf("pending section: %q", got)
+			}
+			do("send the signal",
+				chromedp.SendKeys(css(`#signal-channel`), "approval"),
+				chromedp.SendKeys(css(`#signal-value`), `{"approved": true, "by": "ada"}`),
+				chromedp.Click(css(`#signal-submit`)),
+				chromedp.WaitVisible(css(`#confirm`)),
+			)
+			if got := text(`.confirm`); !strings.Contains(got, `channel "approval"`) {
+				t.Fatalf("confirmation: %q", got)
+			}
+			do("confirm", chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`#flash`)))
+			if got := text(`#flash`); !strings.Contains(got, "Signal sent") {
+				t.Fatalf("flash: %q", got)
+			}
+			eval(`localStorage.setItem("iwf-console-autorefresh", "on")`)
+			do("auto-refresh shows the run completed", chromedp.Reload(), chromedp.WaitVisible(css(`#status[data-status="COMPLETED"]`)))
+			eval(`localStorage.setItem("iwf-console-autorefresh", "off")`)
+			do("reload without auto-refresh", chromedp.Reload(), chromedp.WaitVisible(css(`#status[data-status="COMPLETED"]`)))
+			if got := text(`.io`); !strings.Contains(got, `"by": "ada"`) {
+				t.Fatalf("results: %q", got)
+			}
+			if kind == "sqlite" {
+				do("open a timeline row", chromedp.Click(css(`#timeline details.row:nth-of-type(2) summary`)))
+				screenshot(t, ctx, "run.png")
+			}
+		})
+	}
+}
+
+// screenshot saves a full-page screenshot to docs/console/ when
+// IWF_CONSOLE_SCREENSHOTS=1.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if os.Getenv("IWF_CONSOLE_SCREENSHOTS") != "1" {
+		return
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	dir := filepath.Join("..", "..", "docs", "console")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

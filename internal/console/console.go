@@ -1,0 +1,252 @@
+// Package console is iwf-server's web console: server-rendered HTML pages
+// (html/template, embedded with the CSS they use) that list workflow runs,
+// show one run — its summary, pending work, a timeline and a diagram of
+// its state executions built from its history, its attributes and raw
+// history — and send it signals, stop, reset it or skip its timers.
+//
+// It owns no state and no storage: every page reads the engine through
+// Backend, which *engine.Engine satisfies, and every action is one engine
+// call. It imports the engine and the generated API types, never the
+// stores or the HTTP API package. Authentication is the caller's: mount the
+// handler behind it. Actions are POST only and refuse cross-site requests
+// (Sec-Fetch-Site and Origin checks plus a CSRF token).
+package console
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// Backend is what the console needs from the engine; *engine.Engine
+// satisfies it.
+type Backend interface {
+	SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchRequest) (iwfapi.WorkflowSearchResponse, error)
+	DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error)
+	GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error)
+	WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error)
+	GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDataObjectsRequest) (iwfapi.WorkflowGetDataObjectsResponse, error)
+	DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error)
+	SignalWorkflow(ctx context.Context, req iwfapi.WorkflowSignalRequest) error
+	StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error
+	ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error)
+	SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequest) error
+}
+
+var _ Backend = (*engine.Engine)(nil)
+
+// DescribeFunc describes a run and its pending work, as
+// Backend.DescribeWorkflow does.
+type DescribeFunc func(ctx context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error)
+
+// Options configure New. The zero value of each field selects its default.
+type Options struct {
+	// Logger receives errors the console could not show a user (internal
+	// errors are logged here and shown as a plain "internal error").
+	Logger zerolog.Logger
+	// Prefix is the path the console is mounted at, with both slashes
+	// (default "/ui/"). The handler serves the full paths under it, so
+	// mount it without stripping the prefix.
+	Prefix string
+	// Describe, when set, replaces Backend.DescribeWorkflow (for example to
+	// describe runs of another server).
+	Describe DescribeFunc
+	// PageSize is the number of runs on a page of the list (default 25).
+	PageSize int
+	// RefreshInterval is how often pages reload while auto-refresh is on
+	// (default 5 s).
+	RefreshInterval time.Duration
+	// CSRFKey signs the CSRF tokens of the action forms. Default: a random
+	// key, so tokens do not survive a restart and servers behind one load
+	// balancer need the same key.
+	CSRFKey []byte
+	// MaxHistoryEvents caps the history events the run page reads
+	// (default 10,000); a longer history is shown truncated.
+	MaxHistoryEvents int
+	// Now is the clock for relative times (default time.Now).
+	Now func() time.Time
+}
+
+//go:embed templates/*.html static/*
+var assets embed.FS
+
+// console is the handler New returns.
+type console struct {
+	be       Backend
+	opts     Options
+	describe DescribeFunc
+	pages    map[string]*template.Template
+	mux      *http.ServeMux
+	static   http.Handler
+}
+
+// New returns the console's handler, to be mounted at /ui/ (it serves paths
+// under Prefix).
+func New(eng Backend, opts Options) (http.Handler, error) {
+	if eng == nil {
+		return nil, errors.New("console: a backend is required")
+	}
+	if opts.Prefix == "" {
+		opts.Prefix = "/ui/"
+	}
+	if !strings.HasPrefix(opts.Prefix, "/") || !strings.HasSuffix(opts.Prefix, "/") {
+		return nil, fmt.Errorf("console: prefix %q must start and end with /", opts.Prefix)
+	}
+	if opts.PageSize <= 0 {
+		opts.PageSize = 25
+	}
+	if opts.RefreshInterval <= 0 {
+		opts.RefreshInterval = 5 * time.Second
+	}
+	if opts.MaxHistoryEvents <= 0 {
+		opts.MaxHistoryEvents = 10000
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if len(opts.CSRFKey) == 0 {
+		opts.CSRFKey = make([]byte, 32)
+		if _, err := rand.Read(opts.CSRFKey); err != nil {
+			return nil, fmt.Errorf("console: csrf key: %w", err)
+		}
+	}
+	c := &console{be: eng, opts: opts, describe: opts.Describe}
+	if c.describe == nil {
+		c.describe = eng.DescribeWorkflow
+	}
+	if err := c.parseTemplates(); err != nil {
+		return nil, err
+	}
+	static, err := fs.Sub(assets, "static")
+	if err != nil {
+		return nil, err
+	}
+	c.static = http.StripPrefix(opts.Prefix+"static/", http.FileServerFS(static))
+	p := opts.Prefix
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+p+"{$}", c.list)
+	mux.HandleFunc("GET "+p+"workflows/{id...}", c.run)
+	mux.HandleFunc("POST "+p+"actions/{action}", c.action)
+	mux.HandleFunc("GET "+p+"static/", c.serveStatic)
+	mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
+		c.fail(w, r, http.StatusNotFound, "page not found")
+	})
+	c.mux = mux
+	return c, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+	c.mux.ServeHTTP(w, r)
+}
+
+func (c *console) serveStatic(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	c.static.ServeHTTP(w, r)
+}
+
+// parseTemplates parses each page with the shared layout.
+func (c *console) parseTemplates() error {
+	c.pages = map[string]*template.Template{}
+	for _, page := range []string{"list", "run", "confirm", "error"} {
+		t, err := template.New(page).Funcs(c.funcs()).ParseFS(assets, "templates/layout.html", "templates/"+page+".html")
+		if err != nil {
+			return fmt.Errorf("console: template %s: %w", page, err)
+		}
+		c.pages[page] = t
+	}
+	return nil
+}
+
+// page is what every page's layout needs.
+type page struct {
+	Title   string
+	Prefix  string
+	CSRF    string
+	Flash   string
+	FlashOK bool
+	Refresh int // seconds; 0 means no auto-refresh control
+	Now     time.Time
+	Data    any
+}
+
+// render writes a page with the layout.
+func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, refresh bool, data any) {
+	p := page{Title: title, Prefix: c.opts.Prefix, CSRF: c.csrfToken(w, r), Now: c.opts.Now(), Data: data}
+	p.Flash, p.FlashOK = c.takeFlash(w, r)
+	if refresh {
+		p.Refresh = max(1, int(c.opts.RefreshInterval.Round(time.Second)/time.Second))
+	}
+	var buf strings.Builder
+	if err := c.pages[name].ExecuteTemplate(&buf, "layout", p); err != nil {
+		c.opts.Logger.Error().Err(err).Str("page", name).Msg("console: render")
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(buf.String()))
+}
+
+// errorPage is the data of the error page.
+type errorPage struct {
+	Status  int
+	Message string
+}
+
+// fail renders a plain error page.
+func (c *console) fail(w http.ResponseWriter, r *http.Request, status int, msg string) {
+	c.render(w, r, status, "error", http.StatusText(status), false, errorPage{Status: status, Message: msg})
+}
+
+// failErr renders an engine error: the engine's message for errors a caller
+// can act on, "internal error" (and a log entry) otherwise.
+func (c *console) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	status, msg := explain(err)
+	if status == http.StatusInternalServerError {
+		c.opts.Logger.Error().Err(err).Str("path", r.URL.Path).Msg("console: backend call failed")
+	}
+	c.fail(w, r, status, msg)
+}
+
+// explain maps an engine error to a status and a message for a person.
+func explain(err error) (int, string) {
+	var ee *engine.Error
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable, "the request was cancelled or timed out"
+	}
+	if !errors.As(err, &ee) {
+		return http.StatusInternalServerError, "internal error (see the server log)"
+	}
+	switch ee.Code {
+	case engine.CodeInvalidArgument, engine.CodeLocked, engine.CodeAlreadyStarted:
+		return http.StatusBadRequest, ee.Message
+	case engine.CodeWorkflowNotExists:
+		return http.StatusNotFound, ee.Message
+	case engine.CodeWorkerAPIError:
+		return http.StatusBadGateway, ee.Message
+	case engine.CodeUnimplemented:
+		return http.StatusNotImplemented, ee.Message
+	case engine.CodeLongPollTimeout:
+		return http.StatusServiceUnavailable, ee.Message
+	}
+	return http.StatusInternalServerError, "internal error (see the server log)"
+}

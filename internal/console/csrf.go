@@ -1,0 +1,121 @@
+package console
+
+// Protection of the actions against cross-site requests. An action is a
+// POST whose form carries a token: the HMAC, under the console's key, of a
+// random nonce kept in an HttpOnly, SameSite=Strict cookie (a signed
+// double-submit cookie). A request that a browser marks as coming from
+// another site (Sec-Fetch-Site) or whose Origin is not this host is refused
+// before the token is even looked at.
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+const (
+	csrfCookie  = "iwf_console_csrf"
+	csrfField   = "csrf"
+	flashCookie = "iwf_console_flash"
+)
+
+// csrfToken returns the token for the forms of a page, setting the nonce
+// cookie when the request has none.
+func (c *console) csrfToken(w http.ResponseWriter, r *http.Request) string {
+	nonce := ""
+	if ck, err := r.Cookie(csrfCookie); err == nil && validNonce(ck.Value) {
+		nonce = ck.Value
+	} else {
+		b := make([]byte, 18)
+		if _, err := rand.Read(b); err != nil {
+			return ""
+		}
+		nonce = base64.RawURLEncoding.EncodeToString(b)
+		http.SetCookie(w, &http.Cookie{
+			Name: csrfCookie, Value: nonce, Path: c.opts.Prefix,
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		})
+	}
+	return c.sign(nonce)
+}
+
+func validNonce(s string) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && len(b) == 18
+}
+
+func (c *console) sign(nonce string) string {
+	m := hmac.New(sha256.New, c.opts.CSRFKey)
+	m.Write([]byte("iwf-console-csrf\x00" + nonce))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// errCrossSite is why checkSameOrigin refused a request.
+var errCrossSite = errors.New("cross-site request refused")
+
+// checkSameOrigin refuses a state-changing request that a browser says
+// comes from another site, or whose Origin (or, without Origin, Referer)
+// names another host than the request's, and one without a valid token.
+func (c *console) checkSameOrigin(r *http.Request) error {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default: // same-site, cross-site
+		return errCrossSite
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		if o == "null" || !sameHost(o, r.Host) {
+			return errCrossSite
+		}
+	} else if ref := r.Header.Get("Referer"); ref != "" && !sameHost(ref, r.Host) {
+		return errCrossSite
+	}
+	ck, err := r.Cookie(csrfCookie)
+	if err != nil || !validNonce(ck.Value) {
+		return errors.New("missing CSRF cookie: reload the page and try again")
+	}
+	got := r.PostFormValue(csrfField)
+	if !hmac.Equal([]byte(got), []byte(c.sign(ck.Value))) {
+		return errors.New("invalid CSRF token: reload the page and try again")
+	}
+	return nil
+}
+
+// sameHost says whether a URL's host (with port) is host.
+func sameHost(rawURL, host string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return strings.EqualFold(u.Host, host)
+}
+
+// setFlash leaves a message for the next page this browser renders.
+func (c *console) setFlash(w http.ResponseWriter, r *http.Request, ok bool, msg string) {
+	v := "e"
+	if ok {
+		v = "o"
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: flashCookie, Value: url.QueryEscape(v + msg), Path: c.opts.Prefix, MaxAge: 60,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+	})
+}
+
+// takeFlash reads and clears the flash message.
+func (c *console) takeFlash(w http.ResponseWriter, r *http.Request) (string, bool) {
+	ck, err := r.Cookie(flashCookie)
+	if err != nil {
+		return "", false
+	}
+	http.SetCookie(w, &http.Cookie{Name: flashCookie, Value: "", Path: c.opts.Prefix, MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	v, err := url.QueryUnescape(ck.Value)
+	if err != nil || v == "" {
+		return "", false
+	}
+	return v[1:], v[0] == 'o'
+}

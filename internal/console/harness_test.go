@@ -1,0 +1,172 @@
+package console_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/console"
+	iwfserver "github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+	"github.com/iwf-server/iwf-server/internal/store/sqlite"
+)
+
+// demoType is the workflow type of the test worker: state "prepare" sets a
+// data attribute and moves to "approve", which waits for the signal
+// "approval" (or a one-hour timer) and completes the workflow with the
+// signal's value.
+const demoType = "ApprovalWorkflow"
+
+// stores are the stores a test runs on: SQLite always, PostgreSQL when
+// pgtest finds one.
+var stores = []string{"sqlite", "postgres"}
+
+// env is a server with the console mounted at /ui/ and a demo worker.
+type env struct {
+	eng       *engine.Engine
+	url       string // the httptest server: /ui/ and the REST API
+	workerURL string
+}
+
+// newEnv starts a server on a fresh store of the given kind.
+func newEnv(t *testing.T, kind string) *env {
+	t.Helper()
+	return newEnvWith(t, kind, nil)
+}
+
+// newEnvWith is newEnv with the console's options changed by mod.
+func newEnvWith(t *testing.T, kind string, mod func(*console.Options)) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var st engine.Store
+	switch kind {
+	case "sqlite":
+		s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Migrate(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		st = s
+	case "postgres":
+		st = pgtest.NewStore(t) // skips without PostgreSQL (fails in CI)
+	}
+	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	srv, err := iwfserver.New(st, iwfserver.Options{
+		Engine:    engine.Config{PollInterval: 100 * time.Millisecond, MaxWait: 10 * time.Second},
+		Logger:    &logger,
+		NoMetrics: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+	})
+	co := console.Options{Logger: logger, RefreshInterval: time.Second}
+	if mod != nil {
+		mod(&co)
+	}
+	ui, err := console.New(srv.Engine, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/ui/", ui)
+	mux.Handle("/", srv.Handler)
+	hs := httptest.NewServer(mux)
+	t.Cleanup(hs.Close)
+	w := httptest.NewServer(demoWorker())
+	t.Cleanup(w.Close)
+	return &env{eng: srv.Engine, url: hs.URL, workerURL: w.URL}
+}
+
+// start starts a demo workflow.
+func (e *env) start(t *testing.T, id string) string {
+	t.Helper()
+	resp, err := e.eng.StartWorkflow(context.Background(), iwfapi.WorkflowStartRequest{
+		WorkflowId: id, IwfWorkflowType: demoType, IwfWorkerUrl: e.workerURL,
+		StartStateId: ptr("prepare"), StateInput: text(`{"order":17}`), WorkflowTimeoutSeconds: 3600,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return *resp.WorkflowRunId
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func text(s string) *iwfapi.EncodedObject {
+	return &iwfapi.EncodedObject{Encoding: ptr("json"), Data: ptr(s)}
+}
+
+// demoWorker answers the worker API for demoType.
+func demoWorker() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/workflowState/start", func(rw http.ResponseWriter, r *http.Request) {
+		var req iwfapi.WorkflowStateStartRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var resp iwfapi.WorkflowStateStartResponse
+		switch req.WorkflowStateId {
+		case "prepare":
+			resp.CommandRequest = &iwfapi.CommandRequest{CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted)}
+		case "approve":
+			resp.CommandRequest = &iwfapi.CommandRequest{
+				CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAnyCompleted),
+				SignalCommands:     &[]iwfapi.SignalCommand{{CommandId: ptr("approved"), SignalChannelName: "approval"}},
+				TimerCommands:      &[]iwfapi.TimerCommand{{CommandId: ptr("expiry"), DurationSeconds: ptr(int64(3600))}},
+			}
+		}
+		writeJSON(rw, resp)
+	})
+	mux.HandleFunc("POST /api/v1/workflowState/decide", func(rw http.ResponseWriter, r *http.Request) {
+		var req iwfapi.WorkflowStateDecideRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var resp iwfapi.WorkflowStateDecideResponse
+		switch req.WorkflowStateId {
+		case "prepare":
+			resp.UpsertDataObjects = &[]iwfapi.KeyValue{{Key: ptr("customer"), Value: text(`{"name":"Ada","tier":"gold"}`)}}
+			resp.UpsertSearchAttributes = &[]iwfapi.SearchAttribute{{Key: ptr("CustomKeywordField"), ValueType: ptr(iwfapi.SearchAttributeValueTypeKeyword), StringValue: ptr("gold")}}
+			resp.StateDecision = &iwfapi.StateDecision{NextStates: &[]iwfapi.StateMovement{{StateId: "approve", StateInput: req.StateInput}}}
+		case "approve":
+			var out *iwfapi.EncodedObject
+			if rs := req.CommandResults; rs != nil && rs.SignalResults != nil {
+				for _, s := range *rs.SignalResults {
+					if s.SignalValue != nil {
+						out = s.SignalValue
+					}
+				}
+			}
+			resp.StateDecision = &iwfapi.StateDecision{NextStates: &[]iwfapi.StateMovement{{StateId: "_SYS_GRACEFUL_COMPLETING_WORKFLOW", StateInput: out}}}
+		}
+		writeJSON(rw, resp)
+	})
+	return mux
+}
+
+func writeJSON(rw http.ResponseWriter, v any) {
+	rw.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(rw).Encode(v)
+}

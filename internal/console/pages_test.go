@@ -1,0 +1,121 @@
+package console_test
+
+import (
+	"html"
+	"regexp"
+
+	"context"
+	"github.com/iwf-server/iwf-server/internal/console"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+)
+
+// get fetches a page and returns its status and body.
+func get(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// waitStatus waits until a run has the status.
+func waitStatus(t *testing.T, e *env, id string, want iwfapi.WorkflowStatus) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		d, err := e.eng.DescribeWorkflow(ctx, iwfapi.WorkflowDescribeRequest{WorkflowId: id})
+		if err == nil && d.Status == want && (want != iwfapi.WorkflowStatusRunning || len(d.PendingStates) > 0 && d.PendingStates[0].StateId == "approve") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never reached %s (last: %+v, %v)", id, want, d, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func TestPagesRender(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.start(t, "order-1")
+	waitStatus(t, e, "order-1", iwfapi.WorkflowStatusRunning)
+	c := &http.Client{}
+	status, body := get(t, c, e.url+"/ui/")
+	if status != 200 || !strings.Contains(body, "order-1") || !strings.Contains(body, demoType) {
+		t.Fatalf("list: %d\n%s", status, body)
+	}
+	status, body = get(t, c, e.url+"/ui/?status=Completed")
+	if status != 200 || strings.Contains(body, "order-1") {
+		t.Fatalf("list of completed runs: %d\n%s", status, body)
+	}
+	status, body = get(t, c, e.url+"/ui/?q="+url.QueryEscape("WorkflowId = "))
+	if status != 400 || !strings.Contains(body, "invalid search query") {
+		t.Fatalf("bad query: %d\n%s", status, body)
+	}
+	status, body = get(t, c, e.url+"/ui/workflows/order-1")
+	for _, want := range []string{"WAITING_COMMANDS", "approval", "customer", "CustomKeywordField", "prepare-1", "approve-1", "&#34;order&#34;: 17"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("run page lacks %q", want)
+		}
+	}
+	if status != 200 || t.Failed() {
+		t.Fatalf("run: %d\n%s", status, body)
+	}
+	status, _ = get(t, c, e.url+"/ui/workflows/nope")
+	if status != 404 {
+		t.Fatalf("unknown workflow: %d", status)
+	}
+}
+
+// TestListPaging pages through runs with the search API's token, newest
+// first, and composes the status and type filters into the query.
+func TestListPaging(t *testing.T) {
+	e := newEnvWith(t, "sqlite", func(o *console.Options) { o.PageSize = 2 })
+	for _, id := range []string{"p-1", "p-2", "p-3"} {
+		e.start(t, id)
+	}
+	c := &http.Client{}
+	_, body := get(t, c, e.url+"/ui/?type="+demoType+"&status=Running")
+	if !strings.Contains(body, "(ExecutionStatus=&#39;Running&#39; AND WorkflowType=&#39;ApprovalWorkflow&#39; ORDER BY StartTime DESC") &&
+		!strings.Contains(body, "ExecutionStatus=&#39;Running&#39; AND WorkflowType=&#39;ApprovalWorkflow&#39; ORDER BY StartTime DESC") {
+		t.Fatalf("composed query missing:\n%s", body)
+	}
+	// Runs started in the same millisecond tie on StartTime, so the test
+	// checks that the two pages hold the three runs once each.
+	rows := regexp.MustCompile(`data-workflow-id="(p-\d)"`)
+	seen := map[string]int{}
+	first := rows.FindAllStringSubmatch(body, -1)
+	if len(first) != 2 {
+		t.Fatalf("first page has %d runs, want 2:\n%s", len(first), body)
+	}
+	for _, r := range first {
+		seen[r[1]]++
+	}
+	m := regexp.MustCompile(`id="next" href="([^"]+)"`).FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no next page link:\n%s", body)
+	}
+	_, body = get(t, c, e.url+html.UnescapeString(m[1]))
+	for _, r := range rows.FindAllStringSubmatch(body, -1) {
+		seen[r[1]]++
+	}
+	if len(seen) != 3 || seen["p-1"] != 1 || seen["p-2"] != 1 || seen["p-3"] != 1 || !strings.Contains(body, "page 2") {
+		t.Fatalf("pages hold %v:\n%s", seen, body)
+	}
+	// The free query and its own ORDER BY.
+	_, body = get(t, c, e.url+"/ui/?q="+url.QueryEscape("WorkflowId STARTS_WITH 'p-' ORDER BY StartTime ASC"))
+	if !strings.Contains(body, "(WorkflowId STARTS_WITH &#39;p-&#39;) ORDER BY StartTime ASC</code>") || len(rows.FindAllStringSubmatch(body, -1)) != 2 {
+		t.Fatalf("own ORDER BY:\n%s", body)
+	}
+}
