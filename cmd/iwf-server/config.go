@@ -74,6 +74,8 @@ type Config struct {
 	TLSClientCAFile string
 	// WorkerURLAllow is the allow-list of worker URLs (patterns, CIDRs).
 	WorkerURLAllow []string
+	// UI serves the web console at /ui/.
+	UI bool
 }
 
 // The listener's defaults: a request must arrive within DefaultReadTimeout
@@ -99,6 +101,7 @@ func DefaultConfig() Config {
 		LeaseDuration:    engine.DefaultLeaseDuration,
 		PollInterval:     engine.DefaultPollInterval,
 		Concurrency:      engine.DefaultConcurrency,
+		UI:               true,
 	}
 }
 
@@ -404,7 +407,11 @@ var securitySettings = []setting{
 		func(c *Config) *[]string { return &c.WorkerURLAllow }),
 }
 
-func init() { settings = append(settings, securitySettings...) }
+func init() {
+	settings = append(settings, securitySettings...)
+	settings = append(settings, boolSetting("ui", "IWF_UI", "serve the web console at /ui/ (--ui=false turns it off)",
+		func(c *Config) *bool { return &c.UI }))
+}
 
 // fileKeys are the config-file keys; they are the flag names, except that
 // the repeatable settings take plural keys.

@@ -128,6 +128,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Auth:           m.tokens,
 		AuthMetrics:    m.Config.AuthMetrics,
 		SecureCookies:  m.tls != nil,
+		NoUI:           !m.Config.UI,
 		Logger:         &m.logger,
 		MaxBodyBytes:   m.Config.MaxBodyBytes,
 		ConnectTimeout: m.Config.DBConnectTimeout,
@@ -179,10 +180,26 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	ev.Msg("iwf-server listening")
 	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
+	if m.Config.UI {
+		fmt.Fprintf(m.Stdout, "web console: %s://%s%s\n", scheme, consoleHost(m.Addr()), server.ConsolePrefix)
+	}
 	if m.tokens == nil {
 		m.logger.Warn().Msg("API authentication is off: anyone who reaches the port can run workflows (see docs/security.md)")
 	}
 	return nil
+}
+
+// consoleHost is the address to print for a browser: a wildcard listen
+// address becomes localhost.
+func consoleHost(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
 }
 
 // Reload re-reads the API token file and the TLS files (on SIGHUP). What

@@ -495,3 +495,43 @@ func TestSecurityTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestMainServesTheConsole: the web console is on by default at /ui/,
+// behind the sign-in page when tokens are set, and off with --ui=false.
+func TestMainServesTheConsole(t *testing.T) {
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	m, out := startMain(t)
+	if !strings.Contains(out.String(), "web console: http://"+m.Addr()+"/ui/") {
+		t.Fatalf("banner without the console URL: %s", out)
+	}
+	resp, err := noRedirect.Get("http://" + m.Addr() + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(resp.Header.Get("Content-Type"), "text/html") || !strings.Contains(string(page), "<form") {
+		t.Fatalf("console: %d %s", resp.StatusCode, page)
+	}
+
+	locked, _ := startMainEnv(t, env{"IWF_AUTH_TOKENS": tokenOne})
+	resp, err = noRedirect.Get("http://" + locked.Addr() + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/ui/login") {
+		t.Fatalf("console with tokens: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if s := getStatus(t, noRedirect, "http://"+locked.Addr()+"/ui/", tokenOne); s != 200 {
+		t.Fatalf("console with a bearer token: %d", s)
+	}
+
+	off, out := startMain(t, "--ui=false")
+	if s := getStatus(t, noRedirect, "http://"+off.Addr()+"/ui/", ""); s != 404 {
+		t.Fatalf("console with --ui=false: %d", s)
+	}
+	if strings.Contains(out.String(), "web console") {
+		t.Fatalf("banner names a console that is off: %s", out)
+	}
+}

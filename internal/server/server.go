@@ -1,7 +1,7 @@
 // Package server assembles an iwf-server from its parts: a store (opened
 // from a database setting, or given), the engine on it with an HTTP worker
 // client, and the HTTP handler (the REST API, GET /metrics and the
-// healthcheck). cmd/iwf-server, iwftest and the end-to-end test harness
+// healthcheck) with the web console. cmd/iwf-server, iwftest and the end-to-end test harness
 // build their servers here, so a server is put together in one place.
 //
 // It owns the order of things: migrations before the engine, the engine
@@ -25,6 +25,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/auth"
+	"github.com/iwf-server/iwf-server/internal/console"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
@@ -54,6 +55,8 @@ type Options struct {
 	AuthMetrics bool
 	// SecureCookies marks cookies Secure (set when serving TLS).
 	SecureCookies bool
+	// NoUI turns the web console at ConsolePrefix off.
+	NoUI bool
 	// Logger receives the logs of the engine and the HTTP layer, tagged
 	// with their component. Default: none.
 	Logger *zerolog.Logger
@@ -113,6 +116,13 @@ func New(st engine.Store, opts Options) (*Server, error) {
 	ho := httpapi.Options{Logger: logger.With().Str("component", "http").Logger(), MaxBodyBytes: opts.MaxBodyBytes}
 	if !opts.NoMetrics {
 		ho.Metrics = eng.WriteMetrics
+	}
+	if !opts.NoUI {
+		ui, err := console.New(eng, console.Options{Logger: logger.With().Str("component", "console").Logger(), Prefix: ConsolePrefix})
+		if err != nil {
+			return nil, err
+		}
+		ho.Extra, ho.ExtraPrefix = ui, ConsolePrefix
 	}
 	if opts.Auth != nil {
 		ho.Guard = opts.Auth.Middleware(auth.Options{ProtectMetrics: opts.AuthMetrics, ConsolePrefix: ConsolePrefix, SecureCookie: opts.SecureCookies})
