@@ -37,6 +37,10 @@ type dispatcher struct {
 	ready   [3][]*Task
 	readyOK *sync.Cond // signalled when ready gains a task, and on stop
 	stopped bool
+	// draining is set when the node shuts down: no task starts any more,
+	// and tasks handed to the dispatcher go back to the store (handBack).
+	draining bool
+	handBack func(ids []int64)
 	// changed is closed, and replaced, whenever the tasks in memory change
 	// (scheduled, made ready, taken, done): what WaitIdle and start
 	// backpressure wait on.
@@ -117,6 +121,61 @@ func (d *dispatcher) state(now time.Time) (busy, due bool, changed <-chan struct
 	return busy, due, d.changed
 }
 
+// drain starts the hand-over of a node shutting down: no task starts any
+// more, and the tasks held but not running leave memory. It returns their
+// ids, for the caller to hand back; tasks scheduled from now on go to
+// handBack.
+func (d *dispatcher) drain(handBack func(ids []int64)) []int64 {
+	d.mu.Lock()
+	d.draining, d.handBack = true, handBack
+	var ids []int64
+	for _, t := range d.queue {
+		ids = append(ids, t.ID)
+	}
+	d.queue = nil
+	for p := range d.ready {
+		for _, t := range d.ready[p] {
+			ids = append(ids, t.ID)
+		}
+		d.ready[p] = nil
+	}
+	for _, id := range ids {
+		delete(d.known, id)
+	}
+	d.changedLocked()
+	d.mu.Unlock()
+	d.readyOK.Broadcast()
+	return ids
+}
+
+// runningIDs returns the ids of the tasks being processed.
+func (d *dispatcher) runningIDs() []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := make([]int64, 0, len(d.running))
+	for id := range d.running {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// waitRunning waits until no task is being processed, or ctx ends.
+func (d *dispatcher) waitRunning(ctx context.Context) error {
+	for {
+		d.mu.Lock()
+		n, changed := len(d.running), d.changed
+		d.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 // stop wakes the workers so that they return.
 func (d *dispatcher) stop() {
 	d.mu.Lock()
@@ -131,7 +190,7 @@ func (d *dispatcher) next() *Task {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for {
-		if d.stopped {
+		if d.stopped || d.draining {
 			return nil
 		}
 		for p := range d.ready {
@@ -154,6 +213,15 @@ func (d *dispatcher) schedule(tasks ...*Task) {
 		return
 	}
 	d.mu.Lock()
+	if d.draining {
+		back := make([]int64, len(tasks))
+		for i, t := range tasks {
+			back[i] = t.ID
+		}
+		d.mu.Unlock()
+		d.handBack(back)
+		return
+	}
 	for _, t := range tasks {
 		if d.running[t.ID] {
 			d.again[t.ID] = t
@@ -182,7 +250,14 @@ func (d *dispatcher) nudge() {
 func (d *dispatcher) done(t *Task) {
 	d.mu.Lock()
 	delete(d.running, t.ID)
-	if next, ok := d.again[t.ID]; ok {
+	if next, ok := d.again[t.ID]; ok && d.draining {
+		delete(d.again, t.ID)
+		delete(d.known, t.ID)
+		d.changedLocked()
+		d.mu.Unlock()
+		d.handBack([]int64{next.ID})
+		return
+	} else if ok {
 		delete(d.again, t.ID)
 		heap.Push(&d.queue, next)
 		d.changedLocked()
@@ -279,7 +354,12 @@ func (d *dispatcher) poll(ctx context.Context) {
 	renewEvery := e.cfg.LeaseDuration / 3
 	lastRenew := clock.Now()
 	for {
-		d.claim(ctx)
+		d.mu.Lock()
+		draining := d.draining
+		d.mu.Unlock()
+		if !draining {
+			d.claim(ctx)
+		}
 		if now := clock.Now(); now.Sub(lastRenew) >= renewEvery {
 			if _, err := e.store.TaskRenewLeases(ctx, e.cfg.NodeID, now, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil &&
 				!e.storeUnavailable(err, "lease renewals wait") {

@@ -88,18 +88,49 @@ func (e *Engine) goRun(f func()) {
 	}()
 }
 
-// Close stops background processing and waits for in-flight tasks, at most
-// until ctx ends. Unfinished tasks stay in the store and are resumed later.
+// Close hands the node's work back and stops. It stops claiming work,
+// hands back at once the leases of the tasks it holds but has not started,
+// and lets the tasks running (worker calls in flight) finish until ctx ends
+// — the shutdown grace. Tasks those create are handed back as they appear.
+// When ctx ends first, the calls still running are cancelled and their
+// tasks handed back too, with the attempt counted as made (the worker may
+// have received it). Another node claims handed-back tasks at its next
+// poll, without waiting for a lease to expire; a SQLite store's next
+// process takes them at start. Close returns ctx's error when the grace
+// ran out.
 func (e *Engine) Close(ctx context.Context) error {
 	e.mu.Lock()
 	if !e.started {
 		e.mu.Unlock()
 		return nil
 	}
-	e.cancel()
-	e.disp.stop()
 	e.started = false
 	e.mu.Unlock()
+
+	release := func(ids []int64, bump bool) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		n, err := e.store.TaskRelease(rctx, e.cfg.NodeID, ids, bump)
+		if err != nil {
+			e.log.Warn().Err(err).Int("tasks", len(ids)).Msg("handing back leases failed; they expire instead")
+			return
+		}
+		if n > 0 {
+			e.log.Debug().Int64("tasks", n).Bool("attemptCounted", bump).Msg("handed back leases")
+		}
+	}
+	waiting := e.disp.drain(func(ids []int64) { release(ids, false) })
+	if len(waiting) > 0 {
+		release(waiting, false)
+	}
+	graceErr := e.disp.waitRunning(ctx)
+	var cancelled []int64
+	if graceErr != nil {
+		cancelled = e.disp.runningIDs()
+		e.log.Warn().Int("tasks", len(cancelled)).Msg("shutdown grace over: cancelling the worker calls still running")
+	}
+	e.cancel()
+	e.disp.stop()
 	done := make(chan struct{})
 	go func() {
 		e.running.Wait()
@@ -107,10 +138,14 @@ func (e *Engine) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-time.After(10 * time.Second):
+		e.log.Warn().Msg("tasks did not stop within 10s of cancellation")
 	}
+	if len(cancelled) > 0 {
+		release(cancelled, true)
+	}
+	release(nil, false) // anything else still leased to this node
+	return graceErr
 }
 
 // Healthy reports whether the store answers.

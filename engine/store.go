@@ -50,6 +50,12 @@ type Store interface {
 	// tasks are claimable at once. A single-process store (SQLite) calls it at
 	// start-up: leases of the previous, crashed process need not expire first.
 	TaskReleaseLeases(ctx context.Context, keepOwner string) (int64, error)
+	// TaskRelease clears the leases that owner holds on the tasks ids
+	// lists (every lease owner holds when ids is nil), so that any node may
+	// claim them at once; with bumpAttempt their Attempt advances, as for
+	// an expired lease (the owner may have called the worker). A node
+	// shutting down hands its work back with it.
+	TaskRelease(ctx context.Context, owner string, ids []int64, bumpAttempt bool) (int64, error)
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

@@ -76,7 +76,13 @@ type Config struct {
 	WorkerURLAllow []string
 	// UI serves the web console at /ui/.
 	UI bool
+	// ShutdownGrace bounds how long a shutdown waits for in-flight
+	// requests and worker calls before cancelling them.
+	ShutdownGrace time.Duration
 }
+
+// DefaultShutdownGrace is how long a SIGTERM waits for in-flight work.
+const DefaultShutdownGrace = 30 * time.Second
 
 // The listener's defaults: a request must arrive within DefaultReadTimeout
 // and be answered within DefaultWriteTimeout, which leaves long polls
@@ -102,6 +108,7 @@ func DefaultConfig() Config {
 		PollInterval:     engine.DefaultPollInterval,
 		Concurrency:      engine.DefaultConcurrency,
 		UI:               true,
+		ShutdownGrace:    DefaultShutdownGrace,
 	}
 }
 
@@ -129,6 +136,7 @@ func (c Config) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"max-wait": c.MaxWait, "lease-duration": c.LeaseDuration, "poll-interval": c.PollInterval,
 		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "db-connect-timeout": c.DBConnectTimeout,
+		"shutdown-grace": c.ShutdownGrace,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
@@ -409,6 +417,9 @@ var securitySettings = []setting{
 
 func init() {
 	settings = append(settings, securitySettings...)
+	settings = append(settings, durationSetting("shutdown-grace", "IWF_SHUTDOWN_GRACE",
+		"on SIGTERM, how long in-flight requests and worker calls may take to finish before they are cancelled and their work handed to other nodes",
+		func(c *Config) *time.Duration { return &c.ShutdownGrace }))
 	settings = append(settings, boolSetting("ui", "IWF_UI", "serve the web console at /ui/ (--ui=false turns it off)",
 		func(c *Config) *bool { return &c.UI }))
 }

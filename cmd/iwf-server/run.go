@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -42,9 +43,6 @@ type Main struct {
 	LookupEnv func(key string) (string, bool)
 	// Stdout receives the start-up banner; Stderr receives logs and usage.
 	Stdout, Stderr io.Writer
-	// ShutdownTimeout bounds how long Close waits for in-flight HTTP
-	// requests and engine tasks.
-	ShutdownTimeout time.Duration
 
 	logger   zerolog.Logger
 	tokens   *auth.Tokens
@@ -58,13 +56,12 @@ type Main struct {
 // NewMain returns a Main with the default configuration.
 func NewMain() *Main {
 	return &Main{
-		Config:          DefaultConfig(),
-		Command:         CommandServe,
-		LookupEnv:       os.LookupEnv,
-		Stdout:          os.Stdout,
-		Stderr:          os.Stderr,
-		ShutdownTimeout: 10 * time.Second,
-		logger:          zerolog.Nop(),
+		Config:    DefaultConfig(),
+		Command:   CommandServe,
+		LookupEnv: os.LookupEnv,
+		Stdout:    os.Stdout,
+		Stderr:    os.Stderr,
+		logger:    zerolog.Nop(),
 	}
 }
 
@@ -250,27 +247,51 @@ func (m *Main) Addr() string {
 	return m.Config.Addr
 }
 
-// Close stops accepting requests, drains the in-flight ones (at most
-// ShutdownTimeout), stops the engine (at most ShutdownTimeout again; its
-// unfinished tasks stay in the store), then closes the store.
+// Close shuts the server down for a deploy: it stops accepting
+// connections and claiming work, lets in-flight requests and worker calls
+// finish for at most Config.ShutdownGrace, hands the engine's work back to
+// the store so that other nodes take it at once, then closes the store.
 func (m *Main) Close() error {
 	var errs []error
 	serving := m.srv != nil
+	grace := m.Config.ShutdownGrace
+	if grace <= 0 {
+		grace = DefaultShutdownGrace
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if serving || m.server != nil {
+		m.logger.Info().Dur("grace", grace).Msg("iwf-server shutting down")
+	}
+	var wg sync.WaitGroup
 	if m.server != nil {
-		m.logger.Info().Msg("iwf-server shutting down")
-		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
-		err := m.server.Shutdown(ctx)
-		cancel()
-		if err != nil {
-			m.logger.Warn().Err(err).Msg("HTTP drain incomplete; closing connections")
-			_ = m.server.Close()
-		}
-		m.server = nil
+		srv := m.server
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(ctx); err != nil {
+				m.logger.Warn().Err(err).Msg("HTTP drain incomplete; closing connections")
+				_ = srv.Close()
+			}
+		}()
 	}
 	if m.srv != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), m.ShutdownTimeout)
-		err := m.srv.Close(ctx)
-		cancel()
+		eng := m.srv.Engine
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := eng.Close(ctx); err != nil {
+				m.logger.Warn().Err(err).Msg("worker calls still running at the end of the shutdown grace were cancelled and handed back")
+			}
+		}()
+	}
+	wg.Wait()
+	m.server = nil
+	if m.srv != nil {
+		// The engine has stopped: this closes the store.
+		cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := m.srv.Close(cctx)
+		ccancel()
 		if err != nil {
 			errs = append(errs, err)
 		}

@@ -315,6 +315,32 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 	return n, nil
 }
 
+// TaskRelease clears owner's leases on ids (all of owner's leases when ids
+// is nil), advancing the attempt when bumpAttempt is set.
+func (s *Store) TaskRelease(ctx context.Context, owner string, ids []int64, bumpAttempt bool) (int64, error) {
+	if owner == "" {
+		return 0, errors.New("postgres: TaskRelease: empty owner")
+	}
+	if ids != nil && len(ids) == 0 {
+		return 0, nil
+	}
+	bump := 0
+	if bumpAttempt {
+		bump = 1
+	}
+	var n int64
+	err := retry(ctx, func() error {
+		tag, err := s.pool.Exec(ctx, `UPDATE tasks SET lease_owner = NULL, lease_expires_at = 0, attempt = attempt + $3
+			WHERE lease_owner = $1 AND ($2::bigint[] IS NULL OR id = ANY($2::bigint[]))`, owner, ids, bump)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("postgres: TaskRelease: %w", err))
+	}
+	return n, nil
+}
+
 // nullString binds "" as NULL.
 func nullString(s string) *string {
 	if s == "" {

@@ -21,6 +21,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -501,6 +502,35 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 	res, err := wst[qTaskRelease].ExecContext(ctx, keepOwner)
 	if err != nil {
 		return 0, unavailable(fmt.Errorf("sqlite: TaskReleaseLeases: %w", err))
+	}
+	return res.RowsAffected()
+}
+
+// TaskRelease clears owner's leases on ids (all of owner's leases when ids
+// is nil), advancing the attempt when bumpAttempt is set.
+func (s *Store) TaskRelease(ctx context.Context, owner string, ids []int64, bumpAttempt bool) (int64, error) {
+	if owner == "" {
+		return 0, errors.New("sqlite: TaskRelease: empty owner")
+	}
+	if ids != nil && len(ids) == 0 {
+		return 0, nil
+	}
+	wst, _, err := s.statements(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var list any // NULL: every lease of owner
+	if ids != nil {
+		b, _ := json.Marshal(ids)
+		list = string(b)
+	}
+	bump := 0
+	if bumpAttempt {
+		bump = 1
+	}
+	res, err := wst[qTaskReleaseOwned].ExecContext(ctx, owner, list, bump)
+	if err != nil {
+		return 0, unavailable(fmt.Errorf("sqlite: TaskRelease: %w", err))
 	}
 	return res.RowsAffected()
 }

@@ -105,6 +105,9 @@ var (
 	qTaskRenew   = query(`UPDATE tasks SET lease_expires_at = max(due_at, ?1) + ?2 WHERE lease_owner = ?3`)
 	qTaskRelease = query(`UPDATE tasks SET lease_owner = NULL, lease_expires_at = 0, attempt = attempt + 1
 		WHERE lease_owner IS NOT NULL AND lease_owner <> ?`)
+	// ?1 owner, ?2 JSON array of ids or NULL (all of owner's), ?3 attempt increment.
+	qTaskReleaseOwned = query(`UPDATE tasks SET lease_owner = NULL, lease_expires_at = 0, attempt = attempt + ?3
+		WHERE lease_owner = ?1 AND (?2 IS NULL OR id IN (SELECT value FROM json_each(?2)))`)
 
 	qHistList   = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`)
 	qHistInsert = query(`INSERT INTO history (run_id, at, type, execution_id, data) VALUES (?, ?, ?, ?, ?)`)

@@ -67,6 +67,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"TaskClaimConcurrent", testTaskClaimConcurrent},
 		{"TaskRenewLeases", testTaskRenewLeases},
 		{"TaskReleaseLeases", testTaskReleaseLeases},
+		{"TaskRelease", testTaskRelease},
 		{"History", testHistory},
 	}
 	for _, tc := range append(tests, searchTests...) {
@@ -1607,6 +1608,58 @@ func testTaskReleaseLeases(t *testing.T, s engine.Store) {
 		if tk.LeaseOwner != "" || !tk.LeaseExpiresAt.IsZero() {
 			t.Fatalf("lease left after TaskReleaseLeases(\"\"): %v", show(tk))
 		}
+	}
+}
+
+// testTaskRelease: a node hands back the leases it names (or all of its
+// own), with or without advancing the attempt, and nobody else's.
+func testTaskRelease(t *testing.T, s engine.Store) {
+	now := at(0)
+	a1 := newTask("r1", "a1", engine.TaskExecute, now.Add(-time.Minute))
+	a2 := newTask("r1", "a2", engine.TaskWaitUntil, now.Add(-time.Minute))
+	a3 := newTask("r2", "a3", engine.TaskTimer, now.Add(-time.Minute))
+	b := newTask("r2", "b", engine.TaskExecute, now.Add(-time.Minute))
+	for _, tk := range []*engine.Task{a1, a2, a3} {
+		tk.LeaseOwner, tk.LeaseExpiresAt = "A", now.Add(time.Hour)
+	}
+	b.LeaseOwner, b.LeaseExpiresAt = "B", now.Add(time.Hour)
+	a2.Attempt = 3
+	insertTasks(t, s, a1, a2, a3, b)
+
+	if n, err := s.TaskRelease(ctxT(t), "A", []int64{}, false); err != nil || n != 0 {
+		t.Fatalf("TaskRelease of no ids = %d, %v", n, err)
+	}
+	// Named tasks, without an attempt: b is not A's and stays leased.
+	n, err := s.TaskRelease(ctxT(t), "A", []int64{a1.ID, b.ID}, false)
+	if err != nil {
+		t.Fatalf("TaskRelease: %v", err)
+	}
+	equal(t, "released named", n, int64(1))
+	want := stored(a1)
+	want.LeaseOwner, want.LeaseExpiresAt = "", time.Time{}
+	equal(t, "released without attempt", taskByID(t, s, "r1", a1.ID), want)
+	equal(t, "another owner's lease", taskByID(t, s, "r2", b.ID), stored(b))
+
+	// Named, with an attempt.
+	if n, err = s.TaskRelease(ctxT(t), "A", []int64{a2.ID}, true); err != nil || n != 1 {
+		t.Fatalf("TaskRelease with bump = %d, %v", n, err)
+	}
+	want = stored(a2)
+	want.LeaseOwner, want.LeaseExpiresAt, want.Attempt = "", time.Time{}, a2.Attempt+1
+	equal(t, "released with attempt", taskByID(t, s, "r1", a2.ID), want)
+
+	// nil: every lease of A (only a3 is left).
+	if n, err = s.TaskRelease(ctxT(t), "A", nil, false); err != nil || n != 1 {
+		t.Fatalf("TaskRelease(nil) = %d, %v", n, err)
+	}
+	if tk := taskByID(t, s, "r2", a3.ID); tk.LeaseOwner != "" || tk.Attempt != a3.Attempt {
+		t.Fatalf("a3 after TaskRelease(nil): %v", show(tk))
+	}
+	// Released tasks are claimable at once.
+	got := claim(t, s, engine.TaskClaimParams{Owner: "C", Now: now, DueBefore: now, LeaseDuration: time.Minute, Limit: 10})
+	equal(t, "claim after release", ids(got), []int64{a1.ID, a2.ID, a3.ID})
+	if _, err := s.TaskRelease(ctxT(t), "", nil, false); err == nil {
+		t.Fatal("TaskRelease with an empty owner succeeded")
 	}
 }
 
