@@ -53,12 +53,18 @@ func forEachStoreWith(t *testing.T, mod func(*engine.Config), fn func(t *testing
 type harness struct {
 	t      *testing.T
 	eng    *engine.Engine
+	store  engine.Store
 	worker *testWorker
 }
 
 func newHarness(t *testing.T, st engine.Store, mods ...func(*engine.Config)) *harness {
 	t.Helper()
-	w := newTestWorker(t)
+	return newHarnessOn(t, st, newTestWorker(t), mods...)
+}
+
+// newHarnessOn starts an engine (another node) on st with worker w.
+func newHarnessOn(t *testing.T, st engine.Store, w *testWorker, mods ...func(*engine.Config)) *harness {
+	t.Helper()
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	cfg := engine.Config{
 		WorkerClient:  workerclient.New(nil),
@@ -85,7 +91,7 @@ func newHarness(t *testing.T, st engine.Store, mods ...func(*engine.Config)) *ha
 		defer cancel()
 		eng.Close(ctx)
 	})
-	return &harness{t: t, eng: eng, worker: w}
+	return &harness{t: t, eng: eng, store: st, worker: w}
 }
 
 // stateHandlers are one state's worker callbacks. A nil WaitUntil answers
