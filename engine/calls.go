@@ -235,7 +235,10 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 	e.recordCall("waitUntil", begin, err)
 	if err == nil {
 		commands := mapPtr(resp.CommandRequest, commandsIn)
-		verr := flatCommands(commands).Validate()
+		verr := checkTriggerType(commands)
+		if verr == nil {
+			verr = flatCommands(commands).Validate()
+		}
 		if verr == nil {
 			verr = checkTimers(commands)
 		}

@@ -6,11 +6,26 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/iwf-server/iwf-server/channels"
 	"github.com/iwf-server/iwf-server/engine/internal/record"
 )
+
+// checkTriggerType names the legacy deciderTriggerType field when it
+// holds an unknown value (and commandWaitingType, which wins, is absent).
+func checkTriggerType(cr *record.Commands) error {
+	if cr == nil || deref(cr.CommandWaitingType) != "" || cr.DeciderTriggerType == nil {
+		return nil
+	}
+	switch *cr.DeciderTriggerType {
+	case record.TriggerAllCompleted, record.TriggerAnyCompleted, record.TriggerAnyCombinationCompleted:
+		return nil
+	}
+	return fmt.Errorf("unsupported deciderTriggerType %q (want %s, %s or %s; or set commandWaitingType)", *cr.DeciderTriggerType,
+		record.TriggerAllCompleted, record.TriggerAnyCompleted, record.TriggerAnyCombinationCompleted)
+}
 
 // flatCommands lays out a command request as timers, then signals, then
 // internal channels.

@@ -187,3 +187,24 @@ func TestWorkerRetryAfterDelaysNextAttempt(t *testing.T) {
 		}
 	})
 }
+
+// An unknown legacy deciderTriggerType is a failed attempt whose error
+// names that field (not commandWaitingType, which the worker did not send).
+func TestUnknownDeciderTriggerTypeNamesTheField(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		h.worker.state("S1", stateHandlers{WaitUntil: func(iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+				DeciderTriggerType: ptr(iwfapi.DeciderTriggerType("SOMETIMES")),
+				SignalCommands:     &[]iwfapi.SignalCommand{{CommandId: ptr("s"), SignalChannelName: "go"}},
+			}}, 200
+		}})
+		h.start("wf-trigger", "S1", nil, func(r *iwfapi.WorkflowStartRequest) {
+			r.StateOptions = &iwfapi.WorkflowStateOptions{WaitUntilApiRetryPolicy: &iwfapi.RetryPolicy{InitialIntervalSeconds: ptr(int32(3600)), MaximumIntervalSeconds: ptr(int32(3600))}}
+		})
+		h.idle()
+		p := h.describe("wf-trigger").PendingStates[0]
+		if p.LastFailure == nil || !strings.Contains(p.LastFailure.Error, `unsupported deciderTriggerType "SOMETIMES"`) {
+			t.Fatalf("last failure: %s", mustJSON(p.LastFailure))
+		}
+	})
+}

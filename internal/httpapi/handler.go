@@ -219,8 +219,18 @@ func validationDetail(err error) string {
 	return prefix + re.Error()
 }
 
-// schemaReason is a SchemaError's message without its location prefix.
+// schemaReason is a SchemaError's message without its location prefix. A
+// number outside its integer format names the format's own range (the
+// validator reports int64's for values beyond it).
 func schemaReason(se *openapi3.SchemaError) string {
+	if se.Schema != nil && strings.Contains(se.Reason, "doesn't match the format") {
+		switch se.Schema.Format {
+		case "int32":
+			return "must be an integer between -2147483648 and 2147483647 (int32)"
+		case "int64":
+			return "must be an integer between -9223372036854775808 and 9223372036854775807 (int64)"
+		}
+	}
 	if se.Reason != "" && se.Origin == nil {
 		return se.Reason
 	}

@@ -323,6 +323,10 @@ func TestValidation(t *testing.T) {
 		{"bad enum", "/api/v1/workflow/stop", `{"workflowId":"wf-1","stopType":"EXPLODE"}`,
 			[]string{"invalid request schema", "stopType"}},
 		{"empty body", signalPath, ``, []string{"invalid request schema", "body is required"}},
+		{"int32 overflow", startPath, `{"workflowId":"wf-1","iwfWorkflowType":"T","workflowTimeoutSeconds":1e20,"iwfWorkerUrl":"http://w"}`,
+			[]string{"invalid request schema", "/workflowTimeoutSeconds: must be an integer between -2147483648 and 2147483647 (int32)"}},
+		{"int32 overflow within int64", startPath, `{"workflowId":"wf-1","iwfWorkflowType":"T","workflowTimeoutSeconds":99999999999,"iwfWorkerUrl":"http://w"}`,
+			[]string{"/workflowTimeoutSeconds: must be an integer between -2147483648 and 2147483647 (int32)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
