@@ -24,8 +24,9 @@ func main() {
 	if err := m.ParseFlags(ctx, os.Args[1:]); errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	} else if err != nil {
+		// Every start-up error, a bad setting included, exits 1.
 		fmt.Fprintln(os.Stderr, "iwf-server:", err)
-		os.Exit(2)
+		os.Exit(1)
 	}
 	// Run gets a context that signals do not cancel: Close shuts down in order.
 	if err := m.Run(context.WithoutCancel(ctx)); err != nil {

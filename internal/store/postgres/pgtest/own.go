@@ -35,6 +35,14 @@ type OwnServer struct {
 // programs are not installed, or fails it when IWF_TEST_POSTGRES_REQUIRED=1.
 func StartOwn(t testing.TB) *OwnServer {
 	t.Helper()
+	return StartOwnWithPassword(t, "")
+}
+
+// StartOwnWithPassword is StartOwn with password authentication over TCP
+// when password is set: the postgres user's password is password, and URL
+// carries it.
+func StartOwnWithPassword(t testing.TB, password string) *OwnServer {
+	t.Helper()
 	bin := serverBin()
 	if bin == "" {
 		msg := "no PostgreSQL server programs (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or PATH"
@@ -61,8 +69,21 @@ func StartOwn(t testing.TB) *OwnServer {
 		s.run("chown", "-R", s.asOther, dir)
 	}
 	s.port = freePort(t)
-	s.pg("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
-	s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+	if password == "" {
+		s.pg("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+		s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
+	} else {
+		pwfile := filepath.Join(dir, "pw")
+		if err := os.WriteFile(pwfile, []byte(password+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if s.asOther != "" {
+			s.run("chown", s.asOther, pwfile)
+		}
+		s.pg("initdb", "-D", s.data(), "-U", "postgres", "--auth-local=trust", "--auth-host=scram-sha-256",
+			"--pwfile="+pwfile, "-E", "UTF8", "--no-sync")
+		s.URL = fmt.Sprintf("postgres://postgres:%s@127.0.0.1:%d/postgres?sslmode=disable", password, s.port)
+	}
 	s.Start()
 	t.Cleanup(func() {
 		if err := s.ctl("stop", "-m", "immediate"); err != nil {
