@@ -18,18 +18,11 @@ import (
 func (e *Engine) DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error) {
 	var resp iwfapi.WorkflowDescribeResponse
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
-		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		run, rd, err := readRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
 		}
-		run, err := tx.RunGet(ctx, id)
-		if err != nil {
-			return err
-		}
-		rd, err := decodeRun(run)
-		if err != nil {
-			return err
-		}
+		id := run.RunID
 		resp = describeRun(run, rd)
 		if run.Status != RunRunning {
 			return nil

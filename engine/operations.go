@@ -57,18 +57,11 @@ func (e *Engine) rpcRequest(ctx context.Context, req iwfapi.WorkflowRpcRequest, 
 	var target rpcTarget
 	var wreq *iwfapi.WorkflowWorkerRpcRequest
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
-		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
+		run, rd, err := readRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
 		}
-		run, err := tx.RunGet(ctx, id)
-		if err != nil {
-			return err
-		}
-		rd, err := decodeRun(run)
-		if err != nil {
-			return err
-		}
+		id := run.RunID
 		das, err := loadDataAttributes(ctx, tx, id, daPolicy)
 		if err != nil {
 			return err
@@ -311,18 +304,11 @@ type dumpEvent struct {
 func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error) {
 	var doc dumpDocument
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
-		id, err := resolveRun(ctx, tx, req.WorkflowId, req.WorkflowRunId)
+		run, rd, err := readRun(ctx, tx, req.WorkflowId, req.WorkflowRunId)
 		if err != nil {
 			return err
 		}
-		run, err := tx.RunGet(ctx, id)
-		if err != nil {
-			return err
-		}
-		rd, err := decodeRun(run)
-		if err != nil {
-			return err
-		}
+		id := run.RunID
 		doc = dumpDocument{WorkflowID: run.WorkflowID, RunID: run.RunID, Status: run.Status, Counters: rd.Counters, Outputs: slice(mapSlice(&rd.Outputs, outputOut)), Config: configOut(rd.Config)}
 		execs, err := tx.ExecutionList(ctx, id)
 		if err != nil {

@@ -39,6 +39,24 @@ func resolveRun(ctx context.Context, tx ReadTx, workflowID, runID string) (strin
 	return cur, err
 }
 
+// readRun resolves a workflow's run (see resolveRun), reads it and decodes
+// the engine's record of it.
+func readRun(ctx context.Context, tx ReadTx, workflowID, runID string) (*Run, *record.Run, error) {
+	id, err := resolveRun(ctx, tx, workflowID, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	run, err := tx.RunGet(ctx, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	rd, err := decodeRun(run)
+	if err != nil {
+		return nil, nil, err
+	}
+	return run, rd, nil
+}
+
 // mutateRun locks the named run, checks that it is running, calls fn and
 // saves the run. Everything happens in one transaction.
 func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn func(r *runTxn) error) error {
@@ -228,15 +246,7 @@ func (e *Engine) checkRunWorkerURL(ctx context.Context, workflowID, runID string
 	}
 	var workerURL string
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
-		id, err := resolveRun(ctx, tx, workflowID, runID)
-		if err != nil {
-			return err
-		}
-		run, err := tx.RunGet(ctx, id)
-		if err != nil {
-			return err
-		}
-		rd, err := decodeRun(run)
+		_, rd, err := readRun(ctx, tx, workflowID, runID)
 		if err != nil {
 			return err
 		}

@@ -275,6 +275,25 @@ func (c *cli) parseSub(fs *flag.FlagSet, args []string, required ...string) erro
 // client returns a client of the server and the context bounding the
 // command by --timeout (unbounded when wait is set and --timeout was not
 // given).
+// call posts req to path and decodes the answer into resp (nil: none).
+// With --json it prints the server's answer and reports printed, so that
+// the caller has nothing left to do.
+func (c *cli) call(ctx context.Context, path string, req, resp any) (printed bool, err error) {
+	cl, ctx, cancel, err := c.client(ctx, false)
+	if err != nil {
+		return false, err
+	}
+	defer cancel()
+	raw, err := cl.post(ctx, path, req, resp)
+	if err != nil {
+		return false, err
+	}
+	if c.json {
+		return true, printJSON(c.stdout, raw)
+	}
+	return false, nil
+}
+
 func (c *cli) client(ctx context.Context, wait bool) (*client, context.Context, context.CancelFunc, error) {
 	base := strings.TrimRight(c.server, "/")
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {

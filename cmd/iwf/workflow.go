@@ -87,18 +87,9 @@ func cmdStart(ctx context.Context, c *cli, args []string) error {
 		sa := []iwfapi.SearchAttribute(attrs)
 		req.WorkflowStartOptions = &iwfapi.WorkflowStartOptions{SearchAttributes: &sa}
 	}
-	cl, ctx, cancel, err := c.client(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer cancel()
 	var resp iwfapi.WorkflowStartResponse
-	raw, err := cl.post(ctx, "/api/v1/workflow/start", req, &resp)
-	if err != nil {
+	if printed, err := c.call(ctx, "/api/v1/workflow/start", req, &resp); printed || err != nil {
 		return err
-	}
-	if c.json {
-		return printJSON(c.stdout, raw)
 	}
 	var b kv
 	b.add("Workflow ID", *id)
@@ -180,19 +171,10 @@ func cmdSignal(ctx context.Context, c *cli, args []string) error {
 
 // simple runs a call whose answer is empty and prints done.
 func (c *cli) simple(ctx context.Context, path string, req any, done string) error {
-	cl, ctx, cancel, err := c.client(ctx, false)
-	if err != nil {
+	if printed, err := c.call(ctx, path, req, nil); printed || err != nil {
 		return err
 	}
-	defer cancel()
-	raw, err := cl.post(ctx, path, req, nil)
-	if err != nil {
-		return err
-	}
-	if c.json {
-		return printJSON(c.stdout, raw)
-	}
-	_, err = fmt.Fprintln(c.stdout, done)
+	_, err := fmt.Fprintln(c.stdout, done)
 	return err
 }
 
@@ -263,18 +245,9 @@ func cmdReset(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	cl, ctx, cancel, err := c.client(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer cancel()
 	var resp iwfapi.WorkflowResetResponse
-	raw, err := cl.post(ctx, "/api/v1/workflow/reset", req, &resp)
-	if err != nil {
+	if printed, err := c.call(ctx, "/api/v1/workflow/reset", req, &resp); printed || err != nil {
 		return err
-	}
-	if c.json {
-		return printJSON(c.stdout, raw)
 	}
 	var b kv
 	b.add("Workflow ID", *id)
@@ -301,18 +274,9 @@ func cmdRPC(ctx context.Context, c *cli, args []string) error {
 	if *rpcTimeout > 0 {
 		req.TimeoutSeconds = ptr(int32(min(*rpcTimeout, 1<<31-1)))
 	}
-	cl, ctx, cancel, err := c.client(ctx, false)
-	if err != nil {
-		return err
-	}
-	defer cancel()
 	var resp iwfapi.WorkflowRpcResponse
-	raw, err := cl.post(ctx, "/api/v1/workflow/rpc", req, &resp)
-	if err != nil {
+	if printed, err := c.call(ctx, "/api/v1/workflow/rpc", req, &resp); printed || err != nil {
 		return err
-	}
-	if c.json {
-		return printJSON(c.stdout, raw)
 	}
 	_, err = fmt.Fprintln(c.stdout, formatObject(resp.Output))
 	return err
