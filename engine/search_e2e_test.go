@@ -3,8 +3,10 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
@@ -81,6 +83,11 @@ func TestSearchPersistence(t *testing.T) {
 				sa("CustomKeywordArrayField", iwfapi.SearchAttributeValueTypeKeywordArray, func(a *iwfapi.SearchAttribute) {
 					a.StringArrayValue = &[]string{"common", fmt.Sprintf("tag-%d", i)}
 				}),
+			}
+			// Start times are stored in milliseconds: each run starts in a
+			// later one, so that the order by start time has no ties.
+			for prev := time.Now().UnixMilli(); time.Now().UnixMilli() == prev; {
+				runtime.Gosched()
 			}
 			h.start(fmt.Sprintf("wf-p-%d", i), "Park", nil, func(r *iwfapi.WorkflowStartRequest) {
 				r.IwfWorkflowType = "PersistenceWorkflow"
