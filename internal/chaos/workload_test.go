@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"sync"
@@ -45,9 +46,11 @@ var kinds = []string{kindMixed, kindReset, kindStop, kindRetry, kindMixed}
 func registerWorkload(w *crashtest.Worker) *firstRuns {
 	first := &firstRuns{runs: map[string]string{}}
 	wu := func(req *iwfapi.WorkflowStateStartRequest) []iwfapi.KeyValue {
+		jitter()
 		return []iwfapi.KeyValue{crashtest.Incr(req.DataObjects, "wu-"+deref(req.Context.StateExecutionId))}
 	}
 	exec := func(req *iwfapi.WorkflowStateDecideRequest) []iwfapi.KeyValue {
+		jitter()
 		return []iwfapi.KeyValue{crashtest.Incr(req.DataObjects, "exec-"+deref(req.Context.StateExecutionId))}
 	}
 	timer := iwfapi.TimerCommand{CommandId: ptr("t"), DurationSeconds: ptr(int64(1))}
@@ -129,6 +132,7 @@ func registerWorkload(w *crashtest.Worker) *firstRuns {
 		},
 	})
 	w.RPCHandler("bump", func(req *iwfapi.WorkflowWorkerRpcRequest) *iwfapi.WorkflowWorkerRpcResponse {
+		jitter()
 		key := "rpc-" + dataOf(req.Input)
 		return &iwfapi.WorkflowWorkerRpcResponse{
 			UpsertDataAttributes: &[]iwfapi.KeyValue{crashtest.Incr(req.DataAttributes, key)},
@@ -137,6 +141,10 @@ func registerWorkload(w *crashtest.Worker) *firstRuns {
 	})
 	return first
 }
+
+// jitter makes a worker call take 5–40 ms, like a real worker's, so that
+// kills strike calls in flight.
+func jitter() { time.Sleep(time.Duration(5+rand.IntN(35)) * time.Millisecond) }
 
 // message is the internal-channel message a P execution publishes.
 func message(workflowID, executionID string) string {
