@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,6 +58,17 @@ const (
 type plan struct {
 	kills, pauses, cuts int
 	clients             int
+	// extra are further faults: each is done n times at random moments.
+	extra []extraFault
+}
+
+// extraFault is a fault that needs a particular setup (a tmpfs, an owned
+// PostgreSQL). do strikes once; it may start workflows of its own with
+// launch.
+type extraFault struct {
+	name string
+	n    int
+	do   func(d *driver, launch func(started *workflow), newWorkflow func() *workflow) error
 }
 
 // planFor reads CHAOS_KILLS (default 10, the `make test` size).
@@ -89,10 +99,16 @@ func planFor(t *testing.T, twoNodes bool) plan {
 func TestChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
-		db := crashtest.SQLiteDB(t)
-		srv := crashtest.StartServer(t, crashtest.Options{Bin: serverBin, DB: db, Name: "server",
+		p := planFor(t, false)
+		dir := t.TempDir()
+		if err := mountTmpfs(t, dir); err != nil {
+			t.Logf("no disk-full faults: cannot mount a tmpfs for the database (%v)", err)
+		} else {
+			p.extra = append(p.extra, extraFault{name: "disk_full", n: max(1, p.kills/50), do: diskFull(dir)})
+		}
+		srv := crashtest.StartServer(t, crashtest.Options{Bin: serverBin, DB: "sqlite://" + dir + "/iwf.db", Name: "server",
 			LeaseDuration: leaseDuration, PollInterval: pollInterval, LogLevel: "info"})
-		chaosRun(t, newCluster(srv), planFor(t, false), nil)
+		chaosRun(t, newCluster(srv), p, nil)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
@@ -115,6 +131,28 @@ func TestChaos(t *testing.T) {
 		cut := func() (int, error) { return cutConnections(pgtest.URL(t), app) }
 		chaosRun(t, newCluster(a, b), planFor(t, true), cut)
 	})
+}
+
+// TestChaosPostgresRestart runs the workload on two nodes and a PostgreSQL
+// server that the test owns, and restarts that server (as well as killing
+// nodes) at random moments. It never touches the shared server.
+func TestChaosPostgresRestart(t *testing.T) {
+	pg := pgtest.StartOwn(t)
+	p := planFor(t, false)
+	p.kills = max(2, p.kills/10)
+	p.extra = []extraFault{{name: "postgres_restart", n: max(2, p.kills/2), do: func(*driver, func(*workflow), func() *workflow) error {
+		pg.Stop()
+		pg.Start()
+		return nil
+	}}}
+	node := func(name string) *crashtest.Server {
+		return crashtest.NewServer(t, crashtest.Options{Bin: serverBin, DB: pg.URL, Name: "node-" + name,
+			LeaseDuration: leaseDuration, PollInterval: pollInterval, LogLevel: "info",
+			Args: []string{"--worker-header", crashtest.NodeHeader + ": " + name}})
+	}
+	a, b := node("a"), node("b")
+	crashtest.StartAll(t, a, b)
+	chaosRun(t, newCluster(a, b), p, nil)
 }
 
 // cutConnections terminates the PostgreSQL backends of the servers of one
@@ -140,7 +178,7 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
 	w := crashtest.NewWorker(t)
-	first := registerWorkload(w)
+	registerWorkload(w)
 	d := &driver{c: c, worker: w}
 	began := time.Now()
 
@@ -153,20 +191,33 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 		wg        sync.WaitGroup
 	)
 	prefix := strconv.FormatUint(seed%100000, 36)
+	newWorkflow := func() *workflow {
+		i := next.Add(1) - 1
+		wf := &workflow{id: fmt.Sprintf("chaos-%s-%04d", prefix, i), kind: kinds[i%int64(len(kinds))]}
+		mu.Lock()
+		workflows = append(workflows, wf)
+		mu.Unlock()
+		return wf
+	}
+	runScript := func(wf *workflow) {
+		d.run(wf)
+		if _, err := d.await(wf.id); err != nil && wf.err == nil {
+			wf.err = err
+		}
+	}
+	launch := func(wf *workflow) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runScript(wf)
+		}()
+	}
 	for range p.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for !stop.Load() {
-				i := next.Add(1) - 1
-				wf := &workflow{id: fmt.Sprintf("chaos-%s-%04d", prefix, i), kind: kinds[i%int64(len(kinds))]}
-				mu.Lock()
-				workflows = append(workflows, wf)
-				mu.Unlock()
-				d.run(wf)
-				if _, err := d.await(wf.id); err != nil && wf.err == nil {
-					wf.err = err
-				}
+				runScript(newWorkflow())
 			}
 		}()
 	}
@@ -184,6 +235,13 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 	for range p.cuts {
 		events = append(events, "cut")
 	}
+	extra := map[string]extraFault{}
+	for _, x := range p.extra {
+		extra[x.name] = x
+		for range x.n {
+			events = append(events, x.name)
+		}
+	}
 	rng.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
 	cutBackends := 0
 	for _, ev := range events {
@@ -193,23 +251,32 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 		n := c.nodes[rng.IntN(len(c.nodes))]
 		switch ev {
 		case "kill":
-			c.record("kill")
+			over := c.record("kill")
 			n.Kill()
 			n.Start()
+			over()
 		case "pause":
 			c.setPaused(n, true)
-			c.record("pause")
+			over := c.record("pause")
 			n.Pause()
 			time.Sleep(leaseDuration + time.Second) // past its lease: the workload's fault, not a wait for a result
 			n.Resume()
 			c.setPaused(n, false)
+			over()
 		case "cut":
-			c.record("cut")
+			over := c.record("cut")
 			k, err := cut()
+			over()
 			if err != nil {
 				t.Errorf("cutting the servers' connections: %v", err)
 			}
 			cutBackends += k
+		default:
+			over := c.record(ev)
+			if err := extra[ev].do(d, launch, newWorkflow); err != nil {
+				t.Errorf("%s: %v", ev, err)
+			}
+			over()
 		}
 	}
 	stop.Store(true)
@@ -225,7 +292,6 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 		}
 		runsSeen[call.WorkflowID][call.RunID] = true
 	}
-	_ = first
 	for _, wf := range workflows {
 		if !wf.started {
 			f.add(&f.wrong, wf, "never started: %v", wf.err)
@@ -253,6 +319,9 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 		c.count("kill"), c.count("pause"), len(workflows), len(f.lost), len(f.double), repeated)
 	t.Logf("seed %d; faults took %s, all done in %s; %d connection cuts terminated %d backends; %d worker calls",
 		seed, faultsTook.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), c.count("cut"), cutBackends, len(w.Calls(nil)))
+	for _, x := range p.extra {
+		t.Logf("%s faults: %d", x.name, c.count(x.name))
+	}
 	report := func(what string, list []string) {
 		for i, s := range list {
 			if i == 20 {
@@ -269,7 +338,6 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 	if c.count("kill") > 0 && repeated == 0 && p.kills >= 10 {
 		t.Logf("no worker call was repeated: the kills struck no call in flight")
 	}
-	_ = strings.TrimSpace
 }
 
 // waitUntil polls cond every 20 ms until it holds, failing the test after

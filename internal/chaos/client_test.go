@@ -23,29 +23,45 @@ type cluster struct {
 	faults []fault
 }
 
-// fault is one fault and when it struck: a worker call repeated after it is
-// explained when the earlier call arrived before the fault.
+// fault is one fault and when it lasted, from the moment it struck until the
+// system was whole again (a killed node restarted, a paused one resumed, the
+// disk's space given back). A repeated worker call is explained by a fault
+// that overlaps the time from the earlier call's arrival to the repeat's: a
+// call sent by a process just before it was killed may reach the worker's
+// handler a moment after the kill.
 type fault struct {
-	at   time.Time
-	kind string
+	start, end time.Time
+	kind       string
 }
 
 func newCluster(nodes ...*crashtest.Server) *cluster {
 	return &cluster{nodes: nodes, paused: map[*crashtest.Server]bool{}}
 }
 
-func (c *cluster) record(kind string) {
+// record notes that a fault of kind strikes now; call the function it
+// returns when the fault is over.
+func (c *cluster) record(kind string) (over func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.faults = append(c.faults, fault{at: time.Now(), kind: kind})
+	c.faults = append(c.faults, fault{start: time.Now(), kind: kind})
+	i := len(c.faults) - 1
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.faults[i].end = time.Now()
+	}
 }
 
-// faultBetween reports whether a fault struck between a and b.
+// faultBetween reports whether a fault lasted into the time from a to b.
 func (c *cluster) faultBetween(a, b time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range c.faults {
-		if !f.at.Before(a) && !f.at.After(b) {
+		end := f.end
+		if end.IsZero() {
+			end = time.Now()
+		}
+		if !end.Before(a) && !f.start.After(b) {
 			return true
 		}
 	}
@@ -107,6 +123,8 @@ type workflow struct {
 	// say the reset or stop was answered 200.
 	baseRun               string
 	resetAcked, stopAcked bool
+	// probe is set for a workflow the disk-full fault tried to start.
+	probe bool
 	// err is why the script could not be completed.
 	err error
 }
@@ -180,17 +198,30 @@ func (d *driver) script(wf *workflow) error {
 	return nil
 }
 
-func (d *driver) start(wf *workflow) error {
+// startRequest is the start request of wf.
+func (d *driver) startRequest(wf *workflow) iwfapi.WorkflowStartRequest {
 	opts := &iwfapi.WorkflowStartOptions{IdReusePolicy: ptr(iwfapi.IDReusePolicyDisallowReuse)}
 	if wf.kind == kindRetry {
 		opts.RetryPolicy = &iwfapi.WorkflowRetryPolicy{InitialIntervalSeconds: ptr(int32(1)), MaximumAttempts: ptr(int32(2))}
 	}
-	req := iwfapi.WorkflowStartRequest{
+	return iwfapi.WorkflowStartRequest{
 		WorkflowId: wf.id, IwfWorkflowType: "Chaos", IwfWorkerUrl: d.worker.URL(),
 		WorkflowTimeoutSeconds: 1800, StartStateId: ptr("S"), StateInput: crashtest.Object(wf.kind),
 		WorkflowStartOptions: opts,
 	}
+}
+
+// start starts wf, unless a probe of the disk-full fault did.
+func (d *driver) start(wf *workflow) error {
+	if wf.started {
+		return nil
+	}
+	req := d.startRequest(wf)
+	// A probe whose start failed may still have committed.
 	attempts := 0
+	if wf.probe {
+		attempts = 1
+	}
 	return d.retry("start "+wf.id, func(ctx context.Context, srv *crashtest.Server) (bool, error) {
 		attempts++
 		resp, err := srv.Client().StartWorkflowWithResponse(ctx, req)
