@@ -8,7 +8,7 @@ IMAGE     ?= iwf-server:dev
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build test test-stress verify generate lint docker bench fuzz
+.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -68,3 +68,15 @@ fuzz: ## run every fuzz target for FUZZTIME (default 1m) each, one after another
 
 bench: ## run the load generator against SQLite and PostgreSQL
 	$(GO) run ./cmd/iwf-bench
+
+# CHAOS_KILLS random SIGKILLs per store (make test runs 10); each store's run
+# prints one line: kills=N pauses=P workflows=W lost=0 double_applied=0 repeated_calls=R.
+CHAOS_KILLS ?= 100
+
+chaos: ## kill the server CHAOS_KILLS (default 100) times under a mixed workload on SQLite and PostgreSQL, then check every workflow
+	@for run in 'TestChaos/sqlite' 'TestChaos/postgres' 'TestChaosPostgresRestart'; do \
+		echo "== $$run (CHAOS_KILLS=$(CHAOS_KILLS))"; out=$$(mktemp); start=$$(date +%s); \
+		CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 0 -v -run "^$${run%%/*}\$$/$${run#*/}" ./internal/chaos/ >$$out 2>&1; status=$$?; \
+		grep -E '^kills=' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
+		if [ $$status -ne 0 ]; then cat $$out; rm -f $$out; exit 1; fi; rm -f $$out; \
+	done

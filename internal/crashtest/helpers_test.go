@@ -215,51 +215,11 @@ func result(t *testing.T, srv *Server, id string, timeout time.Duration) iwfapi.
 	return r
 }
 
-// dumpDoc is the part of the server's internal dump (POST
-// /api/v1/workflow/internal/dump) that the tests read.
-type dumpDoc struct {
-	Status     string         `json:"status"`
-	Counters   map[string]int `json:"stateExecutionCounters"`
-	Executions []struct {
-		ExecutionID string `json:"stateExecutionId"`
-		StateID     string `json:"stateId"`
-		Status      string `json:"status"`
-	} `json:"stateExecutions"`
-	Signals        map[string]iwfapi.ChannelInfo `json:"signalChannels"`
-	Internal       map[string]iwfapi.ChannelInfo `json:"internalChannels"`
-	DataAttributes []iwfapi.KeyValue             `json:"dataAttributes"`
-	History        []struct {
-		ID          int64           `json:"id"`
-		Type        string          `json:"type"`
-		ExecutionID string          `json:"stateExecutionId"`
-		Data        json.RawMessage `json:"data"`
-	} `json:"history"`
-}
+// dumpDoc and dump are the package's Dump and ReadDump under the names the
+// tests use.
+type dumpDoc = Dump
 
-// dump reads a workflow's internal dump (all pages).
-func dump(srv *Server, id string) (*dumpDoc, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	var data strings.Builder
-	for page := int32(0); ; page++ {
-		resp, err := srv.Client().DumpWorkflowInternalWithResponse(ctx, iwfapi.WorkflowDumpRequest{WorkflowId: id, PageNum: page})
-		if err != nil {
-			return nil, fmt.Errorf("dump %s: %w", id, err)
-		}
-		if resp.JSON200 == nil {
-			return nil, fmt.Errorf("dump %s: %d %s", id, resp.StatusCode(), resp.Body)
-		}
-		data.WriteString(resp.JSON200.JsonData)
-		if page+1 >= resp.JSON200.TotalPages {
-			break
-		}
-	}
-	var d dumpDoc
-	if err := json.Unmarshal([]byte(data.String()), &d); err != nil {
-		return nil, fmt.Errorf("dump %s: %w", id, err)
-	}
-	return &d, nil
-}
+func dump(srv *Server, id string) (*dumpDoc, error) { return ReadDump(srv, id) }
 
 func mustDump(t *testing.T, srv *Server, id string) *dumpDoc {
 	t.Helper()
@@ -281,23 +241,9 @@ func (d *dumpDoc) execStatus(executionID string) string {
 }
 
 // attr is the data of a data attribute ("" when absent).
-func (d *dumpDoc) attr(key string) string {
-	for _, kv := range d.DataAttributes {
-		if deref(kv.Key) == key {
-			return dataOf(kv.Value)
-		}
-	}
-	return ""
-}
+func (d *dumpDoc) attr(key string) string { return d.Attr(key) }
 
-// events counts history events per "<type> <executionId>".
-func (d *dumpDoc) events() map[string]int {
-	n := map[string]int{}
-	for _, e := range d.History {
-		n[e.Type+" "+e.ExecutionID]++
-	}
-	return n
-}
+func (d *dumpDoc) events() map[string]int { return d.Events() }
 
 // signalsReceived counts the signals the history records as received
 // (SignalReceived events, or ExternalInput events carrying a signal).
@@ -324,28 +270,7 @@ func (d *dumpDoc) buffered() int {
 	return n
 }
 
-// checkOnce checks the exactly-once invariants of a closed run's dump: the
-// run closed once, and every execution started once and had at most one
-// waitUntil answer and exactly one execute answer applied.
-func checkOnce(d *dumpDoc) []string {
-	var problems []string
-	ev := d.events()
-	if n := ev["WorkflowClosed "]; n != 1 {
-		problems = append(problems, fmt.Sprintf("WorkflowClosed recorded %d times", n))
-	}
-	for _, x := range d.Executions {
-		if n := ev["StateExecutionStarted "+x.ExecutionID]; n != 1 {
-			problems = append(problems, fmt.Sprintf("%s: StateExecutionStarted recorded %d times", x.ExecutionID, n))
-		}
-		if n := ev["WaitUntilCompleted "+x.ExecutionID]; n > 1 {
-			problems = append(problems, fmt.Sprintf("%s: WaitUntilCompleted applied %d times", x.ExecutionID, n))
-		}
-		if n := ev["ExecuteCompleted "+x.ExecutionID]; n != 1 || x.Status != "COMPLETED" {
-			problems = append(problems, fmt.Sprintf("%s: ExecuteCompleted applied %d times, status %s", x.ExecutionID, n, x.Status))
-		}
-	}
-	return problems
-}
+func checkOnce(d *dumpDoc) []string { return d.CheckOnce() }
 
 // outputsByExecution maps the execution ids of results to their output data.
 func outputsByExecution(r iwfapi.WorkflowGetResponse) map[string]string {

@@ -331,10 +331,13 @@ func (s *Server) startOnce() error {
 			return fmt.Errorf("server exited before it was healthy (%s):\n%s", log.ended, out)
 		default:
 		}
+		// Only our process's answer counts: when it could not bind the
+		// address, another process (of a test running in parallel) may
+		// have taken the port and would answer the health check.
 		resp, err := hc.Get(s.URL() + "/info/healthcheck")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK && strings.Contains(log.String(), "iwf-server listening") {
 				log.mu.Lock()
 				log.healthy = true
 				log.mu.Unlock()

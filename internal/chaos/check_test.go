@@ -1,0 +1,202 @@
+package chaos
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/internal/crashtest"
+)
+
+// findings are the checker's results.
+type findings struct {
+	lost, double []string // what was lost or applied twice
+	wrong        []string // outcomes that differ from the script otherwise
+}
+
+func (f *findings) add(list *[]string, wf *workflow, format string, args ...any) {
+	*list = append(*list, wf.id+" ("+wf.kind+"): "+fmt.Sprintf(format, args...))
+}
+
+// check compares one workflow's final run (its get answer r and dump dd)
+// with what its script implies.
+func (f *findings) check(wf *workflow, r iwfapi.WorkflowGetResponse, dd *crashtest.Dump, runsSeen int) {
+	if !wf.started {
+		f.add(&f.wrong, wf, "never started: %v", wf.err)
+		return
+	}
+	// Each history event of an execution at most once.
+	ev := dd.Events()
+	for _, x := range dd.Executions {
+		for _, typ := range []string{"StateExecutionStarted", "WaitUntilCompleted", "ExecuteCompleted"} {
+			if n := ev[typ+" "+x.ExecutionID]; n > 1 {
+				f.add(&f.double, wf, "%s %s recorded %d times", typ, x.ExecutionID, n)
+			}
+		}
+	}
+	if n := ev["WorkflowClosed "]; n != 1 {
+		f.add(&f.double, wf, "WorkflowClosed recorded %d times", n)
+	}
+	// Counters: every state effect exactly once.
+	want := map[string]string{}
+	var status iwfapi.WorkflowStatus
+	var results []iwfapi.StateCompletionOutput
+	counters := map[string]int{}
+	switch wf.kind {
+	case kindMixed:
+		status = iwfapi.WorkflowStatusCompleted
+		var msgs []string
+		for _, x := range []string{"S-1", "P-1", "P-2", "P-3", "J-1"} {
+			want["exec-"+x] = "1"
+		}
+		for _, x := range []string{"P-1", "P-2", "P-3"} {
+			msgs = append(msgs, message(wf.id, x))
+		}
+		want["wu-S-1"], want["wu-J-1"] = "1", "1"
+		counters = map[string]int{"S": 1, "P": 3, "J": 1}
+		results = []iwfapi.StateCompletionOutput{{CompletedStateId: "J", CompletedStateExecutionId: "J-1", CompletedStateOutput: crashtest.Object(strings.Join(msgs, ","))}}
+		for _, id := range wf.rpcAcked {
+			want["rpc-"+id] = "1"
+		}
+		for _, id := range wf.rpcLost {
+			if v := dd.Attr("rpc-" + id); v != "" && v != "1" {
+				f.add(&f.double, wf, "rpc-%s = %q (an RPC whose answer was lost) applied twice", id, v)
+			}
+		}
+		f.checkSignals(wf, dd, dd.Attr("sig"))
+		for name, c := range dd.Internal {
+			if n := deref(c.Size); n != 0 {
+				f.add(&f.double, wf, "internal channel %s holds %d messages after J consumed three: a publish applied twice", name, n)
+			}
+		}
+	case kindReset:
+		status = iwfapi.WorkflowStatusCompleted
+		want["exec-S-1"], want["exec-W-1"], want["wu-S-1"] = "1", "1", "1"
+		want["wu-W-1"] = "2" // once in the base run, once in the reset run
+		counters = map[string]int{"S": 1, "W": 1}
+		if r.WorkflowRunId == wf.baseRun {
+			f.add(&f.lost, wf, "the reset (acknowledged: %v) did not take effect: the run is still %s", wf.resetAcked, wf.baseRun)
+		}
+		sigs := signalsIn(dd)
+		var out string
+		if len(sigs) > 0 {
+			out = sigs[0]
+		}
+		f.checkSignals(wf, dd, out)
+		results = []iwfapi.StateCompletionOutput{{CompletedStateId: "W", CompletedStateExecutionId: "W-1", CompletedStateOutput: crashtest.Object(out)}}
+	case kindStop:
+		status = iwfapi.WorkflowStatusCanceled
+		want["exec-S-1"], want["wu-S-1"], want["wu-W-1"] = "1", "1", "1"
+		counters = map[string]int{"S": 1, "W": 1}
+	case kindRetry:
+		status = iwfapi.WorkflowStatusCompleted
+		want["exec-S-1"], want["wu-S-1"] = "1", "1"
+		counters = map[string]int{"S": 1}
+		results = []iwfapi.StateCompletionOutput{{CompletedStateId: "S", CompletedStateExecutionId: "S-1", CompletedStateOutput: crashtest.Object("retried")}}
+		if runsSeen != 2 {
+			f.add(&f.wrong, wf, "the worker saw %d runs, want 2 (one failed, one retried)", runsSeen)
+		}
+	}
+	if r.WorkflowStatus != status {
+		f.add(&f.lost, wf, "status %s, want %s (script error: %v)", r.WorkflowStatus, status, wf.err)
+	}
+	if results != nil && !equalJSON(deref(r.Results), results) {
+		f.add(&f.lost, wf, "results %s, want %s", mustJSON(r.Results), mustJSON(results))
+	}
+	if !equalJSON(dd.Counters, counters) {
+		f.add(&f.wrong, wf, "state execution counters %v, want %v", dd.Counters, counters)
+	}
+	for _, k := range sortedKeys(want) {
+		got := dd.Attr(k)
+		switch {
+		case got == want[k]:
+		case got == "" || got < want[k]:
+			f.add(&f.lost, wf, "data attribute %s = %q, want %s", k, got, want[k])
+		default:
+			f.add(&f.double, wf, "data attribute %s = %q, want %s", k, got, want[k])
+		}
+	}
+	// No counter beyond those the script implies.
+	for _, kv := range dd.DataAttributes {
+		k := deref(kv.Key)
+		if (strings.HasPrefix(k, "exec-") || strings.HasPrefix(k, "wu-")) && want[k] == "" {
+			f.add(&f.double, wf, "unexpected data attribute %s = %s", k, dataOf(kv.Value))
+		}
+	}
+}
+
+// checkSignals checks the signals of a run: the acknowledged one arrived,
+// none arrived twice, and the one the workflow consumed (consumed) is the
+// first that arrived.
+func (f *findings) checkSignals(wf *workflow, dd *crashtest.Dump, consumed string) {
+	sigs := signalsIn(dd)
+	seen := map[string]bool{}
+	for _, s := range sigs {
+		if seen[s] {
+			f.add(&f.double, wf, "signal %s recorded twice", s)
+		}
+		seen[s] = true
+	}
+	if wf.signalAcked != "" && !seen[wf.signalAcked] {
+		f.add(&f.lost, wf, "acknowledged signal %s not in the history (%v)", wf.signalAcked, sigs)
+	}
+	if len(sigs) == 0 {
+		f.add(&f.lost, wf, "no signal arrived (sent %v)", wf.signals)
+		return
+	}
+	if consumed != sigs[0] {
+		f.add(&f.lost, wf, "the workflow consumed %q, want the first signal %q", consumed, sigs[0])
+	}
+	buffered := 0
+	for _, c := range dd.Signals {
+		buffered += int(deref(c.Size))
+	}
+	if buffered != len(sigs)-1 {
+		f.add(&f.double, wf, "%d signals buffered, want %d (%d arrived, one consumed)", buffered, len(sigs)-1, len(sigs))
+	}
+}
+
+// repeats counts the worker calls that repeat an earlier call of the same
+// run, execution and API, and lists those that no fault explains: the
+// earlier call arrived, and the repeat came, with no fault in between.
+func repeats(c *cluster, calls []crashtest.Call) (n int, unexplained []string) {
+	prev := map[string]crashtest.Call{}
+	for _, call := range calls {
+		if call.API == crashtest.RPC {
+			continue
+		}
+		key := call.RunID + "/" + call.ExecutionID + "/" + call.API
+		p, ok := prev[key]
+		prev[key] = call
+		if !ok {
+			continue
+		}
+		n++
+		if !c.faultBetween(p.At, call.At) {
+			unexplained = append(unexplained, fmt.Sprintf("%s %s %s attempt %d at %s (previous attempt %d at %s, answered %s)",
+				call.WorkflowID, call.ExecutionID, call.API, call.Attempt, call.At.Format("15:04:05.000"),
+				p.Attempt, p.At.Format("15:04:05.000"), p.Answered.Format("15:04:05.000")))
+		}
+	}
+	return n, unexplained
+}
+
+func equalJSON(a, b any) bool { return mustJSON(a) == mustJSON(b) }
+
+func mustJSON(v any) string {
+	s := fmt.Sprintf("%v", v)
+	if b, err := jsonMarshal(v); err == nil {
+		s = string(b)
+	}
+	return s
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

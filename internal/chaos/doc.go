@@ -1,0 +1,18 @@
+// Package chaos proves durability under random crashes (the "chaos" run):
+// a mixed workload of durable timers, signals, internal channels, parallel
+// threads, RPCs that write data attributes, resets, stops and workflow
+// retries runs against the real iwf-server binary while the server is
+// killed with SIGKILL at random moments and restarted, paused past its
+// lease (PostgreSQL, two nodes), cut off from its database
+// (pg_terminate_backend), and — when the test may mount a tmpfs — runs out
+// of disk (SQLite). A checker then verifies from the worker's records and
+// the API that every workflow reached the outcome its script implies, that
+// no state execution's effects were applied twice, that nothing
+// acknowledged to a client was lost, and that worker calls were repeated
+// only when a fault struck while they were in flight.
+//
+// The package has only tests; they use the harness of internal/crashtest
+// (server processes, the recording worker, the dump reader). `make chaos`
+// runs them with CHAOS_KILLS kills per store; `make test` runs a 10-kill
+// version. See docs/reliability.md.
+package chaos
