@@ -325,21 +325,21 @@ func TestDocumentedDifferences(t *testing.T) {
 	})
 	t.Run("a state-based reset gets a fresh workflow timeout", func(t *testing.T) {
 		forEachStore(t, func(t *testing.T, e *env) {
-			skip := iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
-			e.w.state("S1", nil, func(iwfapi.WorkflowStateDecideRequest) reply {
-				e.w.sleep(300 * time.Millisecond)
-				return decide(moveWith("S2", nil, skip))
-			})
-			e.w.state("S2", nil, complete)
+			// S1 waits for a signal: the first run never gets one and times
+			// out; each reset run gets it and completes, within a fresh
+			// timeout of its own.
+			e.w.state("S1", func(iwfapi.WorkflowStateStartRequest) reply {
+				return commands(iwfapi.CommandRequest{CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
+					SignalCommands: list(iwfapi.SignalCommand{CommandId: ptr("go"), SignalChannelName: "go"})})
+			}, goTo("S2"))
+			e.w.state("S2", noCommands, complete)
 			wfID := e.id("reset-timeout")
 			req := e.startRequest(wfID, "t", "S1")
-			req.WorkflowTimeoutSeconds = 2
-			req.StateOptions = &skip
+			req.WorkflowTimeoutSeconds = 5
 			first := e.start(req)
-			if r, _ := e.result(wfID); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
-				t.Fatalf("first run: %s", r.WorkflowStatus)
+			if r, _ := e.result(wfID); r.WorkflowStatus != iwfapi.WorkflowStatusTimeout {
+				t.Fatalf("first run: %s, want TIMEOUT", r.WorkflowStatus)
 			}
-			time.Sleep(2500 * time.Millisecond) // the first run's deadline passes
 			for _, r := range []iwfapi.WorkflowResetRequest{
 				{ResetType: iwfapi.WorkflowResetTypeBeginning},
 				{ResetType: iwfapi.WorkflowResetTypeStateId, StateId: ptr("S1")},
@@ -347,6 +347,7 @@ func TestDocumentedDifferences(t *testing.T) {
 			} {
 				r.WorkflowId, r.WorkflowRunId = wfID, ptr(first)
 				e.reset(r)
+				e.signal(wfID, "go", nil)
 				if got, _ := e.result(wfID); got.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
 					t.Errorf("reset %s of a run past its deadline: %s, want COMPLETED (Temporal recomputes the execution timeout on reset since temporalio/temporal#5987)",
 						r.ResetType, got.WorkflowStatus)
