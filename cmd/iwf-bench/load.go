@@ -90,6 +90,10 @@ func (t *target) startRequest(workload, id string) iwfapi.WorkflowStartRequest {
 		req.IwfWorkflowType = typeW2
 	case "W3":
 		req.IwfWorkflowType = typeW3
+	case "W4":
+		req.IwfWorkflowType = typeW4
+	case "X":
+		req.IwfWorkflowType = typeW2
 	}
 	return req
 }
@@ -358,8 +362,8 @@ func (t *target) closedLoop(ctx context.Context, spec loopSpec) (*result, error)
 // time. They are started as fast as inFlight concurrent start calls allow;
 // the worker records each timer's due time when it answers waitUntil and
 // the arrival of the execute call that follows the timer.
-func (t *target) sleepers(ctx context.Context, n, inFlight int, timer time.Duration) (*result, error) {
-	r := &result{workload: "W3", inFlight: n, statesPerWorkflow: statesPer("W3")}
+func (t *target) sleepers(ctx context.Context, workload string, n, inFlight int, timer time.Duration) (*result, error) {
+	r := &result{workload: workload, inFlight: n, statesPerWorkflow: statesPer(workload)}
 	var (
 		seq   atomic.Int64
 		errs  errorLog
@@ -381,7 +385,7 @@ func (t *target) sleepers(ctx context.Context, n, inFlight int, timer time.Durat
 					return
 				}
 				id := t.prefix + "-" + strconv.FormatInt(i, 10)
-				f, err := t.startOne(ctx, "W3", id)
+				f, err := t.startOne(ctx, workload, id)
 				if err != nil {
 					errs.add("%v", err)
 					if errs.n.Load() > maxErrors {
@@ -399,7 +403,7 @@ func (t *target) sleepers(ctx context.Context, n, inFlight int, timer time.Durat
 	wg.Wait()
 	startsDone := time.Now()
 	if errs.n.Load() > maxErrors {
-		return nil, fmt.Errorf("W3: more than %d errors, first: %s", maxErrors, errs.firstMessage())
+		return nil, fmt.Errorf("%s: more than %d errors, first: %s", workload, maxErrors, errs.firstMessage())
 	}
 	// The backlog when the start burst ends: workflows whose waitUntil call
 	// has not been answered yet, and timers already due whose execute call
@@ -427,7 +431,7 @@ func (t *target) sleepers(ctx context.Context, n, inFlight int, timer time.Durat
 		select {
 		case <-f.done:
 		case <-deadline.C:
-			return nil, fmt.Errorf("W3: %d of %d timers had not fired %s after the last start", len(fl)-i, len(fl), timer+completionTimeout)
+			return nil, fmt.Errorf("%s: %d of %d timers had not fired %s after the last start", workload, len(fl)-i, len(fl), timer+completionTimeout)
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -504,4 +508,99 @@ func statesPer(workload string) int {
 		return 2
 	}
 	return 1
+}
+
+// crossNode runs X: the generator starts a W2 workflow on node A (this
+// target), waits until the worker answered its waitUntil call (the state now
+// waits for the signal) and a moment for node A to commit that answer, then
+// issues getWithWait on node A and, with the long poll under way, sends the
+// signal through node B (apiB). Node B applies the signal and runs the
+// execute call itself; node A learns of the completion from the store. It
+// measures, one workflow at a time, signal sent -> getWithWait on node A
+// returned COMPLETED (the gated figure), and signal sent -> the worker
+// received the final execute call.
+func (t *target) crossNode(ctx context.Context, apiB *iwfapi.ClientWithResponses, n int) (*result, error) {
+	r := &result{workload: "X", inFlight: 1, statesPerWorkflow: 1}
+	var (
+		errs     errorLog
+		viaA     []time.Duration
+		toExec   []time.Duration
+		ids      []string
+		begin    = t.sample()
+		beganAll = time.Now()
+	)
+	for i := 1; i <= n && ctx.Err() == nil; i++ {
+		if errs.n.Load() > maxErrors/10 {
+			return nil, fmt.Errorf("X: more than %d errors, first: %s", maxErrors/10, errs.firstMessage())
+		}
+		id := t.prefix + "-" + strconv.Itoa(i)
+		f := newFlight()
+		f.start = time.Now()
+		t.worker.register(id, f)
+		resp, err := t.api.StartWorkflowWithResponse(ctx, t.startRequest("X", id))
+		if err != nil || resp.StatusCode() != http.StatusOK {
+			t.worker.forget(id)
+			errs.add("start %s on node A: %v %v", id, err, resp)
+			continue
+		}
+		select {
+		case <-f.waited:
+		case <-time.After(completionTimeout):
+			errs.add("workflow %s: no waitUntil call", id)
+			continue
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		// Let node A commit the waitUntil answer (a few milliseconds), so
+		// that the signal finds the state waiting rather than in flight.
+		time.Sleep(50 * time.Millisecond)
+		type got struct {
+			at  time.Time
+			st  iwfapi.WorkflowStatus
+			err error
+		}
+		gw := make(chan got, 1)
+		go func() {
+			st, err := t.awaitClose(ctx, id, completionTimeout)
+			gw <- got{time.Now(), st, err}
+		}()
+		// Give the long poll time to reach node A and subscribe; a poll
+		// that arrives late still returns at once with COMPLETED.
+		time.Sleep(5 * time.Millisecond)
+		sent := time.Now()
+		sig, err := apiB.SignalWorkflowWithResponse(ctx, iwfapi.WorkflowSignalRequest{
+			WorkflowId: id, SignalChannelName: signalChannel,
+			SignalValue: &iwfapi.EncodedObject{Encoding: ptr("json"), Data: ptr(`"go"`)},
+		})
+		if err != nil || sig.StatusCode() != http.StatusOK {
+			errs.add("signal %s on node B: %v %v", id, err, sig)
+		}
+		g := <-gw
+		if g.err != nil || g.st != iwfapi.WorkflowStatusCompleted {
+			errs.add("workflow %s: status %q on node A, %v", id, g.st, g.err)
+		} else {
+			viaA = append(viaA, g.at.Sub(sent))
+		}
+		select {
+		case <-f.done:
+			toExec = append(toExec, f.end.Sub(sent))
+		case <-time.After(completionTimeout):
+			errs.add("workflow %s: %v", id, errTimeout)
+		}
+		t.worker.forget(id)
+		ids = append(ids, id)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	end := t.sample()
+	r.cpu = cpuBetween(begin, end)
+	r.lat = summarize(viaA)
+	d := summarize(toExec)
+	r.latExec = &d
+	r.completed, r.started = int64(len(viaA)), int64(len(ids))
+	r.startSpan = time.Since(beganAll)
+	r.errors, r.firstError = errs.n.Load(), errs.firstMessage()
+	t.verify(ctx, ids, r)
+	return r, nil
 }

@@ -16,6 +16,11 @@
 //	    the start, then completes; -inflight in flight.
 //	W3  -n W3=N workflows (default 10,000) all sleep on a durable timer of
 //	    -timer (5 s) at once; timer lateness and server peak RSS.
+//	W4  -n W4=N workflows (default 100,000) sleep on a timer of -timer-w4
+//	    (60 s); server peak RSS and timer lateness.
+//	X   PostgreSQL only: two server processes on one database; a W2
+//	    workflow started on node A is signalled through node B; signal ->
+//	    completion seen by getWithWait on node A (-n X=N samples, default 200).
 //
 // How each figure is measured is printed with the results and described in
 // docs/benchmarks.md. The tool reads /proc and so runs on Linux only.
@@ -57,6 +62,7 @@ type options struct {
 	counts     map[string]int  // W1, W2: measured workflows instead of a window; W3: sleepers
 	inFlight   int             // concurrency of the throughput runs
 	timer      time.Duration   // W3's timer
+	timerW4    time.Duration   // W4's timer
 	quick      bool
 	pprofDir   string
 	serverArgs []string
@@ -82,12 +88,13 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("iwf-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	store := fs.String("store", "both", "store to measure: sqlite, postgres or both")
-	workloads := fs.String("workloads", "W1,W2,W3", "comma-separated workloads to run")
+	workloads := fs.String("workloads", "W1,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only)")
 	duration := fs.Duration("duration", 10*time.Second, "measured window of each closed-loop run (after a warm-up of a fifth of it, at most 2s)")
-	counts := fs.String("n", "", "counts: W3=N sleeping workflows (default 10000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets all three")
+	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
 	inFlight := fs.Int("inflight", 64, "workflows in flight in the throughput runs (W1, W2), and concurrent start calls in W3")
 	timer := fs.Duration("timer", 5*time.Second, "W3's durable timer (whole seconds)")
-	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 sleepers on a 1s timer")
+	timerW4 := fs.Duration("timer-w4", 60*time.Second, "W4's durable timer (whole seconds)")
+	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 and 300 W4 sleepers on 1s and 2s timers, 20 cross-node samples")
 	pprofDir := fs.String("pprof", "", "build the server with net/http/pprof (via go build -overlay, sources untouched) and save a CPU profile and a goroutine dump of every closed-loop run's window into this `dir`")
 	var serverArgs multiFlag
 	fs.Var(&serverArgs, "server-arg", "extra `flag` for iwf-server, e.g. -server-arg=--log-level=warn (repeatable)")
@@ -106,9 +113,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	o := &options{
-		duration: *duration, inFlight: *inFlight, timer: *timer, quick: *quick,
+		duration: *duration, inFlight: *inFlight, timer: *timer, timerW4: *timerW4, quick: *quick,
 		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin,
-		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000},
+		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000, "W4": 100_000, "X": 200},
 	}
 	switch strings.ToLower(*store) {
 	case "sqlite":
@@ -123,11 +130,11 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	for _, w := range strings.Split(*workloads, ",") {
 		w = strings.ToUpper(strings.TrimSpace(w))
 		switch w {
-		case "W1", "W2", "W3":
+		case "W1", "W2", "W3", "W4", "X":
 			o.workloads[w] = true
 		case "":
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3)", w)
+			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3, W4, X)", w)
 		}
 	}
 	if o.serverBin != "" && o.pprofDir != "" {
@@ -139,7 +146,10 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if o.quick {
 		o.duration = time.Second
 		o.timer = time.Second
+		o.timerW4 = 2 * time.Second
 		o.counts["W3"] = 200
+		o.counts["W4"] = 300
+		o.counts["X"] = 20
 	}
 	if err := parseCounts(*counts, o.counts); err != nil {
 		return nil, err
@@ -148,8 +158,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		return nil, errors.New("-duration and -inflight must be positive")
 	}
 	o.timer = o.timer.Round(time.Second)
-	if o.timer < time.Second {
-		return nil, errors.New("-timer must be at least 1s")
+	o.timerW4 = o.timerW4.Round(time.Second)
+	if o.timer < time.Second || o.timerW4 < time.Second {
+		return nil, errors.New("-timer and -timer-w4 must be at least 1s")
 	}
 	o.warmup = min(o.duration/5, 2*time.Second)
 	if o.quick {
@@ -179,8 +190,8 @@ func parseCounts(s string, into map[string]int) error {
 		}
 		switch k = strings.ToUpper(strings.TrimSpace(k)); k {
 		case "":
-			into["W1"], into["W2"], into["W3"] = n, n, n
-		case "W1", "W2", "W3":
+			into["W1"], into["W2"], into["W3"], into["W4"], into["X"] = n, n, n, n, n
+		case "W1", "W2", "W3", "W4", "X":
 			into[k] = n
 		default:
 			return fmt.Errorf("-n %q: unknown workload %q", part, k)
@@ -234,20 +245,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		progress("built in %.1fs", time.Since(began).Seconds())
 	}
 
-	w, err := startWorker(o.timer)
+	w, err := startWorker(o.timer, o.timerW4)
 	if err != nil {
 		return err
 	}
 	defer w.close()
 
 	printHeader(stdout, o)
+	var reports []*storeReport
 	for _, store := range o.stores {
 		sr := runStore(ctx, o, store, bin, tmp, w, progress)
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		printReport(stdout, sr, o)
+		reports = append(reports, sr)
 	}
+	printTargets(stdout, reports, o)
 	fmt.Fprintf(stdout, "\ntotal time %.0f s\n", time.Since(began).Seconds())
 	return nil
 }
@@ -321,14 +335,23 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	if o.workloads["W3"] {
 		runs = append(runs, runDef{"W3", o.counts["W3"], false})
 	}
+	if o.workloads["W4"] {
+		runs = append(runs, runDef{"W4", o.counts["W4"], false})
+	}
+	if o.workloads["X"] && pg != nil {
+		runs = append(runs, runDef{"X", o.counts["X"], false})
+	}
 	tag := strconv.FormatInt(time.Now().UnixNano()%1e10, 36)
 	for i, rd := range runs {
 		if ctx.Err() != nil {
 			break
 		}
 		label := fmt.Sprintf("%s %s @%d", store, rd.workload, rd.inFlight)
-		if rd.workload == "W3" {
-			label = fmt.Sprintf("%s W3 (%s sleepers)", store, fmtInt(int64(rd.inFlight)))
+		switch rd.workload {
+		case "W3", "W4":
+			label = fmt.Sprintf("%s %s (%s sleepers)", store, rd.workload, fmtInt(int64(rd.inFlight)))
+		case "X":
+			label = fmt.Sprintf("%s cross-node signal (%s samples)", store, fmtInt(int64(rd.inFlight)))
 		}
 		progress("running %s ...", label)
 		name := fmt.Sprintf("iwf_bench_%s_%d_%s", tag, i+1, strings.ToLower(rd.workload))
@@ -391,9 +414,31 @@ func runOne(ctx context.Context, o *options, bin, db, logPath string, w *worker,
 	retries0, unknown0 := w.retries.Load(), w.unknown.Load()
 
 	var r *result
-	if workload == "W3" {
-		r, err = t.sleepers(ctx, inFlight, o.inFlight, o.timer)
-	} else {
+	switch workload {
+	case "W3":
+		r, err = t.sleepers(ctx, "W3", inFlight, o.inFlight, o.timer)
+	case "W4":
+		r, err = t.sleepers(ctx, "W4", inFlight, o.inFlight, o.timerW4)
+	case "X":
+		// The second node, on the same database.
+		var nodeB *serverProc
+		nodeB, err = startServer(ctx, bin, db, strings.TrimSuffix(logPath, ".log")+"-b.log", o.serverArgs, false)
+		if err != nil {
+			return nil, err
+		}
+		defer nodeB.stop()
+		apiB, trB, berr := newAPIClient(nodeB.url)
+		if berr != nil {
+			return nil, berr
+		}
+		defer trB.CloseIdleConnections()
+		r, err = t.crossNode(ctx, apiB, inFlight)
+		if err == nil && !nodeB.alive() {
+			err = fmt.Errorf("node B exited during the run: %s", nodeB.logTail())
+		}
+		trB.CloseIdleConnections()
+		nodeB.stop()
+	default:
 		spec := loopSpec{workload: workload, inFlight: inFlight, warmup: o.warmup, duration: o.duration, count: o.counts[workload], withWait: withWait}
 		if o.pprofDir != "" {
 			spec.profile = filepath.Join(o.pprofDir, fmt.Sprintf("%s-%s-%d.pprof", strings.ToLower(store), strings.ToLower(workload), inFlight))

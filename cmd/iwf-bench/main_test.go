@@ -137,7 +137,17 @@ func TestParseOptions(t *testing.T) {
 	if o.warmup != 2*time.Second || o.timer != 5*time.Second {
 		t.Errorf("warmup %v timer %v", o.warmup, o.timer)
 	}
-	for _, bad := range [][]string{{"-store", "mysql"}, {"-workloads", "W9"}, {"-n", "W3=0"}, {"-n", "X=3"}, {"-timer", "300ms"}} {
+	if o.counts["W4"] != 100_000 || o.counts["X"] != 200 || o.timerW4 != time.Minute {
+		t.Errorf("W4/X defaults: counts %v timer %v", o.counts, o.timerW4)
+	}
+	o, err = parseOptions([]string{"-workloads", "W4,x", "-n", "W4=500,X=7", "-timer-w4", "3s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.workloads["W4"] || !o.workloads["X"] || o.workloads["W1"] || o.counts["W4"] != 500 || o.counts["X"] != 7 || o.timerW4 != 3*time.Second {
+		t.Errorf("workloads %v counts %v timer %v", o.workloads, o.counts, o.timerW4)
+	}
+	for _, bad := range [][]string{{"-store", "mysql"}, {"-workloads", "W9"}, {"-n", "W3=0"}, {"-n", "Y=3"}, {"-timer", "300ms"}, {"-timer-w4", "0s"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
@@ -172,7 +182,7 @@ func TestQuickSQLite(t *testing.T) {
 	}
 	report := out.String()
 	t.Log("\n" + report)
-	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W2 @64", "W3 timers", "targets:"} {
+	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W2 @64", "W3 timers", "W4 timers", "targets:", "== targets ==", "W4 p99 timer lateness"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -182,7 +192,34 @@ func TestQuickSQLite(t *testing.T) {
 			t.Errorf("report contains %q", bad)
 		}
 	}
-	if got := strings.Count(report, "verified COMPLETED"); got != 4 {
-		t.Errorf("%d runs verified their workflows, want 4", got)
+	if got := strings.Count(report, "verified COMPLETED"); got != 5 {
+		t.Errorf("%d runs verified their workflows, want 5", got)
+	}
+}
+
+// TestQuickPostgresCrossNode runs the two-node workload X with -quick on
+// PostgreSQL when IWF_TEST_POSTGRES_URL names one: two real servers on one
+// database, a signal through the second, completion seen on the first.
+func TestQuickPostgresCrossNode(t *testing.T) {
+	if testing.Short() || os.Getenv("IWF_TEST_POSTGRES_URL") == "" {
+		t.Skip("needs IWF_TEST_POSTGRES_URL; builds and runs two servers")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var out, progress bytes.Buffer
+	if err := run(ctx, []string{"-quick", "-store", "postgres", "-workloads", "X"}, &out, &progress); err != nil {
+		t.Fatalf("run: %v\n%s\n%s", err, progress.String(), out.String())
+	}
+	report := out.String()
+	t.Log("\n" + report)
+	for _, want := range []string{"== PostgreSQL", "X cross-node", "cross-node p50 signal on node B", "verified COMPLETED"} {
+		if !strings.Contains(report, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"FAILED", "ERRORS", "NOT COMPLETED", "SKIPPED"} {
+		if strings.Contains(report, bad) {
+			t.Errorf("report contains %q", bad)
+		}
 	}
 }

@@ -21,6 +21,9 @@ type result struct {
 	lat dist
 	// latWait is start -> getWithWait returned COMPLETED (withWait runs).
 	latWait *dist
+	// latExec is, for X, signal sent -> the final execute call arrived
+	// (lat is signal sent -> getWithWait on the other node returned).
+	latExec *dist
 	// W3 only.
 	lateness dist
 	// latenessCalm covers the timers due after the last start returned.
@@ -71,8 +74,10 @@ func (r *result) cpuPer1k() float64 {
 // name is the run's label in the tables.
 func (r *result) name() string {
 	switch {
-	case r.workload == "W3":
-		return "W3 timers"
+	case r.workload == "W3" || r.workload == "W4":
+		return r.workload + " timers"
+	case r.workload == "X":
+		return "X cross-node"
 	case r.inFlight == 1:
 		return r.workload + " @1"
 	default:
@@ -91,14 +96,23 @@ type goal struct {
 	measure  func(r *result) (float64, string) // value and its label
 }
 
-// goals returns the targets of a store.
+// goals returns the targets of a store, in the order of the target table.
 func goals(store string) []goal {
-	p50, tput := 5.0, 2000.0
+	p50, tput := 3.0, 2000.0
 	if store == storePostgres {
-		p50, tput = 10, 1500
+		p50, tput = 6, 1500
 	}
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return []goal{
+	rss := func(r *result) (float64, string) {
+		v := float64(r.peakRSS) / (1 << 20)
+		return v, fmtMB(r.peakRSS)
+	}
+	g := []goal{
+		{workload: "W1", what: "state executions/s", limit: tput, unit: "/s",
+			measure: func(r *result) (float64, string) {
+				v := r.throughput() * float64(r.statesPerWorkflow)
+				return v, fmtRate(v) + "/s"
+			}},
 		{workload: "W1", latency: true, what: "p50 start->completion observed with getWithWait", limit: p50, atMost: true, unit: "ms",
 			measure: func(r *result) (float64, string) {
 				if r.latWait == nil {
@@ -106,19 +120,18 @@ func goals(store string) []goal {
 				}
 				return ms(r.latWait.p50), fmtDur(r.latWait.p50)
 			}},
-		{workload: "W1", what: "state executions/s", limit: tput, unit: "/s",
-			measure: func(r *result) (float64, string) {
-				v := r.throughput() * float64(r.statesPerWorkflow)
-				return v, fmtRate(v) + "/s"
-			}},
 		{workload: "W3", what: "p99 timer lateness", limit: 250, atMost: true, unit: "ms",
 			measure: func(r *result) (float64, string) { return ms(r.lateness.p99), fmtDur(r.lateness.p99) }},
-		{workload: "W3", what: "server peak RSS", limit: 250, atMost: true, unit: "MB",
-			measure: func(r *result) (float64, string) {
-				v := float64(r.peakRSS) / (1 << 20)
-				return v, fmtMB(r.peakRSS)
-			}},
+		{workload: "W3", what: "server peak RSS", limit: 250, atMost: true, unit: "MB", measure: rss},
+		{workload: "W4", what: "server peak RSS", limit: 250, atMost: true, unit: "MB", measure: rss},
+		{workload: "W4", what: "p99 timer lateness", limit: 1000, atMost: true, unit: "ms",
+			measure: func(r *result) (float64, string) { return ms(r.lateness.p99), fmtDur(r.lateness.p99) }},
 	}
+	if store == storePostgres {
+		g = append(g, goal{workload: "X", what: "p50 signal on node B -> completion seen on node A", limit: 20, atMost: true, unit: "ms",
+			measure: func(r *result) (float64, string) { return ms(r.lat.p50), fmtDur(r.lat.p50) }})
+	}
+	return g
 }
 
 // storeReport is the runs of one store.
@@ -142,7 +155,7 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 	fmt.Fprintln(tw, "run\tworkflows\twf/s\tstates/s\tp50\tp95\tp99\tsrv (+db)\tsrv peak RSS\tCPU busy: srv+gen+db+other\tPG tx/wf: commit+rb\t")
 	for _, r := range sr.results {
 		wfs, sps := fmtRate(r.throughput()), fmtRate(r.throughput()*float64(r.statesPerWorkflow))
-		if r.workload == "W3" {
+		if r.workload == "W3" || r.workload == "W4" || r.workload == "X" {
 			wfs, sps = "-", "-"
 		}
 		commits := "-"
@@ -167,9 +180,16 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 	for _, r := range sr.results {
 		var parts []string
 		switch {
-		case r.workload == "W3":
+		case r.workload == "X":
+			parts = append(parts, fmt.Sprintf("two server processes on one database; p50/p95/p99 are signal sent to node B -> getWithWait on node A returned COMPLETED (the workflow was started on node A, its waitUntil answered and committed there); signal sent -> the worker received the final execute call: p50 %s p95 %s p99 %s; %s samples, one at a time, in %.1f s",
+				fmtDur(r.latExec.p50), fmtDur(r.latExec.p95), fmtDur(r.latExec.p99), fmtInt(r.completed), r.startSpan.Seconds()))
+		case r.workload == "W3" || r.workload == "W4":
+			timer := o.timer
+			if r.workload == "W4" {
+				timer = o.timerW4
+			}
 			parts = append(parts, fmt.Sprintf("p50/p95/p99 are timer lateness (execute arrival - (waitUntil answer + %s)), max %s, min %s, %d fired early; %s workflows started in %.1f s (%s/s)",
-				o.timer, fmtDur(r.lateness.max), fmtDur(r.lateness.min), r.early, fmtInt(r.started), r.startSpan.Seconds(), fmtRate(r.startRate)))
+				timer, fmtDur(r.lateness.max), fmtDur(r.lateness.min), r.early, fmtInt(r.started), r.startSpan.Seconds(), fmtRate(r.startRate)))
 			parts = append(parts, fmt.Sprintf("at most %s asleep at once", fmtInt(int64(r.maxAsleep))))
 			parts = append(parts, fmt.Sprintf("when the last start returned, %s still awaited their waitUntil call and %s timers were due but not yet executed",
 				fmtInt(int64(r.backlogWaitUntil)), fmtInt(int64(r.backlogOverdue))))
@@ -239,6 +259,9 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 			op = "<="
 		}
 		label := g.workload
+		if g.workload == "X" {
+			label = "X"
+		}
 		if g.workload == "W1" {
 			label = "W1 @1"
 			if !g.latency {
@@ -325,4 +348,90 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// printTargets prints the target table: one row per target, one column per
+// store, each cell the measured figure and PASS or MISS.
+func printTargets(out io.Writer, reports []*storeReport, o *options) {
+	type row struct {
+		label string
+		cells map[string]string
+	}
+	var rows []*row
+	find := func(label string) *row {
+		for _, r := range rows {
+			if r.label == label {
+				return r
+			}
+		}
+		r := &row{label: label, cells: map[string]string{}}
+		rows = append(rows, r)
+		return r
+	}
+	// The rows in a fixed order, whatever the stores measured.
+	for _, g := range goals(storePostgres) {
+		find(goalLabel(g, o))
+	}
+	for _, sr := range reports {
+		for _, g := range goals(sr.store) {
+			op := ">="
+			if g.atMost {
+				op = "<="
+			}
+			cell := ""
+			r := sr.find(g)
+			switch {
+			case sr.skipped != "":
+				cell = "skipped"
+			case r == nil:
+				cell = "not run"
+			default:
+				v, shown := g.measure(r)
+				verdict := "PASS"
+				if (g.atMost && v > g.limit) || (!g.atMost && v < g.limit) {
+					verdict = "MISS"
+				}
+				if r.errors > 0 || r.verifyFailed > 0 {
+					verdict += "(errors)"
+				}
+				cell = fmt.Sprintf("%s %s (%s %s)", shown, verdict, op, fmtInt(int64(g.limit)))
+			}
+			find(goalLabel(g, o)).cells[sr.store] = cell
+		}
+	}
+	fmt.Fprintln(out, "\n== targets ==")
+	if o.quick {
+		fmt.Fprintln(out, "QUICK RUN: the figures are not meaningful")
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprint(tw, "target")
+	for _, sr := range reports {
+		fmt.Fprint(tw, "\t"+sr.store)
+	}
+	fmt.Fprintln(tw, "\t")
+	for _, r := range rows {
+		fmt.Fprint(tw, r.label)
+		for _, sr := range reports {
+			c := r.cells[sr.store]
+			if c == "" {
+				c = "-"
+			}
+			fmt.Fprint(tw, "\t"+c)
+		}
+		fmt.Fprintln(tw, "\t")
+	}
+	_ = tw.Flush()
+}
+
+// goalLabel names a target's row.
+func goalLabel(g goal, o *options) string {
+	switch {
+	case g.workload == "W1" && g.latency:
+		return "W1 @1 " + g.what
+	case g.workload == "W1":
+		return fmt.Sprintf("W1 @%d %s", o.inFlight, g.what)
+	case g.workload == "X":
+		return "cross-node " + g.what
+	}
+	return g.workload + " " + g.what
 }

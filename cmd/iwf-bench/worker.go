@@ -20,6 +20,7 @@ const (
 	typeW1 = "BenchW1" // S1 -> S2 -> graceful completion, no waitUntil
 	typeW2 = "BenchW2" // S1 waits for signal "go", then completes
 	typeW3 = "BenchW3" // S1 waits for a durable timer, then completes
+	typeW4 = "BenchW4" // as W3, on W4's (long) timer
 
 	stateS1 = "S1"
 	stateS2 = "S2"
@@ -43,9 +44,15 @@ type flight struct {
 	end  time.Time
 	once sync.Once
 	done chan struct{}
+	// waited is closed when the worker answered the first waitUntil call.
+	waited     chan struct{}
+	waitedOnce sync.Once
 }
 
-func newFlight() *flight { return &flight{done: make(chan struct{})} }
+func newFlight() *flight { return &flight{done: make(chan struct{}), waited: make(chan struct{})} }
+
+// answeredWaitUntil records that the worker answered waitUntil.
+func (f *flight) answeredWaitUntil() { f.waitedOnce.Do(func() { close(f.waited) }) }
 
 // epoch is the origin of flight.due; time.Since keeps the monotonic clock.
 var epoch = time.Now()
@@ -77,21 +84,22 @@ type worker struct {
 	srv  *http.Server
 	ln   net.Listener
 	timr time.Duration // W3's timer duration
+	tmr4 time.Duration // W4's timer duration
 
 	flights sync.Map // workflow id -> *flight
 
 	waitUntilCalls, executeCalls, retries, unknown atomic.Int64
 
-	w1S1, complete, w2Wait, w3Wait []byte
+	w1S1, complete, w2Wait, w3Wait, w4Wait []byte
 }
 
 // startWorker listens on a free loopback port and serves the worker API.
-func startWorker(timer time.Duration) (*worker, error) {
+func startWorker(timer, timerW4 time.Duration) (*worker, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	w := &worker{ln: ln, url: "http://" + ln.Addr().String(), timr: timer}
+	w := &worker{ln: ln, url: "http://" + ln.Addr().String(), timr: timer, tmr4: timerW4}
 	skip := &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
 	w.w1S1 = mustJSON(iwfapi.WorkflowStateDecideResponse{StateDecision: &iwfapi.StateDecision{
 		NextStates: &[]iwfapi.StateMovement{{StateId: stateS2, StateOptions: skip}},
@@ -107,6 +115,10 @@ func startWorker(timer time.Duration) (*worker, error) {
 	w.w3Wait = mustJSON(iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
 		CommandWaitingType: &all,
 		TimerCommands:      &[]iwfapi.TimerCommand{{CommandId: ptr("t"), DurationSeconds: ptr(int64(timer / time.Second))}},
+	}})
+	w.w4Wait = mustJSON(iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+		CommandWaitingType: &all,
+		TimerCommands:      &[]iwfapi.TimerCommand{{CommandId: ptr("t"), DurationSeconds: ptr(int64(timerW4 / time.Second))}},
 	}})
 
 	mux := http.NewServeMux()
@@ -158,22 +170,32 @@ func (w *worker) waitUntil(rw http.ResponseWriter, r *http.Request) {
 		w.retries.Add(1)
 	}
 	var body []byte
+	f := w.lookup(req.Context.WorkflowId)
 	switch req.WorkflowType {
 	case typeW2:
 		body = w.w2Wait
-	case typeW3:
+	case typeW3, typeW4:
+		timer := w.timr
 		body = w.w3Wait
-		if f := w.lookup(req.Context.WorkflowId); f != nil {
+		if req.WorkflowType == typeW4 {
+			body, timer = w.w4Wait, w.tmr4
+		}
+		if f != nil {
 			// The answer time: the server starts the timer when it applies
 			// this answer, a moment later.
-			f.setDue(time.Now().Add(w.timr))
+			f.setDue(time.Now().Add(timer))
 		}
+		writeJSON(rw, body)
+		return
 	default:
 		w.unknown.Add(1)
 		http.Error(rw, "unexpected waitUntil", http.StatusBadRequest)
 		return
 	}
 	writeJSON(rw, body)
+	if f != nil {
+		f.answeredWaitUntil()
+	}
 }
 
 func (w *worker) execute(rw http.ResponseWriter, r *http.Request) {
@@ -194,7 +216,8 @@ func (w *worker) execute(rw http.ResponseWriter, r *http.Request) {
 		body, final = w.w1S1, false
 	case req.WorkflowType == typeW1 && req.WorkflowStateId == stateS2,
 		req.WorkflowType == typeW2 && req.WorkflowStateId == stateS1,
-		req.WorkflowType == typeW3 && req.WorkflowStateId == stateS1:
+		req.WorkflowType == typeW3 && req.WorkflowStateId == stateS1,
+		req.WorkflowType == typeW4 && req.WorkflowStateId == stateS1:
 	default:
 		w.unknown.Add(1)
 		http.Error(rw, "unexpected execute", http.StatusBadRequest)
