@@ -18,6 +18,10 @@ const (
 	DefaultLeaseDuration = 10 * time.Second
 	DefaultPollInterval  = time.Second
 	DefaultConcurrency   = 256
+	// DefaultLongPollRecheck is how often a long poll re-reads the store
+	// to see changes made by other processes whose announcement (through
+	// the store's ChangeFeed) was lost or never sent.
+	DefaultLongPollRecheck = 500 * time.Millisecond
 )
 
 // Config holds the engine's settings. The zero value of every field selects
@@ -48,6 +52,11 @@ type Config struct {
 	// create itself (other processes' work, far timers, expired leases).
 	// Default DefaultPollInterval.
 	PollInterval time.Duration
+	// LongPollRecheck is how often a waiting long poll (getWithWait,
+	// waitForStateCompletion) re-reads the store: the safety net for
+	// changes made by another process that it was not told of. Default
+	// DefaultLongPollRecheck; tests of the change feed set it very long.
+	LongPollRecheck time.Duration
 	// Concurrency bounds the tasks (worker calls, timers) processed at once.
 	// Default DefaultConcurrency.
 	Concurrency int
@@ -88,6 +97,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.PollInterval < 0 {
 		return c, fmt.Errorf("engine: PollInterval must be positive, got %s", c.PollInterval)
+	}
+	if c.LongPollRecheck == 0 {
+		c.LongPollRecheck = DefaultLongPollRecheck
+	}
+	if c.LongPollRecheck < 0 {
+		return c, fmt.Errorf("engine: LongPollRecheck must be positive, got %s", c.LongPollRecheck)
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency

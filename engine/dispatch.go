@@ -30,6 +30,9 @@ type dispatcher struct {
 	// running marks the tasks being processed.
 	running map[int64]bool
 	wake    chan struct{}
+	// claimNow wakes the poller before its interval is over (another
+	// process announced claimable work).
+	claimNow chan struct{}
 	// ready holds due tasks by priority: timers and timeouts first, then
 	// execute calls, then waitUntil calls, so that work already under way
 	// (a timer that fired, a state about to decide) is not queued behind
@@ -49,12 +52,13 @@ type dispatcher struct {
 
 func newDispatcher(e *Engine) *dispatcher {
 	d := &dispatcher{
-		e:       e,
-		known:   map[int64]bool{},
-		again:   map[int64]*Task{},
-		running: map[int64]bool{},
-		wake:    make(chan struct{}, 1),
-		changed: make(chan struct{}),
+		e:        e,
+		known:    map[int64]bool{},
+		again:    map[int64]*Task{},
+		running:  map[int64]bool{},
+		wake:     make(chan struct{}, 1),
+		claimNow: make(chan struct{}, 1),
+		changed:  make(chan struct{}),
 	}
 	d.readyOK = sync.NewCond(&d.mu)
 	return d
@@ -377,7 +381,17 @@ func (d *dispatcher) poll(ctx context.Context) {
 			t.Stop()
 			return
 		case <-t.C():
+		case <-d.claimNow:
+			t.Stop()
 		}
+	}
+}
+
+// claimSoon makes the poller claim now instead of at its next interval.
+func (d *dispatcher) claimSoon() {
+	select {
+	case d.claimNow <- struct{}{}:
+	default:
 	}
 }
 

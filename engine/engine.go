@@ -12,12 +12,14 @@ import (
 // Engine runs workflows: it serves the API calls of package httpapi and
 // drives state executions by calling the user's worker.
 type Engine struct {
-	store   Store
-	cfg     Config
-	worker  WorkerClient
-	log     zerolog.Logger
-	disp    *dispatcher
-	waits   *notifier
+	store  Store
+	cfg    Config
+	worker WorkerClient
+	log    zerolog.Logger
+	disp   *dispatcher
+	waits  *notifier
+	// feed is the store's ChangeFeed, nil when it has none (SQLite).
+	feed    ChangeFeed
 	metrics *metrics
 	// failureLogs rate-limits the warn lines of failed worker calls.
 	failureLogs logLimiter
@@ -48,6 +50,7 @@ func New(store Store, cfg Config) (*Engine, error) {
 		waits:   newNotifier(),
 		metrics: newMetrics(),
 	}
+	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)
 	return e, nil
 }
@@ -74,6 +77,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.started = true
 	e.goRun(func() { e.disp.run(runCtx) })
 	e.goRun(func() { e.disp.poll(runCtx) })
+	if e.feed != nil {
+		e.goRun(func() { e.feed.ListenChanges(runCtx, e.changedElsewhere) })
+	}
 	for i := 0; i < e.cfg.Concurrency; i++ {
 		e.goRun(func() { e.disp.worker(runCtx) })
 	}
@@ -145,7 +151,34 @@ func (e *Engine) Close(ctx context.Context) error {
 		release(cancelled, true)
 	}
 	release(nil, false) // anything else still leased to this node
+	if e.feed != nil {
+		e.feed.PublishChanges(Changes{Tasks: true}) // the other nodes claim the handed-back work now
+	}
 	return graceErr
+}
+
+// changedElsewhere applies what another process announced: long polls on
+// the changed runs re-check, and claimable work is claimed at once.
+func (e *Engine) changedElsewhere(c Changes) {
+	switch {
+	case c.Missed:
+		e.metrics.notices.inc("missed")
+	case c.Tasks:
+		e.metrics.notices.inc("tasks")
+	default:
+		e.metrics.notices.inc("runs")
+	}
+	if c.Missed {
+		e.waits.notifyAll()
+		e.disp.claimSoon()
+		return
+	}
+	for _, k := range c.Keys {
+		e.waits.notify(k)
+	}
+	if c.Tasks {
+		e.disp.claimSoon()
+	}
 }
 
 // Healthy reports whether the store answers.
@@ -166,8 +199,9 @@ func (e *Engine) localHorizon() time.Duration {
 }
 
 // notifier wakes long polls (getWithWait, waitForStateCompletion) of this
-// process when a run changes. Changes made by other processes are seen by
-// the waiters' periodic re-check.
+// process when a run changes. Changes made by other processes arrive
+// through the store's ChangeFeed when it has one; the waiters' periodic
+// re-check is the safety net.
 type notifier struct {
 	mu      sync.Mutex
 	waiters map[string]map[chan struct{}]struct{}
@@ -197,6 +231,31 @@ func (n *notifier) subscribe(runID string) (chan struct{}, func()) {
 		}
 		n.mu.Unlock()
 	}
+}
+
+// count is the number of waiters.
+func (n *notifier) count() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, m := range n.waiters {
+		c += len(m)
+	}
+	return c
+}
+
+// notifyAll wakes every waiter.
+func (n *notifier) notifyAll() {
+	n.mu.Lock()
+	for _, m := range n.waiters {
+		for ch := range m {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+	n.mu.Unlock()
 }
 
 func (n *notifier) notify(runID string) {

@@ -24,6 +24,7 @@ type metrics struct {
 	timerLateness histogramVec
 	claimed       counterVec // tasks claimed by the poller
 	stale         counterVec // results dropped: their task moved on or is another process's
+	notices       counterVec // change announcements received from other processes
 }
 
 func newMetrics() *metrics {
@@ -38,6 +39,7 @@ func newMetrics() *metrics {
 		timerLateness: newHistogramVec("iwf_timer_lateness_seconds", "How late durable timers fired.", latency),
 		claimed:       newCounterVec("iwf_tasks_claimed_total", "Tasks claimed by the poller (recovery, far timers, other nodes' work)."),
 		stale:         newCounterVec("iwf_stale_results_total", "Worker answers and timer firings dropped because their task was gone or leased to another process."),
+		notices:       newCounterVec("iwf_change_notices_received_total", "Change announcements received from other server processes (PostgreSQL LISTEN/NOTIFY), by kind.", "kind"),
 	}
 }
 
@@ -54,7 +56,9 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.timerLateness.write(&b)
 	m.claimed.write(&b)
 	m.stale.write(&b)
+	m.notices.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
+	fmt.Fprintf(&b, "# HELP iwf_long_polls_waiting Long polls (getWithWait, waitForStateCompletion) of this process waiting for a change.\n# TYPE iwf_long_polls_waiting gauge\niwf_long_polls_waiting %d\n", e.waits.count())
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -253,7 +253,7 @@ func (e *Engine) WaitForStateCompletion(ctx context.Context, req iwfapi.Workflow
 		if found != nil {
 			return iwfapi.WorkflowWaitForStateCompletionResponse{StateCompletionOutput: found}, nil
 		}
-		recheck := time.NewTimer(crossNodeRecheck)
+		recheck := time.NewTimer(e.cfg.LongPollRecheck)
 		select {
 		case <-changed:
 		case <-recheck.C:

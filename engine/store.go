@@ -63,6 +63,37 @@ type Store interface {
 	Close() error
 }
 
+// ChangeFeed is implemented by a store that several server processes share
+// (PostgreSQL). It carries hints between them: which runs a process
+// changed, so that long polls served by another process wake at once
+// instead of at their next re-check, and that tasks became claimable, so
+// that another process claims them at once instead of at its next poll.
+// Hints may be lost (a process dies, a connection drops); nothing depends
+// on them for correctness, only for speed.
+type ChangeFeed interface {
+	// PublishChanges announces changes this process committed. It does not
+	// block: the store sends them in the background, batched.
+	PublishChanges(c Changes)
+	// ListenChanges calls fn with the changes other processes announce,
+	// one call at a time, until ctx ends. It reconnects on its own; after a
+	// gap in which announcements may have been missed it calls fn with
+	// Missed set.
+	ListenChanges(ctx context.Context, fn func(Changes))
+}
+
+// Changes is one announcement of a ChangeFeed.
+type Changes struct {
+	// Keys name what changed, as the engine's long polls subscribe to it:
+	// run ids and workflow keys. The store treats them as opaque strings.
+	Keys []string
+	// Tasks reports that tasks became claimable now (a node handed its
+	// work back).
+	Tasks bool
+	// Missed reports that announcements may have been lost: every long poll
+	// should re-check and due work be claimed.
+	Missed bool
+}
+
 // ReadTx is the read side of a transaction.
 type ReadTx interface {
 	// WorkflowGetCurrentRun returns the run id that an empty workflowRunId

@@ -94,6 +94,9 @@ func (e *Engine) committed(fx *txEffects) {
 	for _, r := range fx.runs {
 		e.waits.notify(r)
 	}
+	if e.feed != nil && len(fx.runs) > 0 {
+		e.feed.PublishChanges(Changes{Keys: fx.runs})
+	}
 	if e.cfg.OnCommit != nil && len(fx.events) > 0 {
 		e.cfg.OnCommit(fx.events)
 	}

@@ -390,7 +390,7 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 			unsubscribe()
 			return resp, err
 		}
-		recheck := time.NewTimer(crossNodeRecheck)
+		recheck := time.NewTimer(e.cfg.LongPollRecheck)
 		select {
 		case <-changed:
 		case <-recheck.C:
@@ -407,10 +407,6 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 		unsubscribe()
 	}
 }
-
-// crossNodeRecheck is how often a long poll re-reads the store, to see
-// changes made by other server processes.
-const crossNodeRecheck = 500 * time.Millisecond
 
 func (e *Engine) waitBudget(requestSeconds int32) time.Duration {
 	wait := e.cfg.MaxWait

@@ -42,9 +42,13 @@ import (
 type Store struct {
 	pool   *pgxpool.Pool
 	schema string
+	feed   *feed
 }
 
-var _ engine.Store = (*Store)(nil)
+var (
+	_ engine.Store      = (*Store)(nil)
+	_ engine.ChangeFeed = (*Store)(nil)
+)
 
 // Option configures Open.
 type Option func(*options)
@@ -91,11 +95,18 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: %w", err)
 	}
-	if err := pool.Ping(ctx); err != nil {
+	// The first query checks that the database answers, and names the
+	// schema the tables live in (the change feed's channel depends on it).
+	var schema *string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: connect: %w", err)
 	}
-	return &Store{pool: pool, schema: o.schema}, nil
+	feedSchema := o.schema
+	if feedSchema == "" && schema != nil {
+		feedSchema = *schema
+	}
+	return &Store{pool: pool, schema: o.schema, feed: newFeed(cfg.ConnConfig.Copy(), feedSchema)}, nil
 }
 
 // Ping reports whether the database answers.
@@ -106,12 +117,13 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes every connection of the pool, waiting for the ones in use to
-// be returned.
+// Close sends the change announcements still pending and closes every
+// connection of the pool, waiting for the ones in use to be returned.
 func (s *Store) Close() error {
 	if s == nil || s.pool == nil {
 		return nil
 	}
+	s.feed.close()
 	s.pool.Close()
 	return nil
 }

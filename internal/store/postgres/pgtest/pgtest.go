@@ -89,22 +89,36 @@ func reachable(url string) error {
 // and drops the schema. It skips (or fails) the test like URL.
 func NewStore(t testing.TB) *postgres.Store {
 	t.Helper()
+	return NewStores(t, 1)[0]
+}
+
+// NewStores is NewStore for n stores on one new schema: the stores of n
+// server processes sharing a database, each with its own pool (and change
+// feed).
+func NewStores(t testing.TB, n int) []*postgres.Store {
+	t.Helper()
 	url := URL(t)
 	schema := NewSchemaName()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
-	}
+	stores := make([]*postgres.Store, n)
 	t.Cleanup(func() {
-		s.Close()
+		for _, s := range stores {
+			s.Close()
+		}
 		DropSchema(t, url, schema)
 	})
-	if err := s.Migrate(ctx); err != nil {
+	for i := range stores {
+		s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
+		if err != nil {
+			t.Fatalf("pgtest: %v", err)
+		}
+		stores[i] = s
+	}
+	if err := stores[0].Migrate(ctx); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	return s
+	return stores
 }
 
 // NewSchemaName returns a fresh schema name, "iwf_test_" and random hex.

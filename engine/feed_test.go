@@ -1,0 +1,123 @@
+package engine_test
+
+import (
+	"bufio"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+)
+
+// noFallback makes a node rely on the change feed alone: within a test's
+// time its long polls never re-read the store on their own and its poller
+// never runs again after the first claim at start (it also runs at the
+// lease renewal interval, a third of LeaseDuration).
+func noFallback(c *engine.Config) {
+	c.LongPollRecheck = time.Hour
+	c.PollInterval = time.Hour
+	c.LeaseDuration = time.Hour
+}
+
+// gauge reads one metric of an engine.
+func gauge(t *testing.T, h *harness, name string) string {
+	t.Helper()
+	var b strings.Builder
+	if err := h.eng.WriteMetrics(&b); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(b.String()))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// TestChangeFeedWakesLongPollOnOtherNode: a getWithWait waiting on node A
+// returns as soon as node B completes the workflow, told through the
+// store's change feed (node A's long polls never re-read the store by
+// themselves here, so without the feed the call would time out).
+func TestChangeFeedWakesLongPollOnOtherNode(t *testing.T) {
+	stores := pgtest.NewStores(t, 2)
+	w := newTestWorker(t)
+	a := newHarnessOn(t, stores[0], w, noFallback)
+	b := newHarnessOn(t, stores[1], w, noFallback)
+	w.state("S1", stateHandlers{
+		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+				CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
+				SignalCommands:     &[]iwfapi.SignalCommand{{SignalChannelName: "go"}},
+			}}, 200
+		},
+		Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			return decide(next(engine.GracefulCompletingState, obj(`"done"`))), 200
+		},
+	})
+	a.start("wf-feed", "S1", nil)
+	a.idle() // node A committed the waitUntil answer: the run waits for the signal
+
+	type answer struct {
+		resp iwfapi.WorkflowGetResponse
+		err  error
+	}
+	got := make(chan answer, 1)
+	go func() {
+		resp, err := a.eng.GetWorkflowWithWait(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-feed"})
+		got <- answer{resp, err}
+	}()
+	a.eventually("node A's long poll to wait", func() bool { return gauge(t, a, "iwf_long_polls_waiting") == "1" })
+
+	if err := b.eng.SignalWorkflow(context.Background(), iwfapi.WorkflowSignalRequest{WorkflowId: "wf-feed", SignalChannelName: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got // MaxWait is 20 s: a lost wake-up fails with a long-poll timeout
+	if r.err != nil {
+		t.Fatalf("getWithWait on node A: %v", r.err)
+	}
+	if r.resp.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
+		t.Fatalf("status %s", r.resp.WorkflowStatus)
+	}
+	if n := w.count("S1.execute"); n != 1 {
+		t.Fatalf("execute called %d times", n)
+	}
+}
+
+// TestChangeFeedHandsWorkOver: a node shutting down hands its tasks back
+// and says so through the change feed; the other node claims them at once
+// (it would otherwise wait for its next poll, an hour here) and runs the
+// workflow to its end.
+func TestChangeFeedHandsWorkOver(t *testing.T) {
+	stores := pgtest.NewStores(t, 2)
+	w := newTestWorker(t)
+	a := newHarnessOn(t, stores[0], w, noFallback)
+	b := newHarnessOn(t, stores[1], w, noFallback)
+	w.state("S1", stateHandlers{
+		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+				CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
+				TimerCommands:      &[]iwfapi.TimerCommand{{CommandId: ptr("t"), DurationSeconds: ptr(int64(1))}},
+			}}, 200
+		},
+		Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			return decide(next(engine.GracefulCompletingState, obj(`"done"`))), 200
+		},
+	})
+	b.start("wf-handover", "S1", nil)
+	b.idle() // node B holds the timer task in memory
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := b.eng.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.result("wf-handover"); got.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
+		t.Fatalf("status %s", got.WorkflowStatus)
+	}
+	a.eventually("node A to count the hand-over notice", func() bool {
+		return gauge(t, a, `iwf_change_notices_received_total{kind="tasks"}`) == "1"
+	})
+}
