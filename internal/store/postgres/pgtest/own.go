@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -28,6 +29,21 @@ type OwnServer struct {
 	port    int
 	bin     string
 	asOther string // the user that runs the server when the test runs as root
+	// settings are passed as -c name=value on every Start.
+	settings map[string]string
+}
+
+// OwnOptions configure StartOwnWith. The zero value starts a server like
+// StartOwn does.
+type OwnOptions struct {
+	// Password, when set, turns on password authentication over TCP: the
+	// postgres user's password is Password, and URL carries it.
+	Password string
+	// Settings are server settings (name to value, e.g.
+	// "shared_preload_libraries": "pg_stat_statements"), given to the
+	// server as -c name=value on every Start. Names and values must not
+	// contain spaces or quotes.
+	Settings map[string]string
 }
 
 // StartOwn creates and starts a PostgreSQL server for the test, stopped
@@ -35,7 +51,7 @@ type OwnServer struct {
 // programs are not installed, or fails it when IWF_TEST_POSTGRES_REQUIRED=1.
 func StartOwn(t testing.TB) *OwnServer {
 	t.Helper()
-	return StartOwnWithPassword(t, "")
+	return StartOwnWith(t, OwnOptions{})
 }
 
 // StartOwnWithPassword is StartOwn with password authentication over TCP
@@ -43,6 +59,20 @@ func StartOwn(t testing.TB) *OwnServer {
 // carries it.
 func StartOwnWithPassword(t testing.TB, password string) *OwnServer {
 	t.Helper()
+	return StartOwnWith(t, OwnOptions{Password: password})
+}
+
+// StartOwnWith is StartOwn with options: a password (as
+// StartOwnWithPassword) and extra server settings. A setting whose name or
+// value contains a space or a quote fails the test.
+func StartOwnWith(t testing.TB, opts OwnOptions) *OwnServer {
+	t.Helper()
+	password := opts.Password
+	for k, v := range opts.Settings {
+		if k == "" || strings.ContainsAny(k+v, " \t\n'\"\\") {
+			t.Fatalf("pgtest: server setting %q=%q: empty name, or a space or quote in it", k, v)
+		}
+	}
 	bin := serverBin()
 	if bin == "" {
 		msg := "no PostgreSQL server programs (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or PATH"
@@ -51,7 +81,7 @@ func StartOwnWithPassword(t testing.TB, password string) *OwnServer {
 		}
 		t.Skip(msg)
 	}
-	s := &OwnServer{t: t, bin: bin}
+	s := &OwnServer{t: t, bin: bin, settings: opts.Settings}
 	if os.Geteuid() == 0 {
 		// initdb refuses to run as root: the server runs as "postgres".
 		if _, err := user.Lookup("postgres"); err != nil {
@@ -99,6 +129,14 @@ func (s *OwnServer) data() string { return filepath.Join(s.dir, "data") }
 func (s *OwnServer) Start() {
 	s.t.Helper()
 	opts := fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", s.port, s.dir)
+	names := make([]string, 0, len(s.settings))
+	for k := range s.settings {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		opts += fmt.Sprintf(" -c %s=%s", k, s.settings[k])
+	}
 	if err := s.ctl("start", "-w", "-t", "60", "-l", filepath.Join(s.dir, "log"), "-o", opts); err != nil {
 		log, _ := os.ReadFile(filepath.Join(s.dir, "log"))
 		s.t.Fatalf("starting the test's PostgreSQL: %v\n%s", err, log)

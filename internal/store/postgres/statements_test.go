@@ -1,0 +1,580 @@
+package postgres_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+)
+
+// The workflow shapes of TestStatementCounts, the same as cmd/iwf-bench's
+// W1, W2 and W3.
+const (
+	shapeW1 = "W1" // S1 -> S2 -> graceful completion, both skipWaitUntil
+	shapeW2 = "W2" // S1's waitUntil waits for signal "go"; execute completes
+	shapeW3 = "W3" // S1's waitUntil asks for a 1 s durable timer; execute completes
+
+	// stmtDB is the database the store under measurement uses.
+	stmtDB = "iwf"
+)
+
+// maxStatementsPerWorkflow bounds the top-level statements per workflow of
+// each shape (BEGIN, COMMIT and ROLLBACK included): the measured value plus
+// 20%, so that a change that adds statements to a workflow's path fails the
+// test. Measured with PostgreSQL 15 on the store of this commit (see
+// docs/architecture.md, "Statements per workflow (PostgreSQL)"): W1 45,
+// W2 64, W3 60 statements per workflow.
+var maxStatementsPerWorkflow = map[string]float64{
+	shapeW1: 54,
+	shapeW2: 77,
+	shapeW3: 72,
+}
+
+// TestStatementCounts counts, with pg_stat_statements, the SQL statements
+// and transactions the server runs per workflow for three workflow shapes,
+// through the real server (REST API, engine, HTTP worker client) on a
+// PostgreSQL store and a real HTTP worker. It logs a table per shape and
+// fails when a shape needs more statements than maxStatementsPerWorkflow.
+//
+// Each measurement is one server lifetime on the store's own database:
+// open the store, start the engine, run the workflows, stop the engine and
+// close the store, then wait until the database has no backend left, so
+// that every backend has flushed its transaction counters to
+// pg_stat_database. An idle lifetime (no workflow) is measured the same way
+// and subtracted: what is left is per workflow. The engine's poller runs
+// once per lifetime (its poll interval and lease duration are an hour) and
+// the test checks that it did: polls and lease renewals are work per unit
+// of time, not per workflow.
+//
+// Per workflow the counts include the client's calls: the start, W2's
+// signal (sent once the waitUntil answer has committed, so that it meets a
+// waiting execution) and one getWithWait, sent once the workflow has
+// closed, so that it reads once and returns.
+func TestStatementCounts(t *testing.T) {
+	pg := pgtest.StartOwnWith(t, pgtest.OwnOptions{Settings: map[string]string{
+		"shared_preload_libraries":         "pg_stat_statements",
+		"pg_stat_statements.track":         "all",
+		"pg_stat_statements.track_utility": "on",
+		// No autovacuum transactions in the measured database.
+		"autovacuum": "off",
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+
+	// All of the test's own queries go to the "postgres" database; the
+	// measurement reads only the statements of stmtDB.
+	admin, err := pgx.Connect(ctx, pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+	for _, q := range []string{
+		`CREATE EXTENSION pg_stat_statements`,
+		`CREATE DATABASE ` + stmtDB,
+	} {
+		if _, err := admin.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	u, err := url.Parse(pg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + stmtDB
+	m := &stmtMeter{t: t, admin: admin, storeURL: u.String(), worker: newShapeWorker(t)}
+	if err := admin.QueryRow(ctx, `SELECT oid FROM pg_database WHERE datname = $1`, stmtDB).Scan(&m.dbid); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := postgres.Open(ctx, m.storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	const n = 20
+	idle := m.measure(ctx, "idle", 0)
+	for _, shape := range []string{shapeW1, shapeW2, shapeW3} {
+		got := m.measure(ctx, shape, n).minus(idle)
+		got.log(t, shape, n)
+		total := float64(got.statements()) / n
+		if total < 1 {
+			t.Errorf("%s: %.2f statements per workflow: the measurement saw no work", shape, total)
+		}
+		begins, ends := got.transactionStatements()
+		if begins != ends {
+			t.Errorf("%s: %d BEGIN statements but %d COMMIT or ROLLBACK", shape, begins, ends)
+		}
+		if xacts := got.commits + got.rollbacks; xacts < ends {
+			t.Errorf("%s: pg_stat_database counted %d transactions, fewer than the %d COMMIT and ROLLBACK statements: counters not flushed", shape, xacts, ends)
+		}
+		if limit := maxStatementsPerWorkflow[shape]; total > limit {
+			t.Errorf("%s: %.2f statements per workflow, more than the bound %.0f (see maxStatementsPerWorkflow)", shape, total, limit)
+		}
+	}
+}
+
+// stmtMeter runs the server lifetimes of TestStatementCounts.
+type stmtMeter struct {
+	t        *testing.T
+	admin    *pgx.Conn // to the "postgres" database
+	storeURL string    // to stmtDB
+	dbid     uint32
+	worker   *shapeWorker
+	seq      int
+}
+
+// stmtCounts is what one server lifetime ran on stmtDB.
+type stmtCounts struct {
+	calls              map[stmtKey]int64
+	text               map[stmtKey]string
+	commits, rollbacks int64
+}
+
+// stmtKey identifies a normalized statement; nested ones (run by a
+// function or trigger) are counted apart from those the server sent.
+type stmtKey struct {
+	queryID  int64
+	toplevel bool
+}
+
+// measure runs one server lifetime with n workflows of shape (none for
+// "idle") and returns what it ran on stmtDB.
+func (m *stmtMeter) measure(ctx context.Context, shape string, n int) stmtCounts {
+	t := m.t
+	t.Helper()
+	m.waitNoBackends(ctx)
+	var c0 stmtCounts
+	if err := m.admin.QueryRow(ctx, `SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datid = $1`, m.dbid).
+		Scan(&c0.commits, &c0.rollbacks); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.admin.Exec(ctx, `SELECT pg_stat_statements_reset()`); err != nil {
+		t.Fatal(err)
+	}
+
+	st, err := postgres.Open(ctx, m.storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := &claimObserver{Store: st, claimed: make(chan struct{})}
+	ev := newRunEvents()
+	srv, err := server.New(obs, server.Options{
+		NoUI: true,
+		Engine: engine.Config{
+			PollInterval:  time.Hour,
+			LeaseDuration: time.Hour,
+			OnCommit:      ev.record,
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The poller's first claim runs at start: wait for it, so that it is
+	// in every lifetime, idle or not.
+	select {
+	case <-obs.claimed:
+	case <-ctx.Done():
+		t.Fatal("the engine's poller did not claim at start")
+	}
+	api := httptest.NewServer(srv.Handler)
+	tr := &http.Transport{}
+	client, err := iwfapi.NewClientWithResponses(api.URL, iwfapi.WithHTTPClient(&http.Client{Transport: tr}))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	m.seq++
+	ids := make([]string, n)
+	runs := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d-%d", shape, m.seq, i)
+	}
+	switch shape {
+	case shapeW1, shapeW2:
+		// One after another.
+		for i, id := range ids {
+			runs[i] = m.start(ctx, client, shape, id)
+			if shape == shapeW2 {
+				ev.wait(ctx, t, runs[i], "WaitUntilCompleted")
+				m.signal(ctx, client, id)
+			}
+			ev.wait(ctx, t, runs[i], "WorkflowClosed")
+			m.awaitCompleted(ctx, client, id)
+		}
+	case shapeW3:
+		// Started one after another, each once its timer is set; the
+		// timers then run out together, so the shape takes one timer.
+		for i, id := range ids {
+			runs[i] = m.start(ctx, client, shape, id)
+			ev.wait(ctx, t, runs[i], "WaitUntilCompleted")
+		}
+		for i, id := range ids {
+			ev.wait(ctx, t, runs[i], "WorkflowClosed")
+			m.awaitCompleted(ctx, client, id)
+		}
+	}
+
+	tr.CloseIdleConnections()
+	api.CloseClientConnections()
+	api.Close()
+	closeCtx, cancelClose := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelClose()
+	if err := srv.Close(closeCtx); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := obs.claims.Load(); got != 1 {
+		t.Fatalf("%s: the poller claimed %d times in the lifetime, want once: its statements would be counted as the workflows'", shape, got)
+	}
+
+	// Every backend of the lifetime flushes its counters when it exits.
+	m.waitNoBackends(ctx)
+	c := stmtCounts{calls: map[stmtKey]int64{}, text: map[stmtKey]string{}}
+	if err := m.admin.QueryRow(ctx, `SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datid = $1`, m.dbid).
+		Scan(&c.commits, &c.rollbacks); err != nil {
+		t.Fatal(err)
+	}
+	c.commits -= c0.commits
+	c.rollbacks -= c0.rollbacks
+	rows, err := m.admin.Query(ctx, `SELECT queryid, toplevel, calls, query FROM pg_stat_statements WHERE dbid = $1`, m.dbid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k stmtKey
+		var calls int64
+		var q string
+		if err := rows.Scan(&k.queryID, &k.toplevel, &calls, &q); err != nil {
+			t.Fatal(err)
+		}
+		c.calls[k] += calls
+		c.text[k] = q
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// start starts one workflow of shape and returns its run id.
+func (m *stmtMeter) start(ctx context.Context, client *iwfapi.ClientWithResponses, shape, id string) string {
+	t := m.t
+	t.Helper()
+	req := iwfapi.WorkflowStartRequest{
+		WorkflowId:      id,
+		IwfWorkflowType: shape,
+		IwfWorkerUrl:    m.worker.url,
+		StartStateId:    ptrTo("S1"),
+	}
+	if shape == shapeW1 {
+		req.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptrTo(true)}
+	}
+	resp, err := client.StartWorkflowWithResponse(ctx, req)
+	if err != nil {
+		t.Fatalf("start %s: %v", id, err)
+	}
+	if resp.JSON200 == nil || resp.JSON200.WorkflowRunId == nil {
+		t.Fatalf("start %s: %s %s", id, resp.Status(), resp.Body)
+	}
+	return *resp.JSON200.WorkflowRunId
+}
+
+// signal sends W2's signal.
+func (m *stmtMeter) signal(ctx context.Context, client *iwfapi.ClientWithResponses, id string) {
+	t := m.t
+	t.Helper()
+	resp, err := client.SignalWorkflowWithResponse(ctx, iwfapi.WorkflowSignalRequest{
+		WorkflowId: id, SignalChannelName: "go",
+		SignalValue: &iwfapi.EncodedObject{Encoding: ptrTo("json"), Data: ptrTo(`"go"`)},
+	})
+	if err != nil {
+		t.Fatalf("signal %s: %v", id, err)
+	}
+	if resp.StatusCode() != http.StatusOK {
+		t.Fatalf("signal %s: %s %s", id, resp.Status(), resp.Body)
+	}
+}
+
+// awaitCompleted asks getWithWait for a closed workflow and checks that it
+// completed.
+func (m *stmtMeter) awaitCompleted(ctx context.Context, client *iwfapi.ClientWithResponses, id string) {
+	t := m.t
+	t.Helper()
+	resp, err := client.GetWorkflowWithWaitWithResponse(ctx, iwfapi.WorkflowGetRequest{WorkflowId: id, WaitTimeSeconds: ptrTo(int32(30))})
+	if err != nil {
+		t.Fatalf("getWithWait %s: %v", id, err)
+	}
+	if resp.JSON200 == nil {
+		t.Fatalf("getWithWait %s: %s %s", id, resp.Status(), resp.Body)
+	}
+	if st := resp.JSON200.WorkflowStatus; st != iwfapi.WorkflowStatusCompleted {
+		t.Fatalf("workflow %s ended %s, want COMPLETED", id, st)
+	}
+}
+
+// waitNoBackends waits until no backend is connected to stmtDB. A backend
+// flushes its statistics before it leaves pg_stat_activity; there is no
+// event to wait on, so this polls.
+func (m *stmtMeter) waitNoBackends(ctx context.Context) {
+	t := m.t
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var n int
+		if err := m.admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datid = $1`, m.dbid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d backends still connected to %s after 30s", n, stmtDB)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// minus returns c without what base ran.
+func (c stmtCounts) minus(base stmtCounts) stmtCounts {
+	out := stmtCounts{calls: map[stmtKey]int64{}, text: c.text, commits: c.commits - base.commits, rollbacks: c.rollbacks - base.rollbacks}
+	for k, v := range c.calls {
+		if v -= base.calls[k]; v != 0 {
+			out.calls[k] = v
+		}
+	}
+	for k, v := range base.calls {
+		if _, ok := c.calls[k]; !ok {
+			out.calls[k] = -v
+			out.text[k] = base.text[k]
+		}
+	}
+	return out
+}
+
+// statements is the number of top-level statements, BEGIN and COMMIT
+// included.
+func (c stmtCounts) statements() int64 {
+	var n int64
+	for k, v := range c.calls {
+		if k.toplevel {
+			n += v
+		}
+	}
+	return n
+}
+
+// transactionStatements counts the top-level BEGIN statements (of any
+// isolation level) and the COMMIT and ROLLBACK statements.
+func (c stmtCounts) transactionStatements() (begins, ends int64) {
+	for k, v := range c.calls {
+		if !k.toplevel {
+			continue
+		}
+		switch w := strings.ToLower(strings.Fields(c.text[k] + " x")[0]); w {
+		case "begin", "start":
+			begins += v
+		case "commit", "rollback", "end", "abort":
+			ends += v
+		}
+	}
+	return begins, ends
+}
+
+// log writes the table of a shape: statements per workflow by query.
+func (c stmtCounts) log(t *testing.T, shape string, n int) {
+	t.Helper()
+	keys := make([]stmtKey, 0, len(c.calls))
+	for k := range c.calls {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.toplevel != b.toplevel {
+			return a.toplevel
+		}
+		if c.calls[a] != c.calls[b] {
+			return c.calls[a] > c.calls[b]
+		}
+		return c.text[a] < c.text[b]
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d workflows; per workflow:\n", shape, n)
+	fmt.Fprintf(&b, "  %7s  %s\n", "calls", "statement")
+	for _, k := range keys {
+		nested := ""
+		if !k.toplevel {
+			nested = "(nested) "
+		}
+		fmt.Fprintf(&b, "  %7.2f  %s%s\n", float64(c.calls[k])/float64(n), nested, shorten(c.text[k], 110))
+	}
+	begins, ends := c.transactionStatements()
+	fmt.Fprintf(&b, "  %7.2f  total top-level statements (BEGIN, COMMIT and ROLLBACK included)\n", float64(c.statements())/float64(n))
+	fmt.Fprintf(&b, "  %7.2f  transactions opened with BEGIN (%.2f ended by COMMIT or ROLLBACK)\n", float64(begins)/float64(n), float64(ends)/float64(n))
+	fmt.Fprintf(&b, "  %7.2f  pg_stat_database.xact_commit (a pool ping after a connection idled 1 s counts here too)\n", float64(c.commits)/float64(n))
+	fmt.Fprintf(&b, "  %7.2f  pg_stat_database.xact_rollback (read-only transactions end with ROLLBACK)\n", float64(c.rollbacks)/float64(n))
+	t.Log(b.String())
+}
+
+// shorten puts a statement on one line of at most max characters.
+func shorten(q string, max int) string {
+	q = strings.Join(strings.Fields(q), " ")
+	if len(q) > max {
+		q = q[:max-3] + "..."
+	}
+	return q
+}
+
+// claimObserver is the store with its poller claims counted.
+type claimObserver struct {
+	engine.Store
+	claims  atomic.Int64
+	once    sync.Once
+	claimed chan struct{} // closed when the first claim returned
+}
+
+// TaskClaim claims through the store and records the call.
+func (o *claimObserver) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*engine.Task, error) {
+	tasks, err := o.Store.TaskClaim(ctx, p)
+	o.claims.Add(1)
+	o.once.Do(func() { close(o.claimed) })
+	return tasks, err
+}
+
+// runEvents records the history events the engine commits, by run.
+type runEvents struct {
+	mu   sync.Mutex
+	seen map[string]chan struct{} // run id + "/" + event type -> closed once seen
+}
+
+func newRunEvents() *runEvents { return &runEvents{seen: map[string]chan struct{}{}} }
+
+func (r *runEvents) ch(key string) chan struct{} {
+	c, ok := r.seen[key]
+	if !ok {
+		c = make(chan struct{})
+		r.seen[key] = c
+	}
+	return c
+}
+
+// record is the engine's OnCommit hook.
+func (r *runEvents) record(events []*engine.HistoryEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range events {
+		c := r.ch(e.RunID + "/" + e.Type)
+		select {
+		case <-c:
+		default:
+			close(c)
+		}
+	}
+}
+
+// wait waits until run has committed an event of type typ.
+func (r *runEvents) wait(ctx context.Context, t *testing.T, run, typ string) {
+	t.Helper()
+	r.mu.Lock()
+	c := r.ch(run + "/" + typ)
+	r.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case <-c:
+	case <-wctx.Done():
+		t.Fatalf("run %s: no %s event within 30s", run, typ)
+	}
+}
+
+// shapeWorker is the HTTP worker of the three shapes, answering as
+// cmd/iwf-bench's worker does.
+type shapeWorker struct {
+	url string
+}
+
+func newShapeWorker(t *testing.T) *shapeWorker {
+	all := iwfapi.CommandWaitingTypeAllCompleted
+	waitSignal := iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+		CommandWaitingType: &all,
+		SignalCommands:     &[]iwfapi.SignalCommand{{CommandId: ptrTo("go"), SignalChannelName: "go"}},
+	}}
+	waitTimer := iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+		CommandWaitingType: &all,
+		TimerCommands:      &[]iwfapi.TimerCommand{{CommandId: ptrTo("t"), DurationSeconds: ptrTo(int64(1))}},
+	}}
+	toS2 := iwfapi.WorkflowStateDecideResponse{StateDecision: &iwfapi.StateDecision{
+		NextStates: &[]iwfapi.StateMovement{{StateId: "S2", StateOptions: &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptrTo(true)}}},
+	}}
+	complete := iwfapi.WorkflowStateDecideResponse{StateDecision: &iwfapi.StateDecision{
+		NextStates: &[]iwfapi.StateMovement{{StateId: engine.GracefulCompletingState}},
+	}}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/v1/workflowState/start", func(w http.ResponseWriter, r *http.Request) {
+		var req iwfapi.WorkflowStateStartRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch {
+		case req.WorkflowType == shapeW2 && req.WorkflowStateId == "S1":
+			reply(w, waitSignal)
+		case req.WorkflowType == shapeW3 && req.WorkflowStateId == "S1":
+			reply(w, waitTimer)
+		default:
+			http.Error(w, "unexpected waitUntil", http.StatusBadRequest)
+		}
+	})
+	mux.HandleFunc("POST /api/v1/workflowState/decide", func(w http.ResponseWriter, r *http.Request) {
+		var req iwfapi.WorkflowStateDecideRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		switch {
+		case req.WorkflowType == shapeW1 && req.WorkflowStateId == "S1":
+			reply(w, toS2)
+		case req.WorkflowType == shapeW1 && req.WorkflowStateId == "S2",
+			req.WorkflowType == shapeW2 && req.WorkflowStateId == "S1",
+			req.WorkflowType == shapeW3 && req.WorkflowStateId == "S1":
+			reply(w, complete)
+		default:
+			http.Error(w, "unexpected execute", http.StatusBadRequest)
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &shapeWorker{url: srv.URL}
+}
+
+func ptrTo[T any](v T) *T { return &v }
