@@ -453,7 +453,7 @@ func shorten(q string, max int) string {
 
 // claimObserver is the store with its poller claims counted.
 type claimObserver struct {
-	engine.Store
+	*postgres.Store // embedded as itself, so that its change feed is the server's too
 	claims  atomic.Int64
 	once    sync.Once
 	claimed chan struct{} // closed when the first claim returned
