@@ -1,8 +1,40 @@
 package postgres
 
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+)
+
 // FlushChanges waits until the change announcements s published so far
 // were sent (or given up), so that a test can order them.
 func FlushChanges(s *Store) { s.feed.flush() }
 
 // ChannelName is the notification channel of s's change feed.
 func ChannelName(s *Store) string { return s.feed.channel }
+
+// WithRoundTripCounter counts in n the round trips of every connection of
+// the store: each statement sent alone and each batch (pipeline) is one.
+func WithRoundTripCounter(n *atomic.Int64) Option {
+	return func(o *options) { o.tracer = roundTrips{n} }
+}
+
+// roundTrips is a pgx tracer that counts queries and batches.
+type roundTrips struct{ n *atomic.Int64 }
+
+func (r roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+
+func (r roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
+
+func (r roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

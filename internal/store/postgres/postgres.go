@@ -55,6 +55,7 @@ type Option func(*options)
 
 type options struct {
 	schema string
+	tracer pgx.QueryTracer // tests count round trips with it
 }
 
 // WithSchema keeps the store's tables in the given schema: every connection
@@ -84,6 +85,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	if o.schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
+	}
+	if o.tracer != nil {
+		cfg.ConnConfig.Tracer = o.tracer
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		// pgx's default (4 on a small machine) starves an engine that runs
@@ -206,37 +210,33 @@ func unavailable(err error) error {
 }
 
 func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{})
+	p, err := s.beginPipe(ctx, "begin")
 	if err != nil {
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			// Also when ctx is cancelled: the connection goes back to the
-			// pool clean (pgx closes it when the rollback fails).
-			tx.Rollback(context.WithoutCancel(ctx))
-		}
-	}()
-	if err := fn(ctx, &txn{tx: tx}); err != nil {
+	committed := false
+	// Also when ctx is cancelled: the connection goes back to the pool
+	// clean, or closed when the rollback fails.
+	defer func() { p.end(context.WithoutCancel(ctx), committed) }()
+	if err := fn(ctx, &txn{tx: p}); err != nil {
 		return err
 	}
-	done = true
-	if err := tx.Commit(ctx); err != nil {
+	if err := p.commit(ctx); err != nil {
 		return fmt.Errorf("postgres: commit: %w", err)
 	}
+	committed = true
 	return nil
 }
 
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: every read sees
 // the same snapshot.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	p, err := s.beginPipe(ctx, "begin isolation level repeatable read read only")
 	if err != nil {
 		return unavailable(fmt.Errorf("postgres: begin: %w", err))
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	return unavailable(fn(ctx, &txn{tx: tx}))
+	defer p.end(context.WithoutCancel(ctx), false)
+	return unavailable(fn(ctx, &txn{tx: p}))
 }
 
 // $1 owner, $2 now, $3 lease duration, $4 due before, $5 limit (NULL: none).

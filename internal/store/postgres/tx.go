@@ -3,11 +3,8 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
-	"sort"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/search"
@@ -23,9 +20,12 @@ const (
 	saColumns   = `key, value_type, raw, string_value, int_value, double_value, bool_value, time_value`
 )
 
-// txn implements engine.Tx (and engine.ReadTx) on a pgx transaction.
+// txn implements engine.Tx (and engine.ReadTx) on a pipelined transaction:
+// reads and the writes whose outcome the caller needs run when called;
+// the other writes are queued and travel with the next of those, or with
+// COMMIT (see pipe).
 type txn struct {
-	tx pgx.Tx
+	tx *pipe
 }
 
 var _ engine.Tx = (*txn)(nil)
@@ -33,17 +33,6 @@ var _ engine.Tx = (*txn)(nil)
 func notFound(err error) error { return rowfmt.NotFound(err, pgx.ErrNoRows) }
 
 func wrap(op string, err error) error { return rowfmt.Wrap("postgres", op, err) }
-
-// mustAffect turns "no row changed" into engine.ErrNotFound.
-func mustAffect(tag pgconn.CommandTag, err error) error {
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return engine.ErrNotFound
-	}
-	return nil
-}
 
 // collect reads every row with scan.
 func collect[T any](rows pgx.Rows, err error, scan func(pgx.Rows) (*T, error)) ([]*T, error) {
@@ -60,25 +49,6 @@ func collect[T any](rows pgx.Rows, err error, scan func(pgx.Rows) (*T, error)) (
 		out = append(out, v)
 	}
 	return out, rows.Err()
-}
-
-// insertIDs runs a multi-row INSERT ... RETURNING id and returns the new IDs
-// in insertion order: identity values are drawn row by row, in order, so
-// sorting them ascending restores that order whatever order RETURNING uses.
-func insertIDs(ctx context.Context, tx pgx.Tx, n int, sql string, args ...any) ([]int64, error) {
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, err
-	}
-	if len(ids) != n {
-		return nil, fmt.Errorf("inserted %d rows, want %d", len(ids), n)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	return ids, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -110,9 +80,9 @@ func (t *txn) WorkflowLock(ctx context.Context, workflowID string) (string, erro
 // WorkflowSetCurrentRun implements engine.Tx; it creates the workflow row
 // when absent.
 func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO workflows (workflow_id, current_run_id) VALUES ($1, $2)
-		ON CONFLICT (workflow_id) DO UPDATE SET current_run_id = EXCLUDED.current_run_id`, workflowID, runID)
-	return wrap("WorkflowSetCurrentRun", err)
+	t.tx.later("WorkflowSetCurrentRun", `INSERT INTO workflows (workflow_id, current_run_id) VALUES ($1, $2)
+		ON CONFLICT (workflow_id) DO UPDATE SET current_run_id = EXCLUDED.current_run_id`, nil, workflowID, runID)
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -137,16 +107,18 @@ func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
 
 // RunInsert implements engine.Tx.
 func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+	t.tx.later("RunInsert", `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`, nil,
 		r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status), rowfmt.ToMs(r.StartedAt), rowfmt.ToMs(r.ClosedAt), r.Data)
-	return wrap("RunInsert", err)
+	return nil
 }
 
-// RunUpdate implements engine.Tx; it returns engine.ErrNotFound when the run
-// does not exist.
+// RunUpdate implements engine.Tx. The write is queued: when the run does
+// not exist, the transaction fails with engine.ErrNotFound at its next
+// read or its commit.
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
-	return wrap("RunUpdate", mustAffect(t.tx.Exec(ctx, `UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4`,
-		string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID)))
+	t.tx.later("RunUpdate", `UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4`, affectsOne,
+		string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID)
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -223,19 +195,20 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 		runIDs[i], execIDs[i], stateIDs[i], statuses[i] = e.RunID, e.ExecutionID, e.StateID, string(e.Status)
 		created[i], data[i] = rowfmt.ToMs(e.CreatedAt), e.Data
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO executions (`+execColumns+`)
+	t.tx.later("ExecutionInsert", `INSERT INTO executions (`+execColumns+`)
 		SELECT r, e, s, st, c, d
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::bytea[]) WITH ORDINALITY AS u(r, e, s, st, c, d, o)
-		ORDER BY o`, runIDs, execIDs, stateIDs, statuses, created, data)
-	return wrap("ExecutionInsert", err)
+		ORDER BY o`, nil, runIDs, execIDs, stateIDs, statuses, created, data)
+	return nil
 }
 
-// ExecutionUpdate implements engine.Tx; it returns engine.ErrNotFound when
-// the execution does not exist.
+// ExecutionUpdate implements engine.Tx. The write is queued: when the
+// execution does not exist, the transaction fails with engine.ErrNotFound
+// at its next read or its commit.
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
-	return wrap("ExecutionUpdate", mustAffect(t.tx.Exec(ctx,
-		`UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4`,
-		string(e.Status), e.Data, e.RunID, e.ExecutionID)))
+	t.tx.later("ExecutionUpdate", `UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4`,
+		affectsOne, string(e.Status), e.Data, e.RunID, e.ExecutionID)
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -302,17 +275,15 @@ func (t *txn) MessageAppend(ctx context.Context, messages []*engine.Message) err
 	for i, m := range messages {
 		runIDs[i], kinds[i], channels[i], values[i], created[i] = m.RunID, int32(m.Kind), m.Channel, m.Value, rowfmt.ToMs(m.CreatedAt)
 	}
-	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO messages (run_id, kind, channel, value, created_at)
+	t.tx.laterRows("MessageAppend", `INSERT INTO messages (run_id, kind, channel, value, created_at)
 		SELECT r, k, c, v, t
 		FROM unnest($1::text[], $2::int[], $3::text[], $4::bytea[], $5::bigint[]) WITH ORDINALITY AS u(r, k, c, v, t, o)
 		ORDER BY o
-		RETURNING id`, runIDs, kinds, channels, values, created)
-	if err != nil {
-		return wrap("MessageAppend", err)
-	}
-	for i, m := range messages {
-		m.ID = ids[i]
-	}
+		RETURNING id`, readIDs(n, func(ids []int64) {
+		for i, m := range messages {
+			m.ID = ids[i]
+		}
+	}), runIDs, kinds, channels, values, created)
 	return nil
 }
 
@@ -321,8 +292,8 @@ func (t *txn) MessageDelete(ctx context.Context, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := t.tx.Exec(ctx, `DELETE FROM messages WHERE id = ANY($1)`, ids)
-	return wrap("MessageDelete", err)
+	t.tx.later("MessageDelete", `DELETE FROM messages WHERE id = ANY($1)`, nil, ids)
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -379,10 +350,10 @@ func (t *txn) DataAttributeUpsert(ctx context.Context, runID string, attrs []*en
 	for i, a := range attrs {
 		keys[i], values[i] = a.Key, a.Value
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO data_attributes (run_id, key, value)
+	t.tx.later("DataAttributeUpsert", `INSERT INTO data_attributes (run_id, key, value)
 		SELECT $1, k, v FROM unnest($2::text[], $3::bytea[]) AS u(k, v)
-		ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value`, runID, keys, values)
-	return wrap("DataAttributeUpsert", err)
+		ON CONFLICT (run_id, key) DO UPDATE SET value = EXCLUDED.value`, nil, runID, keys, values)
+	return nil
 }
 
 // SearchAttributeGet implements engine.ReadTx.
@@ -477,22 +448,21 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 			elemKeys, elemPos, elemValues = append(elemKeys, a.Key), append(elemPos, int32(j)), append(elemValues, v)
 		}
 	}
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO search_attributes (run_id, `+saColumns+`)
+	t.tx.later("SearchAttributeUpsert", `INSERT INTO search_attributes (run_id, `+saColumns+`)
 		SELECT $1, k, vt, r, s, i, d, b, t
 		FROM unnest($2::text[], $3::text[], $4::bytea[], $5::text[], $6::bigint[], $7::float8[], $8::bool[], $9::bigint[])
 			AS u(k, vt, r, s, i, d, b, t)
 		ON CONFLICT (run_id, key) DO UPDATE SET value_type = EXCLUDED.value_type, raw = EXCLUDED.raw,
 			string_value = EXCLUDED.string_value, int_value = EXCLUDED.int_value, double_value = EXCLUDED.double_value,
-			bool_value = EXCLUDED.bool_value, time_value = EXCLUDED.time_value`,
+			bool_value = EXCLUDED.bool_value, time_value = EXCLUDED.time_value`, nil,
 		runID, keys, types, raws, strs, ints, doubles, bools, times)
-	b.Queue(`DELETE FROM search_attribute_strings WHERE run_id = $1 AND key = ANY($2)`, runID, keys)
+	t.tx.later("SearchAttributeUpsert", `DELETE FROM search_attribute_strings WHERE run_id = $1 AND key = ANY($2)`, nil, runID, keys)
 	if len(elemKeys) > 0 {
-		b.Queue(`INSERT INTO search_attribute_strings (run_id, key, pos, value)
-			SELECT $1, k, p, v FROM unnest($2::text[], $3::int[], $4::text[]) AS u(k, p, v)`,
+		t.tx.later("SearchAttributeUpsert", `INSERT INTO search_attribute_strings (run_id, key, pos, value)
+			SELECT $1, k, p, v FROM unnest($2::text[], $3::int[], $4::text[]) AS u(k, p, v)`, nil,
 			runID, elemKeys, elemPos, elemValues)
 	}
-	return wrap("SearchAttributeUpsert", t.tx.SendBatch(ctx, b).Close())
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -528,19 +498,17 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 		due[i], first[i], expiry[i] = rowfmt.ToMs(tk.DueAt), rowfmt.ToMs(tk.FirstAttemptAt), rowfmt.ToMs(tk.LeaseExpiresAt)
 		attempts[i], owners[i], data[i] = int32(tk.Attempt), nullString(tk.LeaseOwner), tk.Data
 	}
-	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO tasks (run_id, workflow_id, execution_id, kind, due_at, attempt,
+	t.tx.laterRows("TaskInsert", `INSERT INTO tasks (run_id, workflow_id, execution_id, kind, due_at, attempt,
 			first_attempt_at, lease_owner, lease_expires_at, data)
 		SELECT r, w, e, k, du, a, f, lo, le, d
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::bigint[], $8::text[],
 			$9::bigint[], $10::bytea[]) WITH ORDINALITY AS u(r, w, e, k, du, a, f, lo, le, d, o)
 		ORDER BY o
-		RETURNING id`, runIDs, wfIDs, execIDs, kinds, due, attempts, first, owners, expiry, data)
-	if err != nil {
-		return wrap("TaskInsert", err)
-	}
-	for i, tk := range tasks {
-		tk.ID = ids[i]
-	}
+		RETURNING id`, readIDs(n, func(ids []int64) {
+		for i, tk := range tasks {
+			tk.ID = ids[i]
+		}
+	}), runIDs, wfIDs, execIDs, kinds, due, attempts, first, owners, expiry, data)
 	return nil
 }
 
@@ -560,25 +528,23 @@ func (t *txn) TaskReschedule(ctx context.Context, tk *engine.Task, owner string)
 
 // TaskDeleteByRun implements engine.Tx.
 func (t *txn) TaskDeleteByRun(ctx context.Context, runID string, kinds ...engine.TaskKind) error {
-	var err error
 	if len(kinds) == 0 {
-		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1`, runID)
+		t.tx.later("TaskDeleteByRun", `DELETE FROM tasks WHERE run_id = $1`, nil, runID)
 	} else {
-		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1 AND kind = ANY($2)`, runID, kindStrings(kinds))
+		t.tx.later("TaskDeleteByRun", `DELETE FROM tasks WHERE run_id = $1 AND kind = ANY($2)`, nil, runID, kindStrings(kinds))
 	}
-	return wrap("TaskDeleteByRun", err)
+	return nil
 }
 
 // TaskDeleteByExecution implements engine.Tx.
 func (t *txn) TaskDeleteByExecution(ctx context.Context, runID, executionID string, kinds ...engine.TaskKind) error {
-	var err error
 	if len(kinds) == 0 {
-		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1 AND execution_id = $2`, runID, executionID)
+		t.tx.later("TaskDeleteByExecution", `DELETE FROM tasks WHERE run_id = $1 AND execution_id = $2`, nil, runID, executionID)
 	} else {
-		_, err = t.tx.Exec(ctx, `DELETE FROM tasks WHERE run_id = $1 AND execution_id = $2 AND kind = ANY($3)`,
+		t.tx.later("TaskDeleteByExecution", `DELETE FROM tasks WHERE run_id = $1 AND execution_id = $2 AND kind = ANY($3)`, nil,
 			runID, executionID, kindStrings(kinds))
 	}
-	return wrap("TaskDeleteByExecution", err)
+	return nil
 }
 
 // ---------------------------------------------------------------------------
@@ -621,17 +587,15 @@ func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) 
 	for i, e := range events {
 		runIDs[i], ats[i], types[i], execIDs[i], data[i] = e.RunID, rowfmt.ToMs(e.At), e.Type, e.ExecutionID, e.Data
 	}
-	ids, err := insertIDs(ctx, t.tx, n, `INSERT INTO history (run_id, at, type, execution_id, data)
+	t.tx.laterRows("HistoryAppend", `INSERT INTO history (run_id, at, type, execution_id, data)
 		SELECT r, a, ty, e, d
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bytea[]) WITH ORDINALITY AS u(r, a, ty, e, d, o)
 		ORDER BY o
-		RETURNING id`, runIDs, ats, types, execIDs, data)
-	if err != nil {
-		return wrap("HistoryAppend", err)
-	}
-	for i, e := range events {
-		e.ID = ids[i]
-	}
+		RETURNING id`, readIDs(n, func(ids []int64) {
+		for i, e := range events {
+			e.ID = ids[i]
+		}
+	}), runIDs, ats, types, execIDs, data)
 	return nil
 }
 

@@ -1,0 +1,305 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// pipe is a transaction on one pooled connection that saves round trips by
+// pipelining (one pgx batch per round trip):
+//
+//   - BEGIN is not sent on its own: it goes out with the transaction's
+//     first statement;
+//   - writes whose outcome the engine does not need at once (inserts,
+//     updates, deletes that return nothing the caller reads) are queued,
+//     not sent: they go out ahead of the next statement whose answer is
+//     needed (a read, or a write that reports whether it changed a row),
+//     or with COMMIT. Statements still run in the order the engine issued
+//     them, so every read sees the transaction's earlier writes.
+//
+// A queued write that fails makes the statement it travels with fail (or
+// the commit): the engine aborts the transaction on any error, so the
+// outcome is the same as if the write had failed when issued, reported a
+// little later. A typical engine transaction (lock the run, remove the
+// task, read the execution, write five rows, commit) takes four round
+// trips instead of ten.
+type pipe struct {
+	conn *pgxpool.Conn
+	// begin is the BEGIN statement still to send; "" once sent.
+	begin string
+	// queued are the writes not sent yet, in issue order.
+	queued []queuedStmt
+	// started is set once BEGIN went out: from then on the transaction
+	// must end with COMMIT or ROLLBACK.
+	started bool
+}
+
+// queuedStmt is a write waiting in a pipe.
+type queuedStmt struct {
+	op   string
+	sql  string
+	args []any
+	// check, when set, judges the command tag (e.g. "no row changed").
+	check func(pgconn.CommandTag) error
+	// read, when set, consumes the rows the statement returns (RETURNING).
+	read func(pgx.Rows) error
+}
+
+// earlierWriteError reports the failure of a queued write at the statement
+// it travelled with. It does not match engine.ErrNotFound: the caller of a
+// read must not take a write's "no such row" for its own.
+type earlierWriteError struct{ err error }
+
+func (e *earlierWriteError) Error() string {
+	return "an earlier write of this transaction failed: " + e.err.Error()
+}
+
+func (e *earlierWriteError) Unwrap() error {
+	if errors.Is(e.err, engine.ErrNotFound) {
+		return nil
+	}
+	return e.err
+}
+
+// beginPipe acquires a connection for a transaction that begins with the
+// statement begin.
+func (s *Store) beginPipe(ctx context.Context, begin string) (*pipe, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &pipe{conn: conn, begin: begin}, nil
+}
+
+// later queues a write; check, when set, judges its command tag when it
+// has run.
+func (p *pipe) later(op, sql string, check func(pgconn.CommandTag) error, args ...any) {
+	p.queued = append(p.queued, queuedStmt{op: op, sql: sql, args: args, check: check})
+}
+
+// laterRows queues a write that returns rows, read by read when it has run.
+func (p *pipe) laterRows(op, sql string, read func(pgx.Rows) error, args ...any) {
+	p.queued = append(p.queued, queuedStmt{op: op, sql: sql, args: args, read: read})
+}
+
+// pending reports whether anything waits to be sent.
+func (p *pipe) pending() bool { return p.begin != "" || len(p.queued) > 0 }
+
+// send sends BEGIN (when not sent yet), the queued writes and the
+// statement last with args, in one round trip. It consumes the results of
+// all but last and returns the batch positioned at last's result; the
+// caller closes it. A failed queued write is reported as such, as an
+// earlierWriteError, except at the commit, where it is the transaction's
+// outcome.
+func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	begin := p.begin
+	if begin != "" {
+		b.Queue(begin)
+	}
+	queued := p.queued
+	for _, q := range queued {
+		b.Queue(q.sql, q.args...)
+	}
+	b.Queue(last, args...)
+	p.begin, p.queued = "", nil
+	br := p.conn.SendBatch(ctx, b)
+	if begin != "" {
+		p.started = true
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			return nil, err
+		}
+	}
+	for _, q := range queued {
+		if err := runQueued(br, q); err != nil {
+			br.Close()
+			if last == "commit" {
+				return nil, wrap(q.op, err)
+			}
+			return nil, &earlierWriteError{err: wrap(q.op, err)}
+		}
+	}
+	return br, nil
+}
+
+// runQueued reads the result of one queued write from br.
+func runQueued(br pgx.BatchResults, q queuedStmt) error {
+	if q.read != nil {
+		rows, err := br.Query()
+		if err != nil {
+			return err
+		}
+		err = q.read(rows)
+		rows.Close()
+		if err == nil {
+			err = rows.Err()
+		}
+		return err
+	}
+	tag, err := br.Exec()
+	if err == nil && q.check != nil {
+		err = q.check(tag)
+	}
+	return err
+}
+
+// Query runs a statement that returns rows, after whatever is pending.
+func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if !p.pending() {
+		return p.conn.Query(ctx, sql, args...)
+	}
+	br, err := p.send(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		br.Close()
+		return nil, err
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+// QueryRow is Query for at most one row, as pgx's QueryRow.
+func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	rows, err := p.Query(ctx, sql, args...)
+	return &pipeRow{rows: rows, err: err}
+}
+
+// Exec runs a statement whose command tag the caller needs now, after
+// whatever is pending.
+func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if !p.pending() {
+		return p.conn.Exec(ctx, sql, args...)
+	}
+	br, err := p.send(ctx, sql, args...)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
+}
+
+// commit sends what is queued and COMMIT in one round trip. A transaction
+// that never sent anything has nothing to commit.
+func (p *pipe) commit(ctx context.Context) error {
+	if !p.started && len(p.queued) == 0 {
+		p.begin = ""
+		return nil
+	}
+	br, err := p.send(ctx, "commit")
+	if err != nil {
+		return err
+	}
+	_, err = br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// end rolls the transaction back when it started and did not commit, and
+// returns the connection to the pool, closing it first when its state is
+// unknown (the rollback failed).
+func (p *pipe) end(ctx context.Context, committed bool) {
+	p.queued = nil
+	if p.started && !committed {
+		if _, err := p.conn.Exec(ctx, "rollback"); err != nil {
+			p.conn.Conn().Close(ctx)
+		}
+	}
+	p.conn.Release()
+}
+
+// batchRows are the rows of the last statement of a batch; closing them
+// closes the batch.
+type batchRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+	err    error
+}
+
+// Close closes the rows and the batch.
+func (r *batchRows) Close() {
+	if r.closed {
+		return
+	}
+	r.closed = true
+	r.Rows.Close()
+	if err := r.br.Close(); err != nil && r.Rows.Err() == nil {
+		r.err = err
+	}
+}
+
+// Err is the rows' error, or the batch's.
+func (r *batchRows) Err() error {
+	if err := r.Rows.Err(); err != nil {
+		return err
+	}
+	return r.err
+}
+
+// pipeRow is the pgx.Row of pipe.QueryRow.
+type pipeRow struct {
+	rows pgx.Rows
+	err  error
+}
+
+// Scan reads the first row into dest, or returns pgx.ErrNoRows.
+func (r *pipeRow) Scan(dest ...any) error {
+	if r.err != nil {
+		return r.err
+	}
+	defer r.rows.Close()
+	if !r.rows.Next() {
+		if err := r.rows.Err(); err != nil {
+			return err
+		}
+		return pgx.ErrNoRows
+	}
+	if err := r.rows.Scan(dest...); err != nil {
+		return err
+	}
+	r.rows.Close()
+	return r.rows.Err()
+}
+
+// readIDs returns a read function for a queued multi-row INSERT ...
+// RETURNING id of n rows: it hands the new IDs, in insertion order, to
+// assign. Identity values are drawn row by row, in order, so sorting them
+// ascending restores that order whatever order RETURNING uses.
+func readIDs(n int, assign func(ids []int64)) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if len(ids) != n {
+			return fmt.Errorf("inserted %d rows, want %d", len(ids), n)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+		assign(ids)
+		return nil
+	}
+}
+
+// affectsOne is the check of a queued UPDATE that must change a row.
+func affectsOne(tag pgconn.CommandTag) error {
+	if tag.RowsAffected() == 0 {
+		return engine.ErrNotFound
+	}
+	return nil
+}
