@@ -87,6 +87,12 @@ func loadSearchAttributes(ctx context.Context, tx ReadTx, runID string, p *recor
 	if err != nil {
 		return nil, err
 	}
+	return searchAttributesOut(attrs)
+}
+
+// searchAttributesOut converts stored search attributes for a worker,
+// leaving the system ones out.
+func searchAttributesOut(attrs []*SearchAttribute) ([]iwfapi.SearchAttribute, error) {
 	out := make([]iwfapi.SearchAttribute, 0, len(attrs))
 	for _, a := range attrs {
 		if isSystemSearchAttribute(a.Key) {
@@ -101,9 +107,31 @@ func loadSearchAttributes(ctx context.Context, tx ReadTx, runID string, p *recor
 	return out, nil
 }
 
+// selectKeys keeps the items whose key a loading policy loads: all for a
+// nil key list, those listed otherwise (the order is kept).
+func selectKeys[T any](items []T, keys []string, key func(T) string) []T {
+	if keys == nil {
+		return items
+	}
+	want := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		want[k] = true
+	}
+	var out []T
+	for _, it := range items {
+		if want[key(it)] {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
 // snapshot reads what a state API call of task needs. It returns nil when
 // the run or execution has moved on.
 func (e *Engine) snapshot(ctx context.Context, t *Task, want ExecutionStatus) (*apiSnapshot, error) {
+	if cr, ok := e.store.(CallReader); ok {
+		return e.snapshotRead(ctx, cr, t, want)
+	}
 	var s *apiSnapshot
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
 		s = nil
@@ -145,6 +173,39 @@ func (e *Engine) snapshot(ctx context.Context, t *Task, want ExecutionStatus) (*
 		return nil
 	})
 	return s, err
+}
+
+// snapshotRead is snapshot through a store's CallReader: one read of the
+// run, the execution and all attributes, filtered here by the loading
+// policies.
+func (e *Engine) snapshotRead(ctx context.Context, cr CallReader, t *Task, want ExecutionStatus) (*apiSnapshot, error) {
+	in, err := cr.ReadForCall(ctx, t.RunID, t.ExecutionID)
+	if err != nil {
+		return nil, err
+	}
+	run, x := in.Run, in.Execution
+	if run == nil || x == nil || run.Status != RunRunning || x.Status != want {
+		return nil, nil
+	}
+	rd, err := decodeRun(run)
+	if err != nil {
+		return nil, err
+	}
+	xd, err := decodeExec(x)
+	if err != nil {
+		return nil, err
+	}
+	s := &apiSnapshot{run: run, rd: rd, x: x, xd: xd}
+	daPolicy, saPolicy := loadingPolicies(xd.Options, want == ExecWaitUntil)
+	if keys := loadKeys(daPolicy); keys == nil || len(keys) > 0 {
+		s.das = fromStoreDataAttributes(selectKeys(in.DataAttributes, keys, func(a *Attribute) string { return a.Key }))
+	}
+	if keys := loadKeys(saPolicy); keys == nil || len(keys) > 0 {
+		if s.sas, err = searchAttributesOut(selectKeys(in.SearchAttributes, keys, func(a *SearchAttribute) string { return a.Key })); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 func nonEmpty[T any](s []T) *[]T {

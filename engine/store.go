@@ -63,6 +63,25 @@ type Store interface {
 	Close() error
 }
 
+// CallReader is implemented by a store that can read, in one consistent
+// snapshot and one round trip, everything a waitUntil or execute call
+// needs (PostgreSQL pipelines the reads). The engine uses it when present
+// and otherwise reads the same through View.
+type CallReader interface {
+	// ReadForCall returns a run, one of its executions and all the run's
+	// data and search attributes, in ascending key order. Run is nil when
+	// the run does not exist, Execution nil when the execution does not.
+	ReadForCall(ctx context.Context, runID, executionID string) (*CallRead, error)
+}
+
+// CallRead is what CallReader.ReadForCall returns.
+type CallRead struct {
+	Run              *Run
+	Execution        *Execution
+	DataAttributes   []*Attribute
+	SearchAttributes []*SearchAttribute
+}
+
 // ChangeFeed is implemented by a store that several server processes share
 // (PostgreSQL). It carries hints between them: which runs a process
 // changed, so that long polls served by another process wake at once

@@ -370,30 +370,13 @@ func (t *txn) SearchAttributeGet(ctx context.Context, runID string, keys []strin
 	default:
 		rows, err = t.tx.Query(ctx, `SELECT `+saColumns+` FROM search_attributes WHERE run_id = $1 AND key = ANY($2) ORDER BY key`, runID, keys)
 	}
-	var arrays map[string]*engine.SearchAttribute
-	out, err := collect(rows, err, func(r pgx.Rows) (*engine.SearchAttribute, error) {
-		var (
-			a  engine.SearchAttribute
-			tm *int64
-		)
-		if err := r.Scan(&a.Key, &a.ValueType, &a.Raw, &a.String, &a.Int, &a.Double, &a.Bool, &tm); err != nil {
-			return nil, err
-		}
-		if tm != nil {
-			v := rowfmt.FromMs(*tm)
-			a.Time = &v
-		}
-		if a.ValueType == search.KeywordArray {
-			a.Strings = []string{}
-			if arrays == nil {
-				arrays = map[string]*engine.SearchAttribute{}
-			}
-			arrays[a.Key] = &a
-		}
-		return &a, nil
-	})
-	if err != nil || len(arrays) == 0 {
-		return out, wrap("SearchAttributeGet", err)
+	out, err := collect(rows, err, scanSearchAttribute)
+	if err != nil {
+		return nil, wrap("SearchAttributeGet", err)
+	}
+	arrays := keywordArrays(out)
+	if len(arrays) == 0 {
+		return out, nil
 	}
 	arrayKeys := make([]string, 0, len(arrays))
 	for k := range arrays {
@@ -401,18 +384,62 @@ func (t *txn) SearchAttributeGet(ctx context.Context, runID string, keys []strin
 	}
 	rows, err = t.tx.Query(ctx, `SELECT key, value FROM search_attribute_strings
 		WHERE run_id = $1 AND key = ANY($2) ORDER BY key, pos`, runID, arrayKeys)
-	if err != nil {
+	if err := fillKeywordArrays(rows, err, arrays); err != nil {
 		return nil, wrap("SearchAttributeGet", err)
+	}
+	return out, nil
+}
+
+// scanSearchAttribute reads a row of search_attributes (saColumns).
+func scanSearchAttribute(r pgx.Rows) (*engine.SearchAttribute, error) {
+	var (
+		a  engine.SearchAttribute
+		tm *int64
+	)
+	if err := r.Scan(&a.Key, &a.ValueType, &a.Raw, &a.String, &a.Int, &a.Double, &a.Bool, &tm); err != nil {
+		return nil, err
+	}
+	if tm != nil {
+		v := rowfmt.FromMs(*tm)
+		a.Time = &v
+	}
+	return &a, nil
+}
+
+// keywordArrays gives the KEYWORD_ARRAY attributes of attrs an empty
+// element list and returns them by key, for fillKeywordArrays.
+func keywordArrays(attrs []*engine.SearchAttribute) map[string]*engine.SearchAttribute {
+	var arrays map[string]*engine.SearchAttribute
+	for _, a := range attrs {
+		if a.ValueType == search.KeywordArray {
+			a.Strings = []string{}
+			if arrays == nil {
+				arrays = map[string]*engine.SearchAttribute{}
+			}
+			arrays[a.Key] = a
+		}
+	}
+	return arrays
+}
+
+// fillKeywordArrays appends the element rows (key, value, in position
+// order) of search_attribute_strings to their attributes in arrays; rows of
+// other keys are skipped.
+func fillKeywordArrays(rows pgx.Rows, err error, arrays map[string]*engine.SearchAttribute) error {
+	if err != nil {
+		return err
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var key, value string
 		if err := rows.Scan(&key, &value); err != nil {
-			return nil, wrap("SearchAttributeGet", err)
+			return err
 		}
-		arrays[key].Strings = append(arrays[key].Strings, value)
+		if a := arrays[key]; a != nil {
+			a.Strings = append(a.Strings, value)
+		}
 	}
-	return out, wrap("SearchAttributeGet", rows.Err())
+	return rows.Err()
 }
 
 // SearchAttributeUpsert implements engine.Tx: one upsert of the attributes,

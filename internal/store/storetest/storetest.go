@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"TaskReleaseLeases", testTaskReleaseLeases},
 		{"TaskRelease", testTaskRelease},
 		{"History", testHistory},
+		{"ReadForCall", testReadForCall},
 	}
 	for _, tc := range append(tests, searchTests...) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1129,6 +1130,85 @@ func testSearchAttributes(t *testing.T, s engine.Store) {
 	equal(t, "SearchAttributeGet other run", get("r2", nil), []*engine.SearchAttribute{
 		{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{"other"}},
 	})
+}
+
+// testReadForCall checks engine.CallReader, for the stores that have it:
+// it returns what the reads of a View return (run, execution, all data and
+// search attributes in key order, keyword arrays with their elements), and
+// nil for an absent run or execution, after the same transaction's writes.
+func testReadForCall(t *testing.T, s engine.Store) {
+	cr, ok := s.(engine.CallReader)
+	if !ok {
+		t.Skip("the store reads call inputs through View")
+	}
+	tm := at(time.Minute)
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		for _, id := range []string{"r1", "r2"} {
+			if err := tx.RunInsert(ctx, newRun(id)); err != nil {
+				return err
+			}
+		}
+		if err := tx.ExecutionInsert(ctx, []*engine.Execution{
+			{RunID: "r1", ExecutionID: "S1-1", StateID: "S1", Status: engine.ExecExecute, CreatedAt: at(0), Data: []byte(`{"x":1}`)},
+			{RunID: "r2", ExecutionID: "S1-1", StateID: "S1", Status: engine.ExecWaitUntil, CreatedAt: at(0)},
+		}); err != nil {
+			return err
+		}
+		if err := tx.DataAttributeUpsert(ctx, "r1", []*engine.Attribute{{Key: "b", Value: []byte(`2`)}, {Key: "a", Value: []byte(`1`)}}); err != nil {
+			return err
+		}
+		if err := tx.DataAttributeUpsert(ctx, "r2", []*engine.Attribute{{Key: "other", Value: []byte(`3`)}}); err != nil {
+			return err
+		}
+		if err := tx.SearchAttributeUpsert(ctx, "r1", []*engine.SearchAttribute{
+			{Key: "kw", ValueType: search.Keyword, Raw: []byte(`{}`), String: ptr("k")},
+			{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{"y", "x"}},
+			{Key: "dt", ValueType: search.Datetime, Raw: []byte(`{}`), Time: &tm},
+			{Key: "none", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{}},
+		}); err != nil {
+			return err
+		}
+		return tx.SearchAttributeUpsert(ctx, "r2", []*engine.SearchAttribute{
+			{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{"r2"}},
+		})
+	})
+	var want engine.CallRead
+	view(t, s, func(ctx context.Context, tx engine.ReadTx) (err error) {
+		if want.Run, err = tx.RunGet(ctx, "r1"); err != nil {
+			return err
+		}
+		if want.Execution, err = tx.ExecutionGet(ctx, "r1", "S1-1"); err != nil {
+			return err
+		}
+		if want.DataAttributes, err = tx.DataAttributeGet(ctx, "r1", nil); err != nil {
+			return err
+		}
+		want.SearchAttributes, err = tx.SearchAttributeGet(ctx, "r1", nil)
+		return err
+	})
+	got, err := cr.ReadForCall(ctxT(t), "r1", "S1-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "ReadForCall", got, &want)
+	if len(got.DataAttributes) != 2 || len(got.SearchAttributes) != 4 || len(got.SearchAttributes[0].Strings) != 2 {
+		t.Fatalf("ReadForCall read %s", show(got))
+	}
+
+	got, err = cr.ReadForCall(ctxT(t), "r1", "absent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Run == nil || got.Execution != nil {
+		t.Fatalf("ReadForCall of an absent execution: %s", show(got))
+	}
+	got, err = cr.ReadForCall(ctxT(t), "absent", "S1-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Run != nil || got.Execution != nil || len(got.DataAttributes) != 0 || len(got.SearchAttributes) != 0 {
+		t.Fatalf("ReadForCall of an absent run: %s", show(got))
+	}
 }
 
 // ---------------------------------------------------------------------------
