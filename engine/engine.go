@@ -21,6 +21,8 @@ type Engine struct {
 	// feed is the store's ChangeFeed, nil when it has none (SQLite).
 	feed    ChangeFeed
 	metrics *metrics
+	// starting holds a token per start transaction in flight (startSlots).
+	starting chan struct{}
 	// failureLogs rate-limits the warn lines of failed worker calls.
 	failureLogs logLimiter
 
@@ -43,17 +45,29 @@ func New(store Store, cfg Config) (*Engine, error) {
 		return nil, errors.New("engine: WorkerClient is required")
 	}
 	e := &Engine{
-		store:   store,
-		cfg:     cfg,
-		worker:  cfg.WorkerClient,
-		log:     cfg.Logger.With().Str("node", cfg.NodeID).Logger(),
-		waits:   newNotifier(),
-		metrics: newMetrics(),
+		store:    store,
+		cfg:      cfg,
+		worker:   cfg.WorkerClient,
+		log:      cfg.Logger.With().Str("node", cfg.NodeID).Logger(),
+		waits:    newNotifier(),
+		metrics:  newMetrics(),
+		starting: make(chan struct{}, startSlots),
 	}
 	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)
 	return e, nil
 }
+
+// startSlots is how many start transactions one process runs at once; more
+// start calls wait for a slot. A start is one store write: beyond a few in
+// flight they only lengthen the store's queue (SQLite's single writer,
+// PostgreSQL's connections), and by Little's law the latency of every
+// write behind them, including the commits of the workflows already under
+// way. make bench W3 (10,000 starts from 64 callers while timers fire), one
+// run each on the same 2-core machine: p99 timer lateness 539 ms without
+// the limit, 105 ms with 8 slots (SQLite); start throughput 853 and 777/s;
+// W1 @64 unchanged.
+const startSlots = 8
 
 // Start begins background processing: the task pool, the in-memory timer
 // schedule, and the poller that claims due work and renews leases.

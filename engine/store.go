@@ -44,7 +44,8 @@ type Store interface {
 	// increments its Attempt. Two concurrent claimers never receive the same task.
 	TaskClaim(ctx context.Context, params TaskClaimParams) ([]*Task, error)
 	// TaskRenewLeases extends every lease held by owner to
-	// max(DueAt, now) + duration and returns how many leases it extended.
+	// max(DueAt, now) + duration and returns how many leases it extended;
+	// a lease already at or beyond that time is left as it is.
 	TaskRenewLeases(ctx context.Context, owner string, now time.Time, duration time.Duration) (int64, error)
 	// TaskReleaseLeases clears every lease not held by keepOwner, so that the
 	// tasks are claimable at once. A single-process store (SQLite) calls it at

@@ -136,6 +136,12 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	if err := e.admit(ctx); err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}
+	select {
+	case e.starting <- struct{}{}:
+	case <-ctx.Done():
+		return iwfapi.WorkflowStartResponse{}, ctx.Err()
+	}
+	defer func() { <-e.starting }()
 	var runID string
 	err = e.update(ctx, func(t *txn) error {
 		runID = ""

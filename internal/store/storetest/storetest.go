@@ -1636,6 +1636,13 @@ func testTaskRenewLeases(t *testing.T, s engine.Store) {
 	equal(t, "owner after renew", taskByID(t, s, "r1", a1.ID).LeaseOwner, "A")
 	equal(t, "attempt after renew", taskByID(t, s, "r1", a1.ID).Attempt, a1.Attempt)
 
+	// Leases already at their target are not written again (a sleeping
+	// timer costs nothing to renew).
+	if n, err = s.TaskRenewLeases(ctxT(t), "A", renewAt, time.Minute); err != nil || n != 0 {
+		t.Fatalf("TaskRenewLeases again at the same time = %d, %v; want 0 leases extended", n, err)
+	}
+	equal(t, "future lease after a second renew", taskByID(t, s, "r1", a2.ID).LeaseExpiresAt, ms(a2.DueAt.Add(time.Minute)))
+
 	n, err = s.TaskRenewLeases(ctxT(t), "nobody", renewAt, time.Minute)
 	if err != nil || n != 0 {
 		t.Fatalf("TaskRenewLeases(nobody) = %d, %v", n, err)
