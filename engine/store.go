@@ -64,6 +64,17 @@ type Store interface {
 	Close() error
 }
 
+// ExecutionPrefetcher is implemented by a store's transaction (Tx) that
+// can send a read ahead of time. PrefetchExecution announces an
+// ExecutionGet that will follow; the read then travels with the
+// transaction's next statement instead of costing a round trip of its own
+// (PostgreSQL pipelines it). The later ExecutionGet returns the execution
+// as the transaction saw it at the prefetch, unless the transaction wrote
+// it in between.
+type ExecutionPrefetcher interface {
+	PrefetchExecution(ctx context.Context, runID, executionID string)
+}
+
 // CallReader is implemented by a store that can read, in one consistent
 // snapshot and one round trip, everything a waitUntil or execute call
 // needs (PostgreSQL pipelines the reads). The engine uses it when present

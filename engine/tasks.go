@@ -98,6 +98,9 @@ func (t *txn) lockForTask(task *Task, want ExecutionStatus) (*taskTxn, error) {
 	if err != nil {
 		return nil, err
 	}
+	if p, ok := t.tx.(ExecutionPrefetcher); ok && task.ExecutionID != "" {
+		p.PrefetchExecution(t.ctx, task.RunID, task.ExecutionID) // read below, sent with the delete
+	}
 	removed, err := t.tx.TaskDelete(t.ctx, task.ID, t.e.cfg.NodeID)
 	if err != nil {
 		return nil, err

@@ -26,9 +26,22 @@ const (
 // COMMIT (see pipe).
 type txn struct {
 	tx *pipe
+	// prefetched holds the executions read ahead by PrefetchExecution, by
+	// run and execution id, until ExecutionGet takes them.
+	prefetched map[[2]string]*prefetched
 }
 
-var _ engine.Tx = (*txn)(nil)
+// prefetched is one execution read ahead; done is set once its read ran.
+type prefetched struct {
+	x    *engine.Execution
+	err  error
+	done bool
+}
+
+var (
+	_ engine.Tx                  = (*txn)(nil)
+	_ engine.ExecutionPrefetcher = (*txn)(nil)
+)
 
 func notFound(err error) error { return rowfmt.NotFound(err, pgx.ErrNoRows) }
 
@@ -145,8 +158,44 @@ func kindStrings(kinds []engine.TaskKind) []string {
 	return out
 }
 
+// PrefetchExecution implements engine.ExecutionPrefetcher: the SELECT is
+// queued and travels with the transaction's next statement.
+func (t *txn) PrefetchExecution(ctx context.Context, runID, executionID string) {
+	p := &prefetched{}
+	if t.prefetched == nil {
+		t.prefetched = map[[2]string]*prefetched{}
+	}
+	t.prefetched[[2]string{runID, executionID}] = p
+	t.tx.laterRows("PrefetchExecution", `SELECT `+execColumns+` FROM executions WHERE run_id = $1 AND execution_id = $2`,
+		func(rows pgx.Rows) error {
+			defer rows.Close()
+			p.done = true
+			if !rows.Next() {
+				p.err = engine.ErrNotFound
+				return rows.Err()
+			}
+			p.x, p.err = scanExecution(rows)
+			return p.err
+		}, runID, executionID)
+}
+
+// forget drops what was read ahead of the given executions: the
+// transaction is writing them.
+func (t *txn) forget(runID string, executionIDs ...string) {
+	for _, id := range executionIDs {
+		delete(t.prefetched, [2]string{runID, id})
+	}
+}
+
 // ExecutionGet implements engine.ReadTx.
 func (t *txn) ExecutionGet(ctx context.Context, runID, executionID string) (*engine.Execution, error) {
+	key := [2]string{runID, executionID}
+	if p := t.prefetched[key]; p != nil {
+		delete(t.prefetched, key)
+		if p.done {
+			return p.x, wrap("ExecutionGet", p.err)
+		}
+	}
 	e, err := scanExecution(t.tx.QueryRow(ctx, `SELECT `+execColumns+` FROM executions WHERE run_id = $1 AND execution_id = $2`, runID, executionID))
 	return e, wrap("ExecutionGet", err)
 }
@@ -192,6 +241,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 		data                                = make([][]byte, n)
 	)
 	for i, e := range executions {
+		t.forget(e.RunID, e.ExecutionID)
 		runIDs[i], execIDs[i], stateIDs[i], statuses[i] = e.RunID, e.ExecutionID, e.StateID, string(e.Status)
 		created[i], data[i] = rowfmt.ToMs(e.CreatedAt), e.Data
 	}
@@ -206,6 +256,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 // execution does not exist, the transaction fails with engine.ErrNotFound
 // at its next read or its commit.
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
+	t.forget(e.RunID, e.ExecutionID)
 	t.tx.later("ExecutionUpdate", `UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4`,
 		affectsOne, string(e.Status), e.Data, e.RunID, e.ExecutionID)
 	return nil

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"TaskRelease", testTaskRelease},
 		{"History", testHistory},
 		{"ReadForCall", testReadForCall},
+		{"PrefetchExecution", testPrefetchExecution},
 	}
 	for _, tc := range append(tests, searchTests...) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1208,6 +1209,56 @@ func testReadForCall(t *testing.T, s engine.Store) {
 	}
 	if got.Run != nil || got.Execution != nil || len(got.DataAttributes) != 0 || len(got.SearchAttributes) != 0 {
 		t.Fatalf("ReadForCall of an absent run: %s", show(got))
+	}
+}
+
+// testPrefetchExecution checks engine.ExecutionPrefetcher, for the stores
+// whose transactions have it: a prefetched execution read after another
+// statement is the stored one; one the transaction wrote after the prefetch
+// is read as written; an absent one is engine.ErrNotFound.
+func testPrefetchExecution(t *testing.T, s engine.Store) {
+	insertRun(t, s, newRun("r1"))
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		return tx.ExecutionInsert(ctx, []*engine.Execution{
+			{RunID: "r1", ExecutionID: "S1-1", StateID: "S1", Status: engine.ExecExecute, CreatedAt: at(0), Data: []byte(`{"a":1}`)},
+			{RunID: "r1", ExecutionID: "S2-1", StateID: "S2", Status: engine.ExecWaitUntil, CreatedAt: at(0), Data: []byte(`{"b":1}`)},
+		})
+	})
+	supported := true
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		p, ok := tx.(engine.ExecutionPrefetcher)
+		if !ok {
+			supported = false
+			return nil
+		}
+		p.PrefetchExecution(ctx, "r1", "S1-1")
+		p.PrefetchExecution(ctx, "r1", "S2-1")
+		p.PrefetchExecution(ctx, "r1", "absent")
+		if _, err := tx.TaskDelete(ctx, 12345, ""); err != nil { // the statement the reads travel with
+			return err
+		}
+		if err := tx.ExecutionUpdate(ctx, &engine.Execution{RunID: "r1", ExecutionID: "S2-1", Status: engine.ExecCompleted, Data: []byte(`{"b":2}`)}); err != nil {
+			return err
+		}
+		x, err := tx.ExecutionGet(ctx, "r1", "S1-1")
+		if err != nil {
+			return err
+		}
+		if x.Status != engine.ExecExecute || string(x.Data) != `{"a":1}` {
+			return fmt.Errorf("prefetched execution: %s", show(x))
+		}
+		if x, err = tx.ExecutionGet(ctx, "r1", "S2-1"); err != nil {
+			return err
+		}
+		if x.Status != engine.ExecCompleted || string(x.Data) != `{"b":2}` {
+			return fmt.Errorf("execution written after its prefetch: %s, want the written one", show(x))
+		}
+		_, err = tx.ExecutionGet(ctx, "r1", "absent")
+		isNotFound(t, "prefetched absent execution", err)
+		return nil
+	})
+	if !supported {
+		t.Skip("the store's transactions read executions when asked")
 	}
 }
 
