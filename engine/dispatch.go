@@ -274,6 +274,18 @@ func (d *dispatcher) done(t *Task) {
 	d.mu.Unlock()
 }
 
+// heldIDs returns the ids of the tasks this process holds: scheduled,
+// waiting for a goroutine, running, or rescheduled while running.
+func (d *dispatcher) heldIDs() []int64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	ids := make([]int64, 0, len(d.known))
+	for id := range d.known {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // inMemory is the number of tasks held by this process.
 func (d *dispatcher) inMemory() int {
 	d.mu.Lock()
@@ -365,7 +377,7 @@ func (d *dispatcher) poll(ctx context.Context) {
 			d.claim(ctx)
 		}
 		if now := clock.Now(); now.Sub(lastRenew) >= renewEvery {
-			if _, err := e.store.TaskRenewLeases(ctx, e.cfg.NodeID, now, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil &&
+			if _, err := e.store.TaskRenewLeases(ctx, e.cfg.NodeID, d.heldIDs(), now, e.cfg.LeaseDuration); err != nil && ctx.Err() == nil &&
 				!e.storeUnavailable(err, "lease renewals wait") {
 				e.log.Error().Err(err).Msg("renewing task leases")
 			}

@@ -43,10 +43,14 @@ type Store interface {
 	// lease had expired (its previous owner may have called the worker already)
 	// increments its Attempt. Two concurrent claimers never receive the same task.
 	TaskClaim(ctx context.Context, params TaskClaimParams) ([]*Task, error)
-	// TaskRenewLeases extends every lease held by owner to
-	// max(DueAt, now) + duration and returns how many leases it extended;
-	// a lease already at or beyond that time is left as it is.
-	TaskRenewLeases(ctx context.Context, owner string, now time.Time, duration time.Duration) (int64, error)
+	// TaskRenewLeases extends the leases owner holds on the tasks ids lists
+	// to max(DueAt, now) + duration and returns how many leases it
+	// extended; a lease already at or beyond that time is left as it is.
+	// A process renews only the tasks it has in memory: a task leased to it
+	// that it does not know of (its creating transaction's commit was
+	// reported failed although it succeeded) then expires and is claimed
+	// again instead of being held forever.
+	TaskRenewLeases(ctx context.Context, owner string, ids []int64, now time.Time, duration time.Duration) (int64, error)
 	// TaskReleaseLeases clears every lease not held by keepOwner, so that the
 	// tasks are claimable at once. A single-process store (SQLite) calls it at
 	// start-up: leases of the previous, crashed process need not expire first.

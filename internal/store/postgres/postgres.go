@@ -294,7 +294,7 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	return tasks, nil
 }
 
-// TaskRenewLeases extends every lease held by owner to
+// TaskRenewLeases extends the leases owner holds on ids to
 // max(DueAt, now) + duration. Only the leases that move are written: a
 // task due in the future (a sleeping timer) keeps the lease it got, which
 // already runs to its due time plus the lease duration, so thousands of
@@ -302,14 +302,18 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 // way (the task being completed or rescheduled) are skipped, not waited
 // for: the lease of a task still there is renewed at the next round, a
 // third of the lease duration later.
-func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time, duration time.Duration) (int64, error) {
+func (s *Store) TaskRenewLeases(ctx context.Context, owner string, ids []int64, now time.Time, duration time.Duration) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	var n int64
 	err := retry(ctx, func() error {
 		tag, err := s.pool.Exec(ctx, `UPDATE tasks SET lease_expires_at = GREATEST(due_at, $1::bigint) + $2::bigint
 			WHERE id IN (
 				SELECT id FROM tasks
-				WHERE lease_owner = $3 AND lease_expires_at < GREATEST(due_at, $1::bigint) + $2::bigint
-				FOR UPDATE SKIP LOCKED)`, rowfmt.ToMs(now), duration.Milliseconds(), owner)
+				WHERE id = ANY($4::bigint[]) AND lease_owner = $3
+					AND lease_expires_at < GREATEST(due_at, $1::bigint) + $2::bigint
+				FOR UPDATE SKIP LOCKED)`, rowfmt.ToMs(now), duration.Milliseconds(), owner, ids)
 		n = tag.RowsAffected()
 		return err
 	})

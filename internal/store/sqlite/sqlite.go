@@ -477,14 +477,18 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	return tasks, nil
 }
 
-// TaskRenewLeases extends every lease held by owner to
-// max(DueAt, now) + duration.
-func (s *Store) TaskRenewLeases(ctx context.Context, owner string, now time.Time, duration time.Duration) (int64, error) {
+// TaskRenewLeases extends the leases owner holds on ids to
+// max(DueAt, now) + duration, writing only the leases that move.
+func (s *Store) TaskRenewLeases(ctx context.Context, owner string, ids []int64, now time.Time, duration time.Duration) (int64, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
 	wst, _, err := s.statements(ctx)
 	if err != nil {
 		return 0, err
 	}
-	res, err := wst[qTaskRenew].ExecContext(ctx, rowfmt.ToMs(now), duration.Milliseconds(), owner)
+	list, _ := json.Marshal(ids)
+	res, err := wst[qTaskRenew].ExecContext(ctx, rowfmt.ToMs(now), duration.Milliseconds(), owner, string(list))
 	if err != nil {
 		return 0, unavailable(fmt.Errorf("sqlite: TaskRenewLeases: %w", err))
 	}

@@ -102,7 +102,8 @@ var (
 					ORDER BY due_at, id LIMIT ?5))
 			ORDER BY p, due_at, id LIMIT ?5)
 		RETURNING ` + taskColumns)
-	qTaskRenew   = query(`UPDATE tasks SET lease_expires_at = max(due_at, ?1) + ?2 WHERE lease_owner = ?3 AND lease_expires_at < max(due_at, ?1) + ?2`)
+	qTaskRenew = query(`UPDATE tasks SET lease_expires_at = max(due_at, ?1) + ?2
+		WHERE id IN (SELECT value FROM json_each(?4)) AND lease_owner = ?3 AND lease_expires_at < max(due_at, ?1) + ?2`)
 	qTaskRelease = query(`UPDATE tasks SET lease_owner = NULL, lease_expires_at = 0, attempt = attempt + 1
 		WHERE lease_owner IS NOT NULL AND lease_owner <> ?`)
 	// ?1 owner, ?2 JSON array of ids or NULL (all of owner's), ?3 attempt increment.

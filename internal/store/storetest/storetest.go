@@ -1669,13 +1669,16 @@ func testTaskRenewLeases(t *testing.T, s engine.Store) {
 	a2 := newTask("r1", "a2", engine.TaskTimer, now.Add(time.Hour)) // due after now: renewed from its due time
 	b := newTask("r1", "b", engine.TaskExecute, now.Add(-time.Minute))
 	free := newTask("r1", "free", engine.TaskExecute, now.Add(-time.Minute))
+	orphan := newTask("r1", "orphan", engine.TaskExecute, now.Add(-time.Minute)) // A's, but A does not know it
+	orphan.LeaseOwner, orphan.LeaseExpiresAt = "A", now.Add(time.Second)
 	a1.LeaseOwner, a1.LeaseExpiresAt = "A", now.Add(time.Second)
 	a2.LeaseOwner, a2.LeaseExpiresAt = "A", now.Add(time.Hour+time.Second)
 	b.LeaseOwner, b.LeaseExpiresAt = "B", now.Add(time.Second)
-	insertTasks(t, s, a1, a2, b, free)
+	insertTasks(t, s, a1, a2, b, free, orphan)
+	held := []int64{a1.ID, a2.ID, b.ID, free.ID} // b and free are not A's: listing them changes nothing
 
 	renewAt := now.Add(10 * time.Second)
-	n, err := s.TaskRenewLeases(ctxT(t), "A", renewAt, time.Minute)
+	n, err := s.TaskRenewLeases(ctxT(t), "A", held, renewAt, time.Minute)
 	if err != nil {
 		t.Fatalf("TaskRenewLeases: %v", err)
 	}
@@ -1684,23 +1687,28 @@ func testTaskRenewLeases(t *testing.T, s engine.Store) {
 	equal(t, "renewed future lease", taskByID(t, s, "r1", a2.ID).LeaseExpiresAt, ms(a2.DueAt.Add(time.Minute)))
 	equal(t, "other owner's lease", taskByID(t, s, "r1", b.ID), stored(b))
 	equal(t, "unleased task", taskByID(t, s, "r1", free.ID), stored(free))
+	equal(t, "a lease of the owner's that it did not list", taskByID(t, s, "r1", orphan.ID), stored(orphan))
 	equal(t, "owner after renew", taskByID(t, s, "r1", a1.ID).LeaseOwner, "A")
 	equal(t, "attempt after renew", taskByID(t, s, "r1", a1.ID).Attempt, a1.Attempt)
 
 	// Leases already at their target are not written again (a sleeping
 	// timer costs nothing to renew).
-	if n, err = s.TaskRenewLeases(ctxT(t), "A", renewAt, time.Minute); err != nil || n != 0 {
+	if n, err = s.TaskRenewLeases(ctxT(t), "A", held, renewAt, time.Minute); err != nil || n != 0 {
 		t.Fatalf("TaskRenewLeases again at the same time = %d, %v; want 0 leases extended", n, err)
 	}
 	equal(t, "future lease after a second renew", taskByID(t, s, "r1", a2.ID).LeaseExpiresAt, ms(a2.DueAt.Add(time.Minute)))
 
-	n, err = s.TaskRenewLeases(ctxT(t), "nobody", renewAt, time.Minute)
+	n, err = s.TaskRenewLeases(ctxT(t), "nobody", held, renewAt, time.Minute)
 	if err != nil || n != 0 {
 		t.Fatalf("TaskRenewLeases(nobody) = %d, %v", n, err)
 	}
-	// A renewed lease is not claimable until its new expiry.
-	if got := claim(t, s, engine.TaskClaimParams{Owner: "C", Now: now.Add(30 * time.Second), DueBefore: now.Add(30 * time.Second), LeaseDuration: time.Minute, Limit: 10}); !reflect.DeepEqual(ids(got), []int64{b.ID, free.ID}) {
-		t.Fatalf("claim after renew = %v, want tasks %d and %d", show(got), b.ID, free.ID)
+	// A renewed lease is not claimable until its new expiry; the unlisted
+	// one expired and is.
+	if got := claim(t, s, engine.TaskClaimParams{Owner: "C", Now: now.Add(30 * time.Second), DueBefore: now.Add(30 * time.Second), LeaseDuration: time.Minute, Limit: 10}); !reflect.DeepEqual(ids(got), []int64{b.ID, free.ID, orphan.ID}) {
+		t.Fatalf("claim after renew = %v, want tasks %d, %d and %d", show(got), b.ID, free.ID, orphan.ID)
+	}
+	if n, err := s.TaskRenewLeases(ctxT(t), "A", nil, renewAt, time.Minute); err != nil || n != 0 {
+		t.Fatalf("TaskRenewLeases of no tasks = %d, %v", n, err)
 	}
 }
 
