@@ -80,6 +80,8 @@ func TestBinaryStartupErrors(t *testing.T) {
 	}{
 		{"missing database", missing, "the database does not exist"},
 		{"unreachable", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x?sslmode=disable", closed), "PostgreSQL does not answer"},
+		// sslmode=prefer (the default) tries TLS, then plain: two errors.
+		{"unreachable, sslmode default", fmt.Sprintf("postgres://postgres@127.0.0.1:%d/x", closed), "PostgreSQL does not answer"},
 		{"bad credentials", wrongPassword, "PostgreSQL refused the credentials"},
 		{"malformed URL", "postgres://user:pa%zzss@host/db", "cannot parse the PostgreSQL URL"},
 		{"unknown scheme", "mysql://localhost/db", "want sqlite://<path>, postgres://"},
@@ -87,10 +89,15 @@ func TestBinaryStartupErrors(t *testing.T) {
 		for _, cmd := range []string{"serve", "migrate"} {
 			t.Run(tc.name+"/"+cmd, func(t *testing.T) {
 				code, stdout, stderr := runBinary(t, cmd, "--addr", "127.0.0.1:0", "--db", tc.db, "--log-level", "error", "--db-connect-timeout", "5s")
-				lines := strings.Split(strings.TrimSpace(stderr), "\n")
-				last := lines[len(lines)-1]
-				if code != 1 || !strings.HasPrefix(last, "iwf-server: ") || !strings.Contains(last, tc.want) {
-					t.Fatalf("exit %d, stderr %q; want exit 1 and a line with %q", code, stderr, tc.want)
+				// One line for the operator; JSON log lines may come before it.
+				var lines []string
+				for _, l := range strings.Split(strings.TrimSpace(stderr), "\n") {
+					if !strings.HasPrefix(l, "{") {
+						lines = append(lines, l)
+					}
+				}
+				if code != 1 || len(lines) != 1 || !strings.HasPrefix(lines[0], "iwf-server: ") || !strings.Contains(lines[0], tc.want) {
+					t.Fatalf("exit %d, stderr %q; want exit 1 and one line with %q", code, stderr, tc.want)
 				}
 				if strings.Contains(stderr, "panic") || strings.Contains(stderr, "goroutine ") {
 					t.Fatalf("stderr shows a panic: %s", stderr)

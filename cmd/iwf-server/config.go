@@ -439,7 +439,14 @@ type flagValue struct {
 	entries []string
 }
 
-func (v *flagValue) String() string { return strings.Join(v.entries, ", ") }
+// String lists the values given. The flag package also calls it on a zero
+// value (a nil *flagValue) to learn the default, which is then "".
+func (v *flagValue) String() string {
+	if v == nil {
+		return ""
+	}
+	return strings.Join(v.entries, ", ")
+}
 
 func (v *flagValue) Set(s string) error {
 	if v.s.multi {

@@ -13,8 +13,15 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
+
+// fail prints err as the one line an operator reads: some errors (pgx's,
+// for a server tried over TLS and then without) span several lines.
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "iwf-server:", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -25,12 +32,12 @@ func main() {
 		os.Exit(0)
 	} else if err != nil {
 		// Every start-up error, a bad setting included, exits 1.
-		fmt.Fprintln(os.Stderr, "iwf-server:", err)
+		fail(err)
 		os.Exit(1)
 	}
 	// Run gets a context that signals do not cancel: Close shuts down in order.
 	if err := m.Run(context.WithoutCancel(ctx)); err != nil {
-		fmt.Fprintln(os.Stderr, "iwf-server:", err)
+		fail(err)
 		_ = m.Close()
 		os.Exit(1)
 	}
@@ -48,7 +55,7 @@ func main() {
 		err = cerr
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "iwf-server:", err)
+		fail(err)
 		os.Exit(1)
 	}
 }

@@ -144,8 +144,19 @@ func TestConfigMigrateCommand(t *testing.T) {
 	if m.Command != CommandMigrate || m.Config.DB != "sqlite:///var/lib/iwf/x.db" {
 		t.Errorf("command %q db %q", m.Command, m.Config.DB)
 	}
-	if _, err := parse(t, []string{"-h"}, env{}); !errors.Is(err, flag.ErrHelp) {
-		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"migrate", "--help"}} {
+		m := NewMain()
+		m.LookupEnv = env{}.lookup
+		var usage strings.Builder
+		m.Stderr = &usage
+		if err := m.ParseFlags(context.Background(), args); !errors.Is(err, flag.ErrHelp) {
+			t.Errorf("%v: %v, want flag.ErrHelp", args, err)
+		}
+		// The usage names every flag and nothing panics while printing it
+		// (the flag package asks a zero value of each flag for its default).
+		if out := usage.String(); !strings.Contains(out, "-auth-metrics") || strings.Contains(out, "panic") {
+			t.Errorf("%v printed:\n%s", args, out)
+		}
 	}
 }
 
@@ -472,8 +483,13 @@ func TestMainDisconnectsSlowClients(t *testing.T) {
 	// The failure deadline is far above the 1 s timeout; the server must
 	// close the connection (EOF, possibly after an error answer) first.
 	conn.SetReadDeadline(time.Now().Add(60 * time.Second))
-	if _, err := io.ReadAll(conn); err != nil {
+	answer, err := io.ReadAll(conn)
+	if err != nil {
 		t.Fatalf("the slow client was not disconnected: %v", err)
+	}
+	// When the answer reaches the client, it says why and names no socket.
+	if len(answer) > 0 && (!strings.Contains(string(answer), "did not arrive within the read timeout") || strings.Contains(string(answer), "127.0.0.1")) {
+		t.Fatalf("answer to the slow client: %q", answer)
 	}
 
 	bad := NewMain()

@@ -251,6 +251,8 @@ func TestSecurityWorkerCalls(t *testing.T) {
 		}
 		for i, tc := range []struct{ url, detail string }{
 			{"http://169.254.169.254/latest/meta-data", "never called"},
+			{"http://[fe80::1%25eth0]/", "never called"},
+			{worker.URL + "/../capture", "path segments"},
 			{capture.URL, "not allowed by --worker-url-allow"},
 			{capture.URL + "/capture?", "without user info, query or fragment"},
 			{"http://127.0.0.1:5432", "not allowed by --worker-url-allow"},

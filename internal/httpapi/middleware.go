@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"time"
 
@@ -160,7 +162,7 @@ func readBody(limit int64) func(http.Handler) http.Handler {
 					writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
 					return
 				}
-				writeError(w, http.StatusBadRequest, "cannot read the request body: "+err.Error())
+				writeError(w, http.StatusBadRequest, "cannot read the request body: "+readFailure(err))
 				return
 			}
 			if err := checkBody(body); err != nil {
@@ -174,4 +176,17 @@ func readBody(limit int64) func(http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// readFailure says why a request body could not be read, without the
+// socket addresses that a *net.OpError names.
+func readFailure(err error) string {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return "it did not arrive within the read timeout"
+	}
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	return err.Error()
 }

@@ -184,7 +184,27 @@ func parseWorkerURL(rawURL string) (*url.URL, error) {
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 		return nil, fmt.Errorf("worker URL %q must be an absolute http:// or https:// URL with a host and without user info, query or fragment", rawURL)
 	}
+	if hasDotSegment(u) {
+		return nil, fmt.Errorf("worker URL %q must not contain . or .. path segments or encoded slashes", rawURL)
+	}
 	return u, nil
+}
+
+// hasDotSegment reports whether u's path has a "." or ".." segment, also
+// percent-encoded, or an encoded slash or backslash. A worker behind a
+// proxy that normalises paths would serve such a URL from another path
+// than the one an allow-list entry names.
+func hasDotSegment(u *url.URL) bool {
+	escaped := strings.ToLower(u.EscapedPath())
+	if strings.Contains(escaped, "%2f") || strings.Contains(escaped, "%5c") || strings.Contains(u.Path, "\\") {
+		return true
+	}
+	for _, seg := range strings.Split(u.Path, "/") {
+		if seg == "." || seg == ".." {
+			return true
+		}
+	}
+	return false
 }
 
 // matchPattern reports whether u matches a URL pattern of the allow-list.
@@ -207,7 +227,7 @@ func (p *Policy) matchPattern(u *url.URL) bool {
 }
 
 func (p *Policy) inNetworks(a netip.Addr) bool {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	for _, pfx := range p.cidrs {
 		if pfx.Contains(a) {
 			return true
@@ -225,8 +245,11 @@ func (p *Policy) allInNetworks(addrs []netip.Addr) bool {
 	return true
 }
 
+// denied reports whether a is never called. The zone of a scoped IPv6
+// address (fe80::1%eth0) is dropped first: a prefix never contains a zoned
+// address, so without that every zoned address would pass.
 func denied(a netip.Addr) bool {
-	a = a.Unmap()
+	a = a.Unmap().WithZone("")
 	for _, pfx := range deniedPrefixes {
 		if pfx.Contains(a) {
 			return true

@@ -23,18 +23,27 @@ func TestCheckWithoutAllowList(t *testing.T) {
 		}
 	}
 	for bad, want := range map[string]string{
-		"http://169.254.169.254/latest/meta-data": "never called",
-		"http://[fe80::1]:80":                     "never called",
-		"http://[::ffff:169.254.169.254]":         "never called",
-		"http://0.0.0.0:8803":                     "never called",
-		"http://[::]:8803":                        "never called",
-		"http://[fd00:ec2::254]":                  "never called",
-		"not a url":                               "absolute http",
-		"file:///etc/passwd":                      "absolute http",
-		"http://127.0.0.1:8803/capture?":          "without user info, query or fragment",
-		"http://127.0.0.1:8803/x#frag":            "without user info, query or fragment",
-		"http://user:pw@127.0.0.1:8803":           "without user info",
-		"http:///nohost":                          "absolute http",
+		"http://169.254.169.254/latest/meta-data":  "never called",
+		"http://[fe80::1]:80":                      "never called",
+		"http://[::ffff:169.254.169.254]":          "never called",
+		"http://0.0.0.0:8803":                      "never called",
+		"http://[::]:8803":                         "never called",
+		"http://[fd00:ec2::254]":                   "never called",
+		"http://[fe80::fc:ff:fe00:1%25eth0]:18112": "never called", // a zone must not hide the address
+		"http://[fd00:ec2::254%25eth0]":            "never called",
+		"http://[::%25eth0]:8803":                  "never called",
+		"http://127.0.0.1:8803/iwf/../other":       "path segments",
+		"http://127.0.0.1:8803/iwf/%2e%2e/other":   "path segments",
+		"http://127.0.0.1:8803/iwf/..%2fother":     "path segments",
+		"http://127.0.0.1:8803/iwf/%2E/x":          "path segments",
+		"http://127.0.0.1:8803/iwf%2Fother":        "encoded slashes",
+		"http://127.0.0.1:8803/iwf%5c..%5cother":   "encoded slashes",
+		"not a url":                                "absolute http",
+		"file:///etc/passwd":                       "absolute http",
+		"http://127.0.0.1:8803/capture?":           "without user info, query or fragment",
+		"http://127.0.0.1:8803/x#frag":             "without user info, query or fragment",
+		"http://user:pw@127.0.0.1:8803":            "without user info",
+		"http:///nohost":                           "absolute http",
 	} {
 		if err := p.Check(ctx, bad); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", bad, err, want)
@@ -67,6 +76,9 @@ func TestCheckWithAllowList(t *testing.T) {
 		"http://x.svc.cluster.local",                // scheme
 		"http://worker.internal:8080/iwfx",          // the path prefix ends at a segment
 		"http://worker.internal:8080/other",         // outside the path
+		"http://worker.internal:8080/iwf/../other",  // dot segments would leave the path
+		"http://worker.internal:8080/iwf/%2e%2e/x",  // also encoded
+		"http://[fe80::1%25eth0]:8803",              // zoned link-local
 		"http://worker.internal:8081/iwf",           // port
 		"http://10.2.0.1:9000",                      // outside the network
 		"http://192.168.7.8",                        // another address
@@ -78,7 +90,8 @@ func TestCheckWithAllowList(t *testing.T) {
 		err := p.Check(ctx, u)
 		if err == nil {
 			t.Errorf("%s allowed", u)
-		} else if !strings.Contains(err.Error(), "not allowed by --worker-url-allow") && !strings.Contains(err.Error(), "never called") {
+		} else if !strings.Contains(err.Error(), "not allowed by --worker-url-allow") && !strings.Contains(err.Error(), "never called") &&
+			!strings.Contains(err.Error(), "path segments") {
 			t.Errorf("%s: unclear error %v", u, err)
 		}
 	}
@@ -109,6 +122,12 @@ func TestControlChecksTheDialledAddress(t *testing.T) {
 	}
 	if err := dial("http://allowed.example:80", "169.254.169.254:80"); err == nil || !strings.Contains(err.Error(), "never called") {
 		t.Errorf("metadata address through an allowed name: %v", err)
+	}
+	if err := dial("http://allowed.example:80", "[fe80::fc:ff:fe00:1%eth0]:80"); err == nil || !strings.Contains(err.Error(), "never called") {
+		t.Errorf("zoned link-local address through an allowed name: %v", err)
+	}
+	if err := dial("http://rebind.example:80", "[fe80::a%eth0]:80"); err == nil || !strings.Contains(err.Error(), "never called") {
+		t.Errorf("zoned link-local address through a network-allowed name: %v", err)
 	}
 	if err := dial("http://allowed.example:80", "203.0.113.5:80"); err != nil {
 		t.Errorf("a pattern-matched URL may go anywhere but denied addresses: %v", err)
