@@ -540,6 +540,14 @@ func TestMetricsCountWorkflowsAndWorkerCalls(t *testing.T) {
 		}})
 		h.start("wf-metrics", "S1", nil)
 		h.result("wf-metrics")
+		// The close is readable as soon as it commits, a moment before the
+		// goroutine that committed it counts it; WaitIdle returns once that
+		// task's processing is over.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := h.eng.WaitIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
 		var b strings.Builder
 		if err := h.eng.WriteMetrics(&b); err != nil {
 			t.Fatal(err)

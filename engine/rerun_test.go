@@ -53,7 +53,20 @@ func TestUpdateFunctionsRunTwice(t *testing.T) {
 	// A long lease: on a loaded machine a lease could expire and let the
 	// poller run a task again, which is at-least-once delivery, not a
 	// re-run of a transaction function.
-	h := newHarness(t, twiceStore{st}, func(c *engine.Config) { c.LeaseDuration = time.Minute })
+	// A run's close is visible to readers as soon as it commits, a moment
+	// before the committing goroutine counts it in the metrics; OnCommit
+	// runs after the counting, so the test waits for it there.
+	closes := make(chan struct{}, 64)
+	h := newHarness(t, twiceStore{st}, func(c *engine.Config) {
+		c.LeaseDuration = time.Minute
+		c.OnCommit = func(events []*engine.HistoryEvent) {
+			for _, ev := range events {
+				if ev.Type == "WorkflowClosed" {
+					closes <- struct{}{}
+				}
+			}
+		}
+	})
 	h.worker.state("S1", stateHandlers{
 		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
 			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
@@ -82,6 +95,13 @@ func TestUpdateFunctionsRunTwice(t *testing.T) {
 	for i := range n {
 		if got := h.result(fmt.Sprintf("wf-twice-%d", i)); got.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
 			t.Fatalf("workflow %d: %s", i, got.WorkflowStatus)
+		}
+	}
+	for i := range n {
+		select {
+		case <-closes:
+		case <-time.After(time.Minute):
+			t.Fatalf("%d of %d closes committed", i, n)
 		}
 	}
 	for _, k := range []string{"S1.waitUntil", "S1.execute", "S2.execute"} {
