@@ -184,17 +184,17 @@ func parseWorkerURL(rawURL string) (*url.URL, error) {
 		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" {
 		return nil, fmt.Errorf("worker URL %q must be an absolute http:// or https:// URL with a host and without user info, query or fragment", rawURL)
 	}
-	if hasDotSegment(u) {
+	if ambiguousPath(u) {
 		return nil, fmt.Errorf("worker URL %q must not contain . or .. path segments or encoded slashes", rawURL)
 	}
 	return u, nil
 }
 
-// hasDotSegment reports whether u's path has a "." or ".." segment, also
+// ambiguousPath reports whether u's path has a "." or ".." segment, also
 // percent-encoded, or an encoded slash or backslash. A worker behind a
 // proxy that normalises paths would serve such a URL from another path
 // than the one an allow-list entry names.
-func hasDotSegment(u *url.URL) bool {
+func ambiguousPath(u *url.URL) bool {
 	escaped := strings.ToLower(u.EscapedPath())
 	if strings.Contains(escaped, "%2f") || strings.Contains(escaped, "%5c") || strings.Contains(u.Path, "\\") {
 		return true
