@@ -3,6 +3,8 @@ package engine
 import (
 	"container/heap"
 	"context"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 )
@@ -156,11 +158,7 @@ func (d *dispatcher) drain(handBack func(ids []int64)) []int64 {
 func (d *dispatcher) runningIDs() []int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ids := make([]int64, 0, len(d.running))
-	for id := range d.running {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(d.running))
 }
 
 // waitRunning waits until no task is being processed, or ctx ends.
@@ -279,11 +277,7 @@ func (d *dispatcher) done(t *Task) {
 func (d *dispatcher) heldIDs() []int64 {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	ids := make([]int64, 0, len(d.known))
-	for id := range d.known {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(d.known))
 }
 
 // inMemory is the number of tasks held by this process.

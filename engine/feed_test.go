@@ -22,6 +22,15 @@ func noFallback(c *engine.Config) {
 	c.LeaseDuration = time.Hour
 }
 
+// twoNodes starts two engines on one PostgreSQL database, without the
+// fallbacks that would hide a missing change feed, sharing one worker.
+func twoNodes(t *testing.T) (a, b *harness, w *testWorker) {
+	t.Helper()
+	stores := pgtest.NewStores(t, 2)
+	w = newTestWorker(t)
+	return newHarnessOn(t, stores[0], w, noFallback), newHarnessOn(t, stores[1], w, noFallback), w
+}
+
 // gauge reads one metric of an engine.
 func gauge(t *testing.T, h *harness, name string) string {
 	t.Helper()
@@ -43,10 +52,7 @@ func gauge(t *testing.T, h *harness, name string) string {
 // store's change feed (node A's long polls never re-read the store by
 // themselves here, so without the feed the call would time out).
 func TestChangeFeedWakesLongPollOnOtherNode(t *testing.T) {
-	stores := pgtest.NewStores(t, 2)
-	w := newTestWorker(t)
-	a := newHarnessOn(t, stores[0], w, noFallback)
-	b := newHarnessOn(t, stores[1], w, noFallback)
+	a, b, w := twoNodes(t)
 	w.state("S1", stateHandlers{
 		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
 			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
@@ -92,10 +98,7 @@ func TestChangeFeedWakesLongPollOnOtherNode(t *testing.T) {
 // (it would otherwise wait for its next poll, an hour here) and runs the
 // workflow to its end.
 func TestChangeFeedHandsWorkOver(t *testing.T) {
-	stores := pgtest.NewStores(t, 2)
-	w := newTestWorker(t)
-	a := newHarnessOn(t, stores[0], w, noFallback)
-	b := newHarnessOn(t, stores[1], w, noFallback)
+	a, b, w := twoNodes(t)
 	w.state("S1", stateHandlers{
 		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
 			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
