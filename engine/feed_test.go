@@ -3,12 +3,14 @@ package engine_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 )
 
@@ -23,12 +25,30 @@ func noFallback(c *engine.Config) {
 }
 
 // twoNodes starts two engines on one PostgreSQL database, without the
-// fallbacks that would hide a missing change feed, sharing one worker.
+// fallbacks that would hide a missing change feed, sharing one worker. It
+// returns once each node's listener receives the other's announcements:
+// what is announced before a node LISTENs is lost.
 func twoNodes(t *testing.T) (a, b *harness, w *testWorker) {
 	t.Helper()
 	stores := pgtest.NewStores(t, 2)
 	w = newTestWorker(t)
-	return newHarnessOn(t, stores[0], w, noFallback), newHarnessOn(t, stores[1], w, noFallback), w
+	a, b = newHarnessOn(t, stores[0], w, noFallback), newHarnessOn(t, stores[1], w, noFallback)
+	listening(t, a, stores[1])
+	listening(t, b, stores[0])
+	return a, b, w
+}
+
+// listening announces probes through the other node's store until h's
+// engine has received one.
+func listening(t *testing.T, h *harness, other *postgres.Store) {
+	t.Helper()
+	i := 0
+	h.eventually("the node to listen", func() bool {
+		i++
+		other.PublishChanges(engine.Changes{Keys: []string{fmt.Sprintf("probe-%d", i)}})
+		v := gauge(t, h, `iwf_change_notices_received_total{kind="runs"}`)
+		return v != "" && v != "0"
+	})
 }
 
 // gauge reads one metric of an engine.

@@ -38,13 +38,38 @@ func mountTmpfs(t *testing.T, dir string) error {
 // resize changes the size of the tmpfs on dir; "full" shrinks it to what
 // is in use, so that no file on it can grow.
 func resize(dir, size string) error {
-	if size == "full" {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(dir, &st); err != nil {
+	if size != "full" {
+		return remount(dir, size)
+	}
+	// The server may write between reading the usage and the remount, and a
+	// tmpfs refuses to shrink below what it holds (EINVAL): read the usage
+	// again and retry while it keeps growing.
+	var err error
+	for range 100 {
+		var used uint64
+		if used, err = inUse(dir); err != nil {
 			return err
 		}
-		size = fmt.Sprint((st.Blocks - st.Bfree) * uint64(st.Bsize))
+		if err = remount(dir, fmt.Sprint(used)); err == nil {
+			return nil
+		}
+		if now, uerr := inUse(dir); uerr != nil || now == used {
+			return err // the usage did not move: a real failure
+		}
 	}
+	return err
+}
+
+// inUse is the number of bytes the file system on dir holds.
+func inUse(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return (st.Blocks - st.Bfree) * uint64(st.Bsize), nil
+}
+
+func remount(dir, size string) error {
 	if out, err := exec.Command("mount", "-o", "remount,size="+size, dir).CombinedOutput(); err != nil {
 		return fmt.Errorf("remount %s size=%s: %v: %s", dir, size, err, strings.TrimSpace(string(out)))
 	}
