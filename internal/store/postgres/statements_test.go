@@ -39,11 +39,11 @@ const (
 // plus 20%, so that a change that adds statements to a workflow's path
 // fails the test. Measured with PostgreSQL 15 on the store of this commit
 // (see docs/architecture.md, "Statements per workflow (PostgreSQL)"): W1
-// 38, W2 54, W3 50 statements per workflow.
+// 30, W2 46, W3 42 statements per workflow.
 var maxStatementsPerWorkflow = map[string]float64{
-	shapeW1: 46,
-	shapeW2: 65,
-	shapeW3: 60,
+	shapeW1: 36,
+	shapeW2: 55,
+	shapeW3: 50,
 }
 
 // maxRoundTripsPerWorkflow bounds the round trips per workflow of each

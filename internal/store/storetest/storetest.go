@@ -1155,7 +1155,9 @@ func testReadForCall(t *testing.T, s engine.Store) {
 		}); err != nil {
 			return err
 		}
-		if err := tx.DataAttributeUpsert(ctx, "r1", []*engine.Attribute{{Key: "b", Value: []byte(`2`)}, {Key: "a", Value: []byte(`1`)}}); err != nil {
+		if err := tx.DataAttributeUpsert(ctx, "r1", []*engine.Attribute{
+			{Key: "b", Value: []byte(`2`)}, {Key: "a", Value: []byte(`1`)}, {Key: "c"},
+		}); err != nil {
 			return err
 		}
 		if err := tx.DataAttributeUpsert(ctx, "r2", []*engine.Attribute{{Key: "other", Value: []byte(`3`)}}); err != nil {
@@ -1166,6 +1168,10 @@ func testReadForCall(t *testing.T, s engine.Store) {
 			{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{"y", "x"}},
 			{Key: "dt", ValueType: search.Datetime, Raw: []byte(`{}`), Time: &tm},
 			{Key: "none", ValueType: search.KeywordArray, Raw: []byte(`{}`), Strings: []string{}},
+			{Key: "n", ValueType: search.Int, Raw: []byte(`{}`), Int: ptr(int64(-7))},
+			{Key: "d", ValueType: search.Double, Raw: []byte(`{}`), Double: ptr(2.5)},
+			{Key: "ok", ValueType: search.Bool, Raw: []byte(`{}`), Bool: ptr(false)},
+			{Key: "txt", ValueType: search.Text, Raw: []byte(`{}`), String: ptr("")},
 		}); err != nil {
 			return err
 		}
@@ -1192,7 +1198,7 @@ func testReadForCall(t *testing.T, s engine.Store) {
 		t.Fatal(err)
 	}
 	equal(t, "ReadForCall", got, &want)
-	if len(got.DataAttributes) != 2 || len(got.SearchAttributes) != 4 || len(got.SearchAttributes[0].Strings) != 2 {
+	if len(got.DataAttributes) != 3 || len(got.SearchAttributes) != 8 || len(got.SearchAttributes[0].Strings) != 2 {
 		t.Fatalf("ReadForCall read %s", show(got))
 	}
 
