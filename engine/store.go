@@ -68,17 +68,6 @@ type Store interface {
 	Close() error
 }
 
-// ExecutionPrefetcher is implemented by a store's transaction (Tx) that
-// can send a read ahead of time. PrefetchExecution announces an
-// ExecutionGet that will follow; the read then travels with the
-// transaction's next statement instead of costing a round trip of its own
-// (PostgreSQL pipelines it). The later ExecutionGet returns the execution
-// as the transaction saw it at the prefetch, unless the transaction wrote
-// it in between.
-type ExecutionPrefetcher interface {
-	PrefetchExecution(ctx context.Context, runID, executionID string)
-}
-
 // CallReader is implemented by a store that can read, in one consistent
 // snapshot and one round trip, everything a waitUntil or execute call
 // needs (PostgreSQL pipelines the reads). The engine uses it when present
@@ -88,6 +77,15 @@ type CallReader interface {
 	// data and search attributes, in ascending key order. Run is nil when
 	// the run does not exist, Execution nil when the execution does not.
 	ReadForCall(ctx context.Context, runID, executionID string) (*CallRead, error)
+}
+
+// TakenTask is what Tx.TaskTake returns.
+type TakenTask struct {
+	Run *Run
+	// Removed reports whether the task was removed: false means it is gone
+	// or another process holds it, and its outcome must not be applied.
+	Removed   bool
+	Execution *Execution
 }
 
 // CallRead is what CallReader.ReadForCall returns.
@@ -220,6 +218,13 @@ type Tx interface {
 	// task is gone or another process holds it, and the caller must not apply
 	// its result.
 	TaskDelete(ctx context.Context, id int64, owner string) (bool, error)
+	// TaskTake begins the transaction that applies a task's outcome. In this
+	// order it locks the task's run (as RunLock), removes the task (as
+	// TaskDelete) and, when executionID is not "", reads that execution (as
+	// ExecutionGet). Run is nil when the run does not exist (the task is
+	// removed all the same), Execution nil when the execution does not
+	// exist. PostgreSQL sends the three statements in one round trip.
+	TaskTake(ctx context.Context, runID string, taskID int64, owner, executionID string) (*TakenTask, error)
 	// TaskReschedule sets a task's DueAt, Attempt and lease, provided owner
 	// still holds its lease. It reports whether a row was changed.
 	TaskReschedule(ctx context.Context, task *Task, owner string) (bool, error)

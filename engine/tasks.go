@@ -5,7 +5,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
@@ -86,50 +85,37 @@ type taskTxn struct {
 }
 
 // lockForTask locks the task's run, deletes the task and checks that it was
-// still ours and its execution still in the phase want. It returns nil when
-// the task is stale: gone, leased to another process, or its run or
-// execution moved on; nothing of its outcome may then be applied.
+// still ours and its execution still in the phase want (Tx.TaskTake). It
+// returns nil when the task is stale: gone, leased to another process, or
+// its run or execution moved on; nothing of its outcome may then be
+// applied.
 func (t *txn) lockForTask(task *Task, want ExecutionStatus) (*taskTxn, error) {
-	run, err := t.tx.RunLock(t.ctx, task.RunID)
-	if errors.Is(err, ErrNotFound) {
-		_, err = t.tx.TaskDelete(t.ctx, task.ID, t.e.cfg.NodeID)
+	got, err := t.tx.TaskTake(t.ctx, task.RunID, task.ID, t.e.cfg.NodeID, task.ExecutionID)
+	if err != nil || got.Run == nil {
 		return nil, err
 	}
-	if err != nil {
-		return nil, err
-	}
-	if p, ok := t.tx.(ExecutionPrefetcher); ok && task.ExecutionID != "" {
-		p.PrefetchExecution(t.ctx, task.RunID, task.ExecutionID) // read below, sent with the delete
-	}
-	removed, err := t.tx.TaskDelete(t.ctx, task.ID, t.e.cfg.NodeID)
-	if err != nil {
-		return nil, err
-	}
-	if !removed {
+	if !got.Removed {
 		t.fx.stale = append(t.fx.stale, task)
 		return nil, nil
 	}
-	if run.Status != RunRunning {
+	if got.Run.Status != RunRunning {
 		return nil, nil
 	}
 	tt := &taskTxn{}
 	if task.ExecutionID != "" {
-		tt.x, err = t.tx.ExecutionGet(t.ctx, task.RunID, task.ExecutionID)
-		if errors.Is(err, ErrNotFound) {
+		if got.Execution == nil || got.Execution.Status != want {
 			return nil, nil
 		}
-		if err != nil || tt.x.Status != want {
-			return nil, err
-		}
+		tt.x = got.Execution
 		if tt.xd, err = decodeExec(tt.x); err != nil {
 			return nil, err
 		}
 	}
-	rd, err := decodeRun(run)
+	rd, err := decodeRun(got.Run)
 	if err != nil {
 		return nil, err
 	}
-	tt.runTxn = t.forRun(run, rd)
+	tt.runTxn = t.forRun(got.Run, rd)
 	return tt, nil
 }
 

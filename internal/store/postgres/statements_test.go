@@ -47,11 +47,11 @@ var maxStatementsPerWorkflow = map[string]float64{
 }
 
 // maxRoundTripsPerWorkflow bounds the round trips per workflow of each
-// shape likewise: measured W1 18, W2 25, W3 22, plus 20%.
+// shape likewise: measured W1 16, W2 23, W3 19, plus 20%.
 var maxRoundTripsPerWorkflow = map[string]float64{
-	shapeW1: 22,
-	shapeW2: 30,
-	shapeW3: 27,
+	shapeW1: 19,
+	shapeW2: 28,
+	shapeW3: 23,
 }
 
 // TestStatementCounts counts, with pg_stat_statements, the SQL statements

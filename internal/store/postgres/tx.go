@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/search"
@@ -26,22 +27,9 @@ const (
 // COMMIT (see pipe).
 type txn struct {
 	tx *pipe
-	// prefetched holds the executions read ahead by PrefetchExecution, by
-	// run and execution id, until ExecutionGet takes them.
-	prefetched map[[2]string]*prefetched
 }
 
-// prefetched is one execution read ahead; done is set once its read ran.
-type prefetched struct {
-	x    *engine.Execution
-	err  error
-	done bool
-}
-
-var (
-	_ engine.Tx                  = (*txn)(nil)
-	_ engine.ExecutionPrefetcher = (*txn)(nil)
-)
+var _ engine.Tx = (*txn)(nil)
 
 func notFound(err error) error { return rowfmt.NotFound(err, pgx.ErrNoRows) }
 
@@ -158,44 +146,8 @@ func kindStrings(kinds []engine.TaskKind) []string {
 	return out
 }
 
-// PrefetchExecution implements engine.ExecutionPrefetcher: the SELECT is
-// queued and travels with the transaction's next statement.
-func (t *txn) PrefetchExecution(ctx context.Context, runID, executionID string) {
-	p := &prefetched{}
-	if t.prefetched == nil {
-		t.prefetched = map[[2]string]*prefetched{}
-	}
-	t.prefetched[[2]string{runID, executionID}] = p
-	t.tx.laterRows("PrefetchExecution", `SELECT `+execColumns+` FROM executions WHERE run_id = $1 AND execution_id = $2`,
-		func(rows pgx.Rows) error {
-			defer rows.Close()
-			p.done = true
-			if !rows.Next() {
-				p.err = engine.ErrNotFound
-				return rows.Err()
-			}
-			p.x, p.err = scanExecution(rows)
-			return p.err
-		}, runID, executionID)
-}
-
-// forget drops what was read ahead of the given executions: the
-// transaction is writing them.
-func (t *txn) forget(runID string, executionIDs ...string) {
-	for _, id := range executionIDs {
-		delete(t.prefetched, [2]string{runID, id})
-	}
-}
-
 // ExecutionGet implements engine.ReadTx.
 func (t *txn) ExecutionGet(ctx context.Context, runID, executionID string) (*engine.Execution, error) {
-	key := [2]string{runID, executionID}
-	if p := t.prefetched[key]; p != nil {
-		delete(t.prefetched, key)
-		if p.done {
-			return p.x, wrap("ExecutionGet", p.err)
-		}
-	}
 	e, err := scanExecution(t.tx.QueryRow(ctx, `SELECT `+execColumns+` FROM executions WHERE run_id = $1 AND execution_id = $2`, runID, executionID))
 	return e, wrap("ExecutionGet", err)
 }
@@ -241,7 +193,6 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 		data                                = make([][]byte, n)
 	)
 	for i, e := range executions {
-		t.forget(e.RunID, e.ExecutionID)
 		runIDs[i], execIDs[i], stateIDs[i], statuses[i] = e.RunID, e.ExecutionID, e.StateID, string(e.Status)
 		created[i], data[i] = rowfmt.ToMs(e.CreatedAt), e.Data
 	}
@@ -256,7 +207,6 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 // execution does not exist, the transaction fails with engine.ErrNotFound
 // at its next read or its commit.
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
-	t.forget(e.RunID, e.ExecutionID)
 	t.tx.later("ExecutionUpdate", `UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4`,
 		affectsOne, string(e.Status), e.Data, e.RunID, e.ExecutionID)
 	return nil
@@ -594,6 +544,40 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, error) {
 	tag, err := t.tx.Exec(ctx, `DELETE FROM tasks WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2::text`, id, nullString(owner))
 	return tag.RowsAffected() > 0, wrap("TaskDelete", err)
+}
+
+// TaskTake implements engine.Tx: the run lock and the task's DELETE are
+// queued and travel with the read of the execution (or, without one, the
+// DELETE is the statement they travel with), so the three take one round
+// trip. PostgreSQL runs them in that order: the execution is read under
+// the run's lock.
+func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, executionID string) (*engine.TakenTask, error) {
+	out := &engine.TakenTask{}
+	t.tx.laterRows("TaskTake (run lock)", `SELECT `+runColumns+` FROM runs WHERE run_id = $1 FOR UPDATE`, func(rows pgx.Rows) error {
+		defer rows.Close()
+		if !rows.Next() {
+			return rows.Err()
+		}
+		r, err := rowfmt.ScanRun(rows)
+		out.Run = r
+		return err
+	}, runID)
+	const del = `DELETE FROM tasks WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2::text`
+	if executionID == "" {
+		tag, err := t.tx.Exec(ctx, del, taskID, nullString(owner))
+		out.Removed = tag.RowsAffected() > 0
+		return out, wrap("TaskTake", err)
+	}
+	t.tx.later("TaskTake (task delete)", del, func(tag pgconn.CommandTag) error {
+		out.Removed = tag.RowsAffected() > 0
+		return nil
+	}, taskID, nullString(owner))
+	x, err := scanExecution(t.tx.QueryRow(ctx, `SELECT `+execColumns+` FROM executions WHERE run_id = $1 AND execution_id = $2`, runID, executionID))
+	if errors.Is(err, engine.ErrNotFound) {
+		err = nil
+	}
+	out.Execution = x
+	return out, wrap("TaskTake", err)
 }
 
 // TaskReschedule implements engine.Tx.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/search"
@@ -605,6 +606,32 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, error) {
 	ok, err := affected(t.exec(ctx, qTaskDelete, id, nullString(owner)))
 	return ok, wrap("TaskDelete", err)
+}
+
+// TaskTake implements engine.Tx with RunLock, TaskDelete and ExecutionGet
+// in turn (the transaction holds SQLite's single write lock already).
+func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, executionID string) (*engine.TakenTask, error) {
+	out := &engine.TakenTask{}
+	r, err := t.RunLock(ctx, runID)
+	switch {
+	case err == nil:
+		out.Run = r
+	case !errors.Is(err, engine.ErrNotFound):
+		return nil, err
+	}
+	if out.Removed, err = t.TaskDelete(ctx, taskID, owner); err != nil {
+		return nil, err
+	}
+	if executionID != "" {
+		x, err := t.ExecutionGet(ctx, runID, executionID)
+		switch {
+		case err == nil:
+			out.Execution = x
+		case !errors.Is(err, engine.ErrNotFound):
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // TaskReschedule implements engine.Tx.

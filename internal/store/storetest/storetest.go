@@ -70,7 +70,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"TaskRelease", testTaskRelease},
 		{"History", testHistory},
 		{"ReadForCall", testReadForCall},
-		{"PrefetchExecution", testPrefetchExecution},
+		{"TaskTake", testTaskTake},
 	}
 	for _, tc := range append(tests, searchTests...) {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1218,53 +1218,90 @@ func testReadForCall(t *testing.T, s engine.Store) {
 	}
 }
 
-// testPrefetchExecution checks engine.ExecutionPrefetcher, for the stores
-// whose transactions have it: a prefetched execution read after another
-// statement is the stored one; one the transaction wrote after the prefetch
-// is read as written; an absent one is engine.ErrNotFound.
-func testPrefetchExecution(t *testing.T, s engine.Store) {
+// testTaskTake checks Tx.TaskTake: it locks and returns the run, removes
+// the task only for its lease owner, and returns the execution as stored;
+// an absent run or execution is nil, and an absent run's task is removed
+// all the same. What it did is part of the transaction: a rollback keeps
+// the task.
+func testTaskTake(t *testing.T, s engine.Store) {
 	insertRun(t, s, newRun("r1"))
 	update(t, s, func(ctx context.Context, tx engine.Tx) error {
 		return tx.ExecutionInsert(ctx, []*engine.Execution{
 			{RunID: "r1", ExecutionID: "S1-1", StateID: "S1", Status: engine.ExecExecute, CreatedAt: at(0), Data: []byte(`{"a":1}`)},
-			{RunID: "r1", ExecutionID: "S2-1", StateID: "S2", Status: engine.ExecWaitUntil, CreatedAt: at(0), Data: []byte(`{"b":1}`)},
 		})
 	})
-	supported := true
-	update(t, s, func(ctx context.Context, tx engine.Tx) error {
-		p, ok := tx.(engine.ExecutionPrefetcher)
-		if !ok {
-			supported = false
-			return nil
-		}
-		p.PrefetchExecution(ctx, "r1", "S1-1")
-		p.PrefetchExecution(ctx, "r1", "S2-1")
-		p.PrefetchExecution(ctx, "r1", "absent")
-		if _, err := tx.TaskDelete(ctx, 12345, ""); err != nil { // the statement the reads travel with
-			return err
-		}
-		if err := tx.ExecutionUpdate(ctx, &engine.Execution{RunID: "r1", ExecutionID: "S2-1", Status: engine.ExecCompleted, Data: []byte(`{"b":2}`)}); err != nil {
-			return err
-		}
-		x, err := tx.ExecutionGet(ctx, "r1", "S1-1")
+	mine := newTask("r1", "S1-1", engine.TaskExecute, at(0))
+	mine.LeaseOwner, mine.LeaseExpiresAt = "node-a", at(time.Minute)
+	other := newTask("r1", "S1-1", engine.TaskExecute, at(0))
+	other.LeaseOwner, other.LeaseExpiresAt = "node-b", at(time.Minute)
+	orphan := newTask("gone", "S1-1", engine.TaskExecute, at(0))
+	timeout := newTask("r1", "", engine.TaskTimeout, at(0))
+	insertTasks(t, s, mine, other, orphan, timeout)
+	var wantRun *engine.Run
+	view(t, s, func(ctx context.Context, tx engine.ReadTx) (err error) {
+		wantRun, err = tx.RunGet(ctx, "r1")
+		return err
+	})
+
+	errRollback := errors.New("roll back")
+	err := s.Update(ctxT(t), func(ctx context.Context, tx engine.Tx) error {
+		got, err := tx.TaskTake(ctx, "r1", mine.ID, "node-a", "S1-1")
 		if err != nil {
 			return err
 		}
-		if x.Status != engine.ExecExecute || string(x.Data) != `{"a":1}` {
-			return fmt.Errorf("prefetched execution: %s", show(x))
+		if !got.Removed || got.Execution == nil || string(got.Execution.Data) != `{"a":1}` {
+			return fmt.Errorf("TaskTake of a held task: %s", show(got))
 		}
-		if x, err = tx.ExecutionGet(ctx, "r1", "S2-1"); err != nil {
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatalf("Update = %v, want the rollback error", err)
+	}
+	if n := len(listTasks(t, s, "r1")); n != 3 {
+		t.Fatalf("after a rolled-back TaskTake the run has %d tasks, want 3", n)
+	}
+
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		got, err := tx.TaskTake(ctx, "r1", mine.ID, "node-a", "S1-1")
+		if err != nil {
 			return err
 		}
-		if x.Status != engine.ExecCompleted || string(x.Data) != `{"b":2}` {
-			return fmt.Errorf("execution written after its prefetch: %s, want the written one", show(x))
+		equal(t, "TaskTake run", got.Run, wantRun)
+		if !got.Removed {
+			t.Errorf("TaskTake by the lease owner removed nothing")
 		}
-		_, err = tx.ExecutionGet(ctx, "r1", "absent")
-		isNotFound(t, "prefetched absent execution", err)
+		if got.Execution == nil || got.Execution.Status != engine.ExecExecute || got.Execution.StateID != "S1" {
+			t.Errorf("TaskTake execution = %s", show(got.Execution))
+		}
+
+		got, err = tx.TaskTake(ctx, "r1", other.ID, "node-a", "absent")
+		if err != nil {
+			return err
+		}
+		if got.Run == nil || got.Removed || got.Execution != nil {
+			t.Errorf("TaskTake of another node's task with an absent execution: %s", show(got))
+		}
+
+		got, err = tx.TaskTake(ctx, "gone", orphan.ID, "", "S1-1")
+		if err != nil {
+			return err
+		}
+		if got.Run != nil || !got.Removed || got.Execution != nil {
+			t.Errorf("TaskTake of an absent run's task: %s", show(got))
+		}
+
+		got, err = tx.TaskTake(ctx, "r1", timeout.ID, "", "")
+		if err != nil {
+			return err
+		}
+		if got.Run == nil || !got.Removed || got.Execution != nil {
+			t.Errorf("TaskTake without an execution: %s", show(got))
+		}
 		return nil
 	})
-	if !supported {
-		t.Skip("the store's transactions read executions when asked")
+	equal(t, "tasks left", listTasks(t, s, "r1"), []*engine.Task{stored(other)})
+	if n := len(listTasks(t, s, "gone")); n != 0 {
+		t.Fatalf("the absent run's task is still stored")
 	}
 }
 
