@@ -244,6 +244,9 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 	want := ExecExecute
 	if waitUntil {
 		want = ExecWaitUntil
+		// Reading its inputs waits behind the execute calls and answers of
+		// workflows further along (see Priority); the answer is urgent.
+		ctx = WithPriority(ctx, PriorityLow)
 	}
 	s, err := e.snapshot(ctx, t, want)
 	if err != nil {
@@ -313,9 +316,9 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 		}
 		nameTimeout(err, "StateApiWaitUntil")
 		e.attemptFailedLog(t, s, "waitUntil", err)
-		return e.attemptFailed(ctx, t, err)
+		return e.attemptFailed(WithPriority(ctx, PriorityUrgent), t, err)
 	}
-	return e.applyWaitUntil(ctx, t, resp)
+	return e.applyWaitUntil(WithPriority(ctx, PriorityUrgent), t, resp)
 }
 
 // callExecute calls the worker's execute and applies the answer or the
@@ -339,9 +342,9 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 		}
 		nameTimeout(err, "StateApiExecute")
 		e.attemptFailedLog(t, s, "execute", err)
-		return e.attemptFailed(ctx, t, err)
+		return e.attemptFailed(WithPriority(ctx, PriorityUrgent), t, err)
 	}
-	return e.applyExecute(ctx, t, resp)
+	return e.applyExecute(WithPriority(ctx, PriorityUrgent), t, resp)
 }
 
 // nameTimeout marks a timed-out state API call with its API, so that its

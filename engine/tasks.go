@@ -128,9 +128,9 @@ func (e *Engine) processTask(ctx context.Context, t *Task) error {
 	case TaskWaitUntil, TaskExecute:
 		err = e.callStateAPI(ctx, t)
 	case TaskTimer:
-		err = e.fireTimer(ctx, t)
+		err = e.fireTimer(WithPriority(ctx, PriorityUrgent), t)
 	case TaskTimeout:
-		err = e.fireTimeout(ctx, t)
+		err = e.fireTimeout(WithPriority(ctx, PriorityUrgent), t)
 	default:
 		err = e.dropTask(ctx, t)
 	}

@@ -143,7 +143,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	}
 	defer func() { <-e.starting }()
 	var runID string
-	err = e.update(ctx, func(t *txn) error {
+	err = e.update(WithPriority(ctx, PriorityStart), func(t *txn) error {
 		runID = ""
 		cur, err := t.tx.WorkflowLock(t.ctx, req.WorkflowID)
 		if err != nil {

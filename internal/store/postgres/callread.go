@@ -40,11 +40,15 @@ CROSS JOIN (SELECT array_agg(key ORDER BY key, pos) AS k, array_agg(value ORDER 
 WHERE r.run_id = $1`
 
 // ReadForCall implements engine.CallReader with callReadSQL: one statement
-// in one round trip. Attributes are read whole: a loading policy that names
+// in one round trip, on a connection taken through the gate. Attributes are read whole: a loading policy that names
 // keys is applied by the engine. When the run does not exist, nothing is
 // returned (no execution and no attributes either).
 func (s *Store) ReadForCall(ctx context.Context, runID, executionID string) (*engine.CallRead, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: ReadForCall: %w", err)
+	}
 	out, err := scanCallRead(s.pool.QueryRow(ctx, callReadSQL, runID, executionID))
+	s.gate.leave()
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("postgres: ReadForCall: %w", err))
 	}

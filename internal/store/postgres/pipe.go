@@ -33,6 +33,7 @@ import (
 // trips instead of ten.
 type pipe struct {
 	conn *pgxpool.Conn
+	gate *gate // left when the connection goes back
 	// begin is the BEGIN statement still to send; "" once sent.
 	begin string
 	// queued are the writes not sent yet, in issue order.
@@ -69,14 +70,18 @@ func (e *earlierWriteError) Unwrap() error {
 	return e.err
 }
 
-// beginPipe acquires a connection for a transaction that begins with the
-// statement begin.
+// beginPipe acquires a connection, through the gate at ctx's priority,
+// for a transaction that begins with the statement begin.
 func (s *Store) beginPipe(ctx context.Context, begin string) (*pipe, error) {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
+	if err := s.gate.enter(ctx); err != nil {
 		return nil, err
 	}
-	return &pipe{conn: conn, begin: begin}, nil
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		s.gate.leave()
+		return nil, err
+	}
+	return &pipe{conn: conn, gate: s.gate, begin: begin}, nil
 }
 
 // later queues a write; check, when set, judges its command tag when it
@@ -221,6 +226,7 @@ func (p *pipe) end(ctx context.Context, committed bool) {
 		}
 	}
 	p.conn.Release()
+	p.gate.leave()
 }
 
 // batchRows are the rows of the last statement of a batch; closing them

@@ -41,6 +41,7 @@ import (
 // connection pool. It is safe for concurrent use.
 type Store struct {
 	pool   *pgxpool.Pool
+	gate   *gate
 	schema string
 	feed   *feed
 }
@@ -110,7 +111,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if feedSchema == "" && schema != nil {
 		feedSchema = *schema
 	}
-	return &Store{pool: pool, schema: o.schema, feed: newFeed(cfg.ConnConfig.Copy(), feedSchema)}, nil
+	return &Store{pool: pool, gate: newGate(int(cfg.MaxConns)), schema: o.schema, feed: newFeed(cfg.ConnConfig.Copy(), feedSchema)}, nil
 }
 
 // Ping reports whether the database answers.
