@@ -463,6 +463,7 @@ func (t *target) sleepers(ctx context.Context, workload string, n, inFlight int,
 		}
 	}
 	r.latenessCalm = summarize(calm)
+	r.worst = worstWindow(fl, late, begin.at, 10*time.Second)
 	r.lateness = summarize(late)
 	r.lat = r.lateness
 	r.completed = int64(len(late))
@@ -475,6 +476,33 @@ func (t *target) sleepers(ctx context.Context, workload string, n, inFlight int,
 // maxAsleep returns the largest number of workflows that slept on their
 // timer at the same moment: from the waitUntil answer (due - timer) to the
 // arrival of the execute call.
+// lateWindow is a window of due times (from the first start) and the
+// lateness of the timers due in it.
+type lateWindow struct {
+	from, to time.Duration
+	d        dist
+}
+
+// worstWindow cuts the due times into windows of width and returns the one
+// whose timers have the highest p99 lateness: it tells a short stall (one
+// window) from a backlog that grows over the run. late[i] belongs to fl[i].
+func worstWindow(fl []*flight, late []time.Duration, origin time.Time, width time.Duration) lateWindow {
+	byWindow := map[int][]time.Duration{}
+	for i, f := range fl {
+		if due, ok := f.dueTime(); ok {
+			k := int(due.Sub(origin) / width)
+			byWindow[k] = append(byWindow[k], late[i])
+		}
+	}
+	var w lateWindow
+	for k, v := range byWindow {
+		if d := summarize(v); w.d.n == 0 || d.p99 > w.d.p99 {
+			w = lateWindow{from: time.Duration(k) * width, to: time.Duration(k+1) * width, d: d}
+		}
+	}
+	return w
+}
+
 func maxAsleep(fl []*flight, timer time.Duration) int {
 	type edge struct {
 		at    time.Time

@@ -223,3 +223,29 @@ func TestQuickPostgresCrossNode(t *testing.T) {
 		}
 	}
 }
+
+// TestWorstWindow checks that the window of due times with the highest p99
+// lateness is found, and which timers count in it.
+func TestWorstWindow(t *testing.T) {
+	origin := epoch.Add(time.Hour)
+	var fl []*flight
+	var late []time.Duration
+	add := func(dueAfter, lateness time.Duration) {
+		f := newFlight()
+		f.setDue(origin.Add(dueAfter))
+		fl = append(fl, f)
+		late = append(late, lateness)
+	}
+	for i := 0; i < 10; i++ {
+		add(time.Duration(i)*time.Second, 5*time.Millisecond) // window 0
+		add(15*time.Second, 40*time.Millisecond)              // window 1
+		add(25*time.Second, 2*time.Second)                    // window 2: the stall
+		add(35*time.Second, 10*time.Millisecond)              // window 3
+	}
+	fl = append(fl, newFlight()) // no due time recorded: not counted
+	late = append(late, time.Hour)
+	w := worstWindow(fl, late, origin, 10*time.Second)
+	if w.from != 20*time.Second || w.to != 30*time.Second || w.d.n != 10 || w.d.p99 != 2*time.Second {
+		t.Fatalf("worst window = +%s..+%s, %d timers, p99 %s; want +20s..+30s, 10 timers, p99 2s", w.from, w.to, w.d.n, w.d.p99)
+	}
+}

@@ -28,8 +28,10 @@ type result struct {
 	lateness dist
 	// latenessCalm covers the timers due after the last start returned.
 	latenessCalm dist
-	maxAsleep    int
-	early        int
+	// worst is the 10 s window of due times with the latest timers.
+	worst     lateWindow
+	maxAsleep int
+	early     int
 	// backlogWaitUntil and backlogOverdue count, when the last start
 	// returned, the workflows still waiting for their waitUntil call and
 	// those whose timer was due but whose execute call had not arrived.
@@ -195,6 +197,10 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 				fmtInt(int64(r.backlogWaitUntil)), fmtInt(int64(r.backlogOverdue))))
 			if r.latenessCalm.n > 0 {
 				parts = append(parts, fmt.Sprintf("the %s timers due after the last start: lateness p50 %s p99 %s", fmtInt(int64(r.latenessCalm.n)), fmtDur(r.latenessCalm.p50), fmtDur(r.latenessCalm.p99)))
+			}
+			if r.worst.d.n > 0 {
+				parts = append(parts, fmt.Sprintf("the latest 10 s of due times were +%.0fs..+%.0fs after the first start: %s timers, lateness p50 %s p99 %s",
+					r.worst.from.Seconds(), r.worst.to.Seconds(), fmtInt(int64(r.worst.d.n)), fmtDur(r.worst.d.p50), fmtDur(r.worst.d.p99)))
 			}
 			parts = append(parts, fmt.Sprintf("CPU over %.1f s from the first start to the last timer", r.cpu.wall.Seconds()))
 		default:
