@@ -9,43 +9,40 @@ import (
 	"github.com/iwf-server/iwf-server/engine"
 )
 
-// waitQueued waits until n callers wait at the gate.
-func waitQueued(t *testing.T, g *gate, n int) {
+// waitGate waits until count(g), read under the gate's lock, is n.
+func waitGate(t *testing.T, g *gate, what string, n int, count func(g *gate) int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		g.mu.Lock()
-		got := 0
-		for _, q := range g.waiting {
-			got += len(q)
-		}
+		got := count(g)
 		g.mu.Unlock()
 		if got == n {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d callers wait at the gate, want %d", got, n)
+			t.Fatalf("%s: %d, want %d", what, got, n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
+// waitQueued waits until n callers wait at the gate.
+func waitQueued(t *testing.T, g *gate, n int) {
+	t.Helper()
+	waitGate(t, g, "callers waiting at the gate", n, func(g *gate) int {
+		got := 0
+		for _, q := range g.waiting {
+			got += len(q)
+		}
+		return got
+	})
+}
+
 // waitFree waits until n slots are free.
 func waitFree(t *testing.T, g *gate, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g.mu.Lock()
-		free := g.free
-		g.mu.Unlock()
-		if free == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d slots free, want %d", free, n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitGate(t, g, "free slots", n, func(g *gate) int { return g.free })
 }
 
 // TestGateServesUrgentFirst fills the gate, queues callers of every
