@@ -70,8 +70,8 @@ type Store interface {
 
 // CallReader is implemented by a store that can read, in one consistent
 // snapshot and one round trip, everything a waitUntil or execute call
-// needs (PostgreSQL pipelines the reads). The engine uses it when present
-// and otherwise reads the same through View.
+// needs (both stores do it with a single statement). The engine uses it
+// when present and otherwise reads the same through View.
 type CallReader interface {
 	// ReadForCall returns a run, one of its executions and all the run's
 	// data and search attributes, in ascending key order. Run is nil when
