@@ -20,6 +20,9 @@ type gate struct {
 	mu      sync.Mutex
 	free    int
 	waiting [engine.NumPriorities][]*gateWaiter
+	// changed is broadcast whenever free or waiting changes (tests wait on
+	// it; without waiters a broadcast costs next to nothing).
+	changed *sync.Cond
 }
 
 // gateWaiter is one caller waiting at the gate; ready is closed when it is
@@ -29,7 +32,11 @@ type gateWaiter struct {
 	granted bool
 }
 
-func newGate(size int) *gate { return &gate{free: size} }
+func newGate(size int) *gate {
+	g := &gate{free: size}
+	g.changed = sync.NewCond(&g.mu)
+	return g
+}
 
 // enter waits for a slot at ctx's priority, or until ctx ends.
 func (g *gate) enter(ctx context.Context) error {
@@ -38,12 +45,14 @@ func (g *gate) enter(ctx context.Context) error {
 		// Slots are handed straight to waiters when given back, so a free
 		// slot means that nobody waits.
 		g.free--
+		g.changed.Broadcast()
 		g.mu.Unlock()
 		return nil
 	}
 	p := engine.PriorityOf(ctx)
 	w := &gateWaiter{ready: make(chan struct{})}
 	g.waiting[p] = append(g.waiting[p], w)
+	g.changed.Broadcast()
 	g.mu.Unlock()
 	select {
 	case <-w.ready:
@@ -63,6 +72,7 @@ func (g *gate) enter(ctx context.Context) error {
 				break
 			}
 		}
+		g.changed.Broadcast()
 		g.mu.Unlock()
 		return ctx.Err()
 	}
@@ -73,6 +83,7 @@ func (g *gate) enter(ctx context.Context) error {
 func (g *gate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	defer g.changed.Broadcast()
 	for p := range g.waiting {
 		if q := g.waiting[p]; len(q) > 0 {
 			w := q[0]

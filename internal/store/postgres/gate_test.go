@@ -9,21 +9,25 @@ import (
 	"github.com/iwf-server/iwf-server/engine"
 )
 
-// waitGate waits until count(g), read under the gate's lock, is n.
+// waitGate waits until count(g), read under the gate's lock, is n: it
+// re-reads whenever the gate changes, and fails after 10 s.
 func waitGate(t *testing.T, g *gate, what string, n int, count func(g *gate) int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	timedOut := false
+	watchdog := time.AfterFunc(10*time.Second, func() {
 		g.mu.Lock()
-		got := count(g)
+		timedOut = true
+		g.changed.Broadcast()
 		g.mu.Unlock()
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
+	})
+	defer watchdog.Stop()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for got := count(g); got != n; got = count(g) {
+		if timedOut {
 			t.Fatalf("%s: %d, want %d", what, got, n)
 		}
-		time.Sleep(time.Millisecond)
+		g.changed.Wait()
 	}
 }
 
