@@ -89,16 +89,22 @@ func (r *runTxn) startStates(moves []record.Movement, due time.Time) error {
 // timers dropped, and the run that follows it (retry, cron) created. The
 // caller saves the run.
 func (r *runTxn) closeRun(status RunStatus, errType, errMsg string) error {
+	live, err := r.tx.ExecutionList(r.ctx, r.run.RunID, LiveStatuses...)
+	if err != nil {
+		return err
+	}
+	return r.closeRunLive(live, status, errType, errMsg)
+}
+
+// closeRunLive is closeRun for a caller that has just listed the run's live
+// executions in this transaction.
+func (r *runTxn) closeRunLive(live []*Execution, status RunStatus, errType, errMsg string) error {
 	r.run.Status = status
 	r.run.ClosedAt = r.now
 	r.fx.closed = append(r.fx.closed, status)
 	r.rd.ErrorType, r.rd.ErrorMsg = errType, errMsg
 	r.rd.Executing = nil
 	r.rd.Locks = nil
-	live, err := r.tx.ExecutionList(r.ctx, r.run.RunID, LiveStatuses...)
-	if err != nil {
-		return err
-	}
 	for _, x := range live {
 		x.Status = ExecAbandoned
 		if err := r.tx.ExecutionUpdate(r.ctx, x); err != nil {
@@ -413,9 +419,11 @@ func (r *runTxn) completeIfIdle() error {
 	if !r.rd.Graceful || r.run.Status != RunRunning {
 		return nil
 	}
-	n, err := r.tx.ExecutionCount(r.ctx, r.run.RunID, LiveStatuses...)
-	if err != nil || n > 0 {
+	// One statement both tells whether the run is idle and, when it is,
+	// gives closeRun its (empty) list of live executions.
+	live, err := r.tx.ExecutionList(r.ctx, r.run.RunID, LiveStatuses...)
+	if err != nil || len(live) > 0 {
 		return err
 	}
-	return r.closeRun(RunCompleted, "", "")
+	return r.closeRunLive(live, RunCompleted, "", "")
 }

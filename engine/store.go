@@ -141,8 +141,6 @@ type ReadTx interface {
 	// ExecutionList returns the run's state executions whose status is one of
 	// statuses (all when statuses is empty), in insertion order.
 	ExecutionList(ctx context.Context, runID string, statuses ...ExecutionStatus) ([]*Execution, error)
-	// ExecutionCount counts the run's executions whose status is one of statuses.
-	ExecutionCount(ctx context.Context, runID string, statuses ...ExecutionStatus) (int, error)
 
 	// MessagePeek returns up to limit unconsumed messages of one channel,
 	// oldest first. limit <= 0 means no limit.

@@ -168,19 +168,6 @@ func (t *txn) ExecutionList(ctx context.Context, runID string, statuses ...engin
 	return out, wrap("ExecutionList", err)
 }
 
-// ExecutionCount implements engine.ReadTx; no statuses counts them all.
-func (t *txn) ExecutionCount(ctx context.Context, runID string, statuses ...engine.ExecutionStatus) (int, error) {
-	var n int
-	var err error
-	if len(statuses) == 0 {
-		err = t.tx.QueryRow(ctx, `SELECT count(*) FROM executions WHERE run_id = $1`, runID).Scan(&n)
-	} else {
-		err = t.tx.QueryRow(ctx, `SELECT count(*) FROM executions WHERE run_id = $1 AND status = ANY($2)`,
-			runID, statusStrings(statuses)).Scan(&n)
-	}
-	return n, wrap("ExecutionCount", err)
-}
-
 // ExecutionInsert implements engine.Tx with one multi-row INSERT.
 func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Execution) error {
 	if len(executions) == 0 {

@@ -44,13 +44,11 @@ var (
 	qRunInsert = query(`INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	qRunUpdate = query(`UPDATE runs SET status = ?, closed_at = ?, data = ? WHERE run_id = ?`)
 
-	qExecGet         = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND execution_id = ?`)
-	qExecList        = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? ORDER BY id`)
-	qExecListStatus  = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND status` + inJSON + ` ORDER BY id`)
-	qExecCount       = query(`SELECT count(*) FROM executions WHERE run_id = ?`)
-	qExecCountStatus = query(`SELECT count(*) FROM executions WHERE run_id = ? AND status` + inJSON)
-	qExecInsert      = query(`INSERT INTO executions (` + execColumns + `) VALUES (?, ?, ?, ?, ?, ?)`)
-	qExecUpdate      = query(`UPDATE executions SET status = ?, data = ? WHERE run_id = ? AND execution_id = ?`)
+	qExecGet        = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND execution_id = ?`)
+	qExecList       = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? ORDER BY id`)
+	qExecListStatus = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND status` + inJSON + ` ORDER BY id`)
+	qExecInsert     = query(`INSERT INTO executions (` + execColumns + `) VALUES (?, ?, ?, ?, ?, ?)`)
+	qExecUpdate     = query(`UPDATE executions SET status = ?, data = ? WHERE run_id = ? AND execution_id = ?`)
 
 	qMsgPeek   = query(`SELECT ` + msgColumns + ` FROM messages WHERE run_id = ? AND kind = ? AND channel = ? ORDER BY id LIMIT ?`)
 	qMsgCounts = query(`SELECT channel, count(*) FROM messages WHERE run_id = ? AND kind = ? GROUP BY channel`)
@@ -285,21 +283,6 @@ func (t *txn) ExecutionList(ctx context.Context, runID string, statuses ...engin
 		out = append(out, e)
 	}
 	return out, wrap("ExecutionList", rows.Err())
-}
-
-// ExecutionCount implements engine.ReadTx; no statuses counts them all.
-func (t *txn) ExecutionCount(ctx context.Context, runID string, statuses ...engine.ExecutionStatus) (int, error) {
-	var n int
-	var err error
-	if len(statuses) == 0 {
-		err = t.queryRow(ctx, qExecCount, runID).Scan(&n)
-	} else {
-		var list string
-		if list, err = jsonList(statuses); err == nil {
-			err = t.queryRow(ctx, qExecCountStatus, runID, list).Scan(&n)
-		}
-	}
-	return n, wrap("ExecutionCount", err)
 }
 
 // ExecutionInsert implements engine.Tx.
