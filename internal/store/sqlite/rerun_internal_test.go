@@ -5,7 +5,6 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
@@ -65,11 +64,5 @@ func TestUpdateRerun(t *testing.T) {
 // waitQueued waits until n Update calls wait for the writer.
 func waitQueued(t *testing.T, s *Store, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for len(s.writes) < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d Update calls queued after 30 s, want %d", len(s.writes), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	s.writes.waitLen(n)
 }

@@ -53,7 +53,7 @@ type Store struct {
 	// Group commit: Update hands its function to the writer goroutine,
 	// which runs queued functions in one transaction, each inside its own
 	// savepoint, and commits once for all of them.
-	writes    chan *writeReq
+	writes    *writeQueue
 	closing   chan struct{}
 	lock      *ownerLock // held while the store is open (nil in memory)
 	writerEnd chan struct{}
@@ -76,7 +76,7 @@ type panicError struct{ v any }
 func (p *panicError) Error() string { return fmt.Sprint("panic in Update: ", p.v) }
 
 func newStore(w, r *sql.DB) *Store {
-	s := &Store{w: w, r: r, writes: make(chan *writeReq, maxBatch), closing: make(chan struct{}), writerEnd: make(chan struct{})}
+	s := &Store{w: w, r: r, writes: newWriteQueue(), closing: make(chan struct{}), writerEnd: make(chan struct{})}
 	go s.writer()
 	return s
 }
@@ -276,13 +276,12 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 	if _, _, err := s.statements(ctx); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	select {
-	case s.writes <- req:
-	case <-s.closing:
-		return errors.New("sqlite: store closed")
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := s.writes.push(req); err != nil {
+		return err
 	}
 	err := <-req.done
 	if p, ok := err.(*panicError); ok {
@@ -309,34 +308,26 @@ func unavailable(err error) error {
 	return err
 }
 
-// writer runs the queued Update functions, in batches, until Close.
+// writer runs the queued Update functions, in batches of the most urgent
+// first, until Close.
 func (s *Store) writer() {
 	defer close(s.writerEnd)
 	for {
-		var first *writeReq
 		select {
-		case first = <-s.writes:
+		case <-s.writes.wake:
 		case <-s.closing:
-			for {
-				select {
-				case r := <-s.writes:
-					r.done <- errors.New("sqlite: store closed")
-				default:
-					return
-				}
+			for _, r := range s.writes.close() {
+				r.done <- errClosed
 			}
+			return
 		}
-		batch := []*writeReq{first}
-	drain:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-s.writes:
-				batch = append(batch, r)
-			default:
-				break drain
+		for {
+			batch := s.writes.take(maxBatch)
+			if batch == nil {
+				break
 			}
+			s.commitBatch(batch)
 		}
-		s.commitBatch(batch)
 	}
 }
 

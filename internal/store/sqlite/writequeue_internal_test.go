@@ -1,0 +1,126 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// TestWriterServesMostUrgentFirst holds the writer, queues Update calls of
+// every priority in the reverse of their urgency, and checks that the
+// writer then runs them most urgent first, oldest first within a priority.
+func TestWriterServesMostUrgentFirst(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	blocker := make(chan error, 1)
+	go func() {
+		blocker <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+
+	var (
+		mu  sync.Mutex
+		ran []string
+		wg  sync.WaitGroup
+	)
+	queued := 0
+	for p := engine.NumPriorities - 1; p >= 0; p-- {
+		for i := range 2 {
+			name := fmt.Sprintf("p%d-%d", p, i)
+			pctx := engine.WithPriority(ctx, engine.Priority(p))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := s.Update(pctx, func(ctx context.Context, tx engine.Tx) error {
+					mu.Lock()
+					ran = append(ran, name)
+					mu.Unlock()
+					return nil
+				})
+				if err != nil {
+					t.Errorf("Update %s: %v", name, err)
+				}
+			}()
+			// One at a time, so that the queue order within a priority
+			// is known.
+			queued++
+			waitQueued(t, s, queued)
+		}
+	}
+	close(release)
+	if err := <-blocker; err != nil {
+		t.Fatalf("blocking Update: %v", err)
+	}
+	wg.Wait()
+	var want []string
+	for p := range engine.NumPriorities {
+		want = append(want, fmt.Sprintf("p%d-0", p), fmt.Sprintf("p%d-1", p))
+	}
+	if fmt.Sprint(ran) != fmt.Sprint(want) {
+		t.Fatalf("ran %v, want %v", ran, want)
+	}
+}
+
+// TestUpdateAfterClose: a call queued when the store closes runs or gets an
+// error instead of waiting for ever, and a call after Close fails.
+func TestUpdateAfterClose(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	started, release := make(chan struct{}), make(chan struct{})
+	blocker := make(chan error, 1)
+	go func() {
+		blocker <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	queuedErr := make(chan error, 1)
+	go func() {
+		queuedErr <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return nil })
+	}()
+	waitQueued(t, s, 1)
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	// Close waits for the writer, which is held by the blocker: release it
+	// once Close has begun (the closing channel is closed).
+	<-s.closing
+	close(release)
+	if err := <-blocker; err != nil {
+		t.Fatalf("blocking Update: %v", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	// The queued call either ran before the writer saw the close or was
+	// refused; it must not hang.
+	if err := <-queuedErr; err != nil && err != errClosed {
+		t.Fatalf("queued Update: %v, want nil or %v", err, errClosed)
+	}
+	if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return nil }); err == nil {
+		t.Fatal("Update after Close succeeded")
+	}
+}
