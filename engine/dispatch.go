@@ -297,8 +297,8 @@ func (d *dispatcher) run(ctx context.Context) {
 		now := clock.Now()
 		for d.queue.Len() > 0 {
 			next := d.queue[0]
-			if next.DueAt.After(now) {
-				wait = next.DueAt.Sub(now)
+			if at := runAt(next); at.After(now) {
+				wait = at.Sub(now)
 				break
 			}
 			t := heap.Pop(&d.queue).(*Task)
@@ -464,6 +464,21 @@ func (h *taskHeap) Pop() any {
 	old[n-1] = nil
 	*h = old[:n-1]
 	return t
+}
+
+// runAt is when the scheduling loop hands t to a goroutine. Due times are
+// rounded up to the store's millisecond (leaseLocally), so a state call
+// made due "now" is stored as due at the end of now's millisecond; waiting
+// for that end would add half a millisecond on average to every step of a
+// workflow. A waitUntil or execute call therefore runs as soon as its due
+// millisecond has begun: it has no due time of its own to honour, only the
+// moment it was created or its backoff, which is not that precise. Timers
+// and timeouts run at their due time, never before it.
+func runAt(t *Task) time.Time {
+	if t.Kind == TaskWaitUntil || t.Kind == TaskExecute {
+		return t.DueAt.Add(-time.Millisecond + time.Nanosecond)
+	}
+	return t.DueAt
 }
 
 // ceilMillisecond rounds t up to a whole millisecond, as task due times are.
