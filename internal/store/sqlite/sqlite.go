@@ -12,9 +12,7 @@
 // one connection whose transactions begin IMMEDIATE, so writers queue in Go
 // instead of failing with SQLITE_BUSY; View transactions use a separate pool
 // of read-only connections and see a consistent snapshot without blocking the
-// writer. A background goroutine with its own connection checkpoints the WAL
-// (checkpoint.go), so that commits never wait for one. Every statement is
-// prepared once per connection.
+// writer. Every statement is prepared once per connection.
 //
 // A Store is for one process: SQLite has no row locks across processes, and
 // TaskReleaseLeases is meant to be called at start-up.
@@ -60,8 +58,6 @@ type Store struct {
 	lock      *ownerLock // held while the store is open (nil in memory)
 	writerEnd chan struct{}
 	closeOnce sync.Once
-	// ckpt checkpoints the WAL in the background (nil in memory).
-	ckpt *checkpointer
 }
 
 // maxBatch bounds how many Update calls share one transaction.
@@ -139,7 +135,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 func openFile(ctx context.Context, dsn string) (*Store, error) {
 	// The writer opens the file first and switches it to WAL, which is a
 	// property of the file that the readers then share.
-	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=0&_txlock=immediate&_pragma=wal_autocheckpoint(0)")
+	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=0&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 	}
@@ -164,24 +160,8 @@ func openFile(ctx context.Context, dsn string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 	}
-	ck, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000")
-	if err != nil {
-		w.Close()
-		r.Close()
-		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
-	}
-	ck.SetMaxOpenConns(1)
-	ck.SetMaxIdleConns(1)
-	ck.SetConnMaxLifetime(0)
-	ck.SetConnMaxIdleTime(0)
-	s := newStore(w, r)
-	s.ckpt = newCheckpointer(ck, checkpointHook)
-	return s, nil
+	return newStore(w, r), nil
 }
-
-// checkpointHook is the checkpointer's after function of stores opened
-// from now on (tests set it).
-var checkpointHook func(frames, copied int, err error)
 
 func checkWAL(ctx context.Context, db *sql.DB) error {
 	var mode string
@@ -207,13 +187,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database. Transactions in progress fail.
 func (s *Store) Close() error {
-	var err error
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.writerEnd
-		if s.ckpt != nil {
-			err = s.ckpt.close()
-		}
 	})
 	s.mu.Lock()
 	for _, st := range append(s.wst, s.rst...) {
@@ -223,9 +199,7 @@ func (s *Store) Close() error {
 	}
 	s.wst, s.rst, s.prepared = nil, nil, false
 	s.mu.Unlock()
-	if werr := s.w.Close(); err == nil {
-		err = werr
-	}
+	err := s.w.Close()
 	if s.r != s.w {
 		if rerr := s.r.Close(); err == nil {
 			err = rerr
@@ -437,9 +411,6 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 	}
 	if err := sqlTx.Commit(); err != nil {
 		return failAll(fmt.Errorf("sqlite: commit: %w", err))
-	}
-	if s.ckpt != nil {
-		s.ckpt.committed()
 	}
 	return finish()
 }
