@@ -15,27 +15,11 @@ import (
 // back and run again with a savepoint around each function.
 func TestUpdateRerun(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s := openMigrated(t, true)
 	storetest.UpdateRerun(t, s, func(t *testing.T, _ engine.Store, fn func(ctx context.Context, tx engine.Tx) error) error {
 		// Hold the writer so that the next two calls queue up as one batch,
 		// the function under test first.
-		started, release := make(chan struct{}), make(chan struct{})
-		blocker := make(chan error, 1)
-		go func() {
-			blocker <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
-				close(started)
-				<-release
-				return nil
-			})
-		}()
-		<-started
+		release, blocker := holdWriter(s)
 		result := make(chan error, 1)
 		go func() { result <- s.Update(ctx, fn) }()
 		waitQueued(t, s, 1)
@@ -65,4 +49,38 @@ func TestUpdateRerun(t *testing.T) {
 func waitQueued(t *testing.T, s *Store, n int) {
 	t.Helper()
 	s.writes.waitLen(n)
+}
+
+// openMigrated opens a migrated store in a temporary directory; with
+// closeAtEnd it is closed when the test ends.
+func openMigrated(t testing.TB, closeAtEnd bool) *Store {
+	t.Helper()
+	ctx := context.Background()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closeAtEnd {
+		t.Cleanup(func() { s.Close() })
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// holdWriter runs an Update that holds the writer until release is
+// closed; blocker receives its result. It returns once the writer is held.
+func holdWriter(s *Store) (release chan struct{}, blocker chan error) {
+	started := make(chan struct{})
+	release, blocker = make(chan struct{}), make(chan error, 1)
+	go func() {
+		blocker <- s.Update(context.Background(), func(ctx context.Context, tx engine.Tx) error {
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	return release, blocker
 }

@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync"
 	"testing"
 
@@ -15,24 +14,8 @@ import (
 // writer then runs them most urgent first, oldest first within a priority.
 func TestWriterServesMostUrgentFirst(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	started, release := make(chan struct{}), make(chan struct{})
-	blocker := make(chan error, 1)
-	go func() {
-		blocker <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
-			close(started)
-			<-release
-			return nil
-		})
-	}()
-	<-started
+	s := openMigrated(t, true)
+	release, blocker := holdWriter(s)
 
 	var (
 		mu  sync.Mutex
@@ -81,23 +64,8 @@ func TestWriterServesMostUrgentFirst(t *testing.T) {
 // error instead of waiting for ever, and a call after Close fails.
 func TestUpdateAfterClose(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	started, release := make(chan struct{}), make(chan struct{})
-	blocker := make(chan error, 1)
-	go func() {
-		blocker <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
-			close(started)
-			<-release
-			return nil
-		})
-	}()
-	<-started
+	s := openMigrated(t, false)
+	release, blocker := holdWriter(s)
 	queuedErr := make(chan error, 1)
 	go func() {
 		queuedErr <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return nil })
