@@ -129,6 +129,15 @@ func selectKeys[T any](items []T, keys []string, key func(T) string) []T {
 // snapshot reads what a state API call of task needs. It returns nil when
 // the run or execution has moved on.
 func (e *Engine) snapshot(ctx context.Context, t *Task, want ExecutionStatus) (*apiSnapshot, error) {
+	if in := t.prefetched; in != nil {
+		// Read right after the commit that made the task due. Taken once:
+		// a later attempt reads afresh. Should it not show the execution
+		// in phase want, read again rather than drop the task on it.
+		t.prefetched = nil
+		if s, err := snapshotOf(in, want); err != nil || s != nil {
+			return s, err
+		}
+	}
 	if cr, ok := e.store.(CallReader); ok {
 		return e.snapshotRead(ctx, cr, t, want)
 	}
@@ -183,6 +192,12 @@ func (e *Engine) snapshotRead(ctx context.Context, cr CallReader, t *Task, want 
 	if err != nil {
 		return nil, err
 	}
+	return snapshotOf(in, want)
+}
+
+// snapshotOf filters a CallRead by the execution's loading policies; nil
+// when the run is not running or the execution not in phase want.
+func snapshotOf(in *CallRead, want ExecutionStatus) (*apiSnapshot, error) {
 	run, x := in.Run, in.Execution
 	if run == nil || x == nil || run.Status != RunRunning || x.Status != want {
 		return nil, nil

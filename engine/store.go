@@ -79,6 +79,21 @@ type CallReader interface {
 	ReadForCall(ctx context.Context, runID, executionID string) (*CallRead, error)
 }
 
+// CallPrefetcher is implemented by a store's Tx that can run a
+// CallReader.ReadForCall right after its commit, in the commit's round
+// trip. The engine asks it for the waitUntil and execute calls the
+// transaction makes due at once, so that a worker call on the hot path
+// needs no read of its own: what the call is sent is then read at the
+// moment the call was scheduled, as in a workflow that schedules an
+// activity with its input.
+type CallPrefetcher interface {
+	// ReadForCallAfterCommit queues the read. done is called with it
+	// before Update returns, and only when the transaction committed and
+	// the read succeeded; otherwise the engine reads when the call runs. A
+	// failed read never fails a transaction that committed.
+	ReadForCallAfterCommit(runID, executionID string, done func(*CallRead))
+}
+
 // TakenTask is what Tx.TaskTake returns.
 type TakenTask struct {
 	Run *Run
@@ -355,6 +370,11 @@ type Task struct {
 	LeaseOwner     string    // "" when unleased
 	LeaseExpiresAt time.Time
 	Data           []byte // kind-specific JSON
+
+	// prefetched is what the task's worker call is sent, read right after
+	// the commit that made the task due (CallPrefetcher); the first
+	// attempt in this process takes it, every later one reads afresh.
+	prefetched *CallRead
 }
 
 // TaskClaimParams selects and leases due tasks.

@@ -58,10 +58,13 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		if err := fn(t); err != nil {
 			return err
 		}
-		if len(t.fx.events) == 0 {
-			return nil
+		if len(t.fx.events) > 0 {
+			if err := tx.HistoryAppend(ctx, t.fx.events); err != nil {
+				return err
+			}
 		}
-		return tx.HistoryAppend(ctx, t.fx.events)
+		t.prefetchCalls()
+		return nil
 	})
 	e.metrics.txSeconds.observe(time.Since(begin))
 	if err != nil {
@@ -69,6 +72,31 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 	}
 	e.committed(&last.fx)
 	return nil
+}
+
+// maxPrefetch bounds the worker-call reads one commit carries (a decision
+// may start many parallel states); the calls beyond it read for themselves.
+const maxPrefetch = 8
+
+// prefetchCalls asks a store that can (CallPrefetcher) to read, right after
+// the commit, what the waitUntil and execute calls this transaction makes
+// due at once will be sent.
+func (t *txn) prefetchCalls() {
+	pf, ok := t.tx.(CallPrefetcher)
+	if !ok {
+		return
+	}
+	n := 0
+	for _, task := range t.fx.tasks {
+		if n == maxPrefetch {
+			return
+		}
+		if (task.Kind != TaskWaitUntil && task.Kind != TaskExecute) || runAt(task).After(t.now) {
+			continue
+		}
+		n++
+		pf.ReadForCallAfterCommit(task.RunID, task.ExecutionID, func(cr *CallRead) { task.prefetched = cr })
+	}
 }
 
 // committed applies a committed transaction's effects, once.

@@ -41,6 +41,15 @@ type pipe struct {
 	// started is set once BEGIN went out: from then on the transaction
 	// must end with COMMIT or ROLLBACK.
 	started bool
+	// afterCommit are the worker-call reads that travel behind COMMIT
+	// (engine.CallPrefetcher).
+	afterCommit []afterCommitRead
+}
+
+// afterCommitRead is a ReadForCall queued behind a transaction's COMMIT.
+type afterCommitRead struct {
+	runID, executionID string
+	done               func(*engine.CallRead)
 }
 
 // queuedStmt is a write waiting in a pipe.
@@ -105,6 +114,13 @@ func (p *pipe) pending() bool { return p.begin != "" || len(p.queued) > 0 }
 // earlierWriteError, except at the commit, where it is the transaction's
 // outcome.
 func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchResults, error) {
+	return p.sendWithTail(ctx, nil, nil, last, args...)
+}
+
+// sendWithTail is send with more statements behind last, in the same
+// round trip: tail[i] with tailArgs[i]. The caller reads their results
+// after last's.
+func (p *pipe) sendWithTail(ctx context.Context, tail []string, tailArgs [][]any, last string, args ...any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	begin := p.begin
 	if begin != "" {
@@ -115,6 +131,9 @@ func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchRes
 		b.Queue(q.sql, q.args...)
 	}
 	b.Queue(last, args...)
+	for i, sql := range tail {
+		b.Queue(sql, tailArgs[i]...)
+	}
 	p.begin, p.queued = "", nil
 	br := p.conn.SendBatch(ctx, b)
 	if begin != "" {
@@ -197,29 +216,60 @@ func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comman
 	return tag, err
 }
 
-// commit sends what is queued and COMMIT in one round trip. A transaction
-// that never sent anything has nothing to commit.
+// commit sends what is queued and COMMIT in one round trip, followed by
+// the reads queued to run after the commit (each its own snapshot, which
+// sees the commit). A transaction that never sent anything has nothing to
+// commit.
 func (p *pipe) commit(ctx context.Context) error {
 	if !p.started && len(p.queued) == 0 {
 		p.begin = ""
 		return nil
 	}
-	br, err := p.send(ctx, "commit")
+	after := p.afterCommit
+	p.afterCommit = nil
+	if len(after) == 0 {
+		br, err := p.send(ctx, "commit")
+		if err != nil {
+			return err
+		}
+		_, err = br.Exec()
+		if cerr := br.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	}
+	// COMMIT is the last statement whose outcome counts; the reads
+	// travel behind it in the same round trip.
+	tail := make([]string, len(after))
+	tailArgs := make([][]any, len(after))
+	for i, a := range after {
+		tail[i], tailArgs[i] = callReadSQL, []any{a.runID, a.executionID}
+	}
+	br, err := p.sendWithTail(ctx, tail, tailArgs, "commit")
 	if err != nil {
 		return err
 	}
-	_, err = br.Exec()
-	if cerr := br.Close(); err == nil {
-		err = cerr
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		return err
 	}
-	return err
+	// Committed: a failed read only means that the call reads by itself.
+	for _, a := range after {
+		cr, err := scanCallRead(br.QueryRow())
+		if err != nil {
+			break
+		}
+		a.done(cr)
+	}
+	br.Close()
+	return nil
 }
 
 // end rolls the transaction back when it started and did not commit, and
 // returns the connection to the pool, closing it first when its state is
 // unknown (the rollback failed).
 func (p *pipe) end(ctx context.Context, committed bool) {
-	p.queued = nil
+	p.queued, p.afterCommit = nil, nil
 	if p.started && !committed {
 		if _, err := p.conn.Exec(ctx, "rollback"); err != nil {
 			p.conn.Conn().Close(ctx)

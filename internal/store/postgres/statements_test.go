@@ -47,11 +47,11 @@ var maxStatementsPerWorkflow = map[string]float64{
 }
 
 // maxRoundTripsPerWorkflow bounds the round trips per workflow of each
-// shape likewise: measured W1 15, W2 22, W3 18, plus 20%.
+// shape likewise: measured W1 13, W2 20, W3 16, plus 20%.
 var maxRoundTripsPerWorkflow = map[string]float64{
-	shapeW1: 18,
-	shapeW2: 26,
-	shapeW3: 22,
+	shapeW1: 16,
+	shapeW2: 24,
+	shapeW3: 19,
 }
 
 // TestStatementCounts counts, with pg_stat_statements, the SQL statements

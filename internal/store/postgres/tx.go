@@ -29,7 +29,10 @@ type txn struct {
 	tx *pipe
 }
 
-var _ engine.Tx = (*txn)(nil)
+var (
+	_ engine.Tx             = (*txn)(nil)
+	_ engine.CallPrefetcher = (*txn)(nil)
+)
 
 func notFound(err error) error { return rowfmt.NotFound(err, pgx.ErrNoRows) }
 
@@ -531,6 +534,12 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, error) {
 	tag, err := t.tx.Exec(ctx, `DELETE FROM tasks WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2::text`, id, nullString(owner))
 	return tag.RowsAffected() > 0, wrap("TaskDelete", err)
+}
+
+// ReadForCallAfterCommit implements engine.CallPrefetcher: callReadSQL
+// travels behind the COMMIT, in its round trip.
+func (t *txn) ReadForCallAfterCommit(runID, executionID string, done func(*engine.CallRead)) {
+	t.tx.afterCommit = append(t.tx.afterCommit, afterCommitRead{runID: runID, executionID: executionID, done: done})
 }
 
 // TaskTake implements engine.Tx: the run lock and the task's DELETE are
