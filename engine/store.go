@@ -79,6 +79,17 @@ type CallReader interface {
 	ReadForCall(ctx context.Context, runID, executionID string) (*CallRead, error)
 }
 
+// RunReader is implemented by a store that can resolve and read a run in
+// one statement, without a transaction around it (get and getWithWait,
+// which a client may call in a loop). The engine uses it when present and
+// otherwise reads the same through View.
+type RunReader interface {
+	// ReadRun returns the run runID, or, when runID is "", the current run
+	// of workflowID; ErrNotFound when there is none. With a runID the
+	// caller checks that the run belongs to workflowID.
+	ReadRun(ctx context.Context, workflowID, runID string) (*Run, error)
+}
+
 // CallPrefetcher is implemented by a store's Tx that can run a
 // CallReader.ReadForCall right after its commit, in the commit's round
 // trip. The engine asks it for the waitUntil and execute calls the

@@ -428,47 +428,66 @@ func (e *Engine) waitBudget(requestSeconds int32) time.Duration {
 // id and the run that retries it, if any.
 func (e *Engine) describe(ctx context.Context, workflowID, runID string, withResults bool) (iwfapi.WorkflowGetResponse, string, string, error) {
 	var resp iwfapi.WorkflowGetResponse
-	var id, retriedBy string
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
-		var err error
-		id, err = resolveRun(ctx, tx, workflowID, runID)
-		if err != nil {
-			return err
+	run, err := e.readRunOnly(ctx, workflowID, runID)
+	if err != nil {
+		return resp, "", "", err
+	}
+	resp.WorkflowRunId = run.RunID
+	resp.WorkflowStatus = iwfapi.WorkflowStatus(run.Status)
+	if run.Status == RunRunning {
+		return resp, run.RunID, "", nil
+	}
+	rd, err := decodeRun(run)
+	if err != nil {
+		return resp, "", "", err
+	}
+	if !withResults {
+		return resp, run.RunID, rd.RetriedBy, nil
+	}
+	switch {
+	case run.Status == RunCompleted || (run.Status == RunFailed && rd.ErrorType == errStateDecisionFailing):
+		if len(rd.Outputs) > 0 {
+			resp.Results = mapSlice(&rd.Outputs, outputOut)
 		}
-		run, err := tx.RunGet(ctx, id)
-		if err != nil {
-			return err
+	}
+	if run.Status == RunFailed {
+		if rd.ErrorType != "" {
+			resp.ErrorType = ptr(iwfapi.WorkflowErrorType(rd.ErrorType))
 		}
-		resp.WorkflowRunId = run.RunID
-		resp.WorkflowStatus = iwfapi.WorkflowStatus(run.Status)
-		if run.Status == RunRunning {
-			return nil
+		if rd.ErrorMsg != "" {
+			resp.ErrorMessage = ptr(rd.ErrorMsg)
 		}
-		rd, err := decodeRun(run)
-		if err != nil {
-			return err
-		}
-		retriedBy = rd.RetriedBy
-		if !withResults {
-			return nil
-		}
-		switch {
-		case run.Status == RunCompleted || (run.Status == RunFailed && rd.ErrorType == errStateDecisionFailing):
-			if len(rd.Outputs) > 0 {
-				resp.Results = mapSlice(&rd.Outputs, outputOut)
+	}
+	return resp, run.RunID, rd.RetriedBy, nil
+}
+
+// readRunOnly resolves and reads a run as resolveRun and RunGet do: in one
+// statement when the store is a RunReader, else in a read transaction.
+func (e *Engine) readRunOnly(ctx context.Context, workflowID, runID string) (*Run, error) {
+	rr, ok := e.store.(RunReader)
+	if !ok {
+		var run *Run
+		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+			id, err := resolveRun(ctx, tx, workflowID, runID)
+			if err != nil {
+				return err
 			}
-		}
-		if run.Status == RunFailed {
-			if rd.ErrorType != "" {
-				resp.ErrorType = ptr(iwfapi.WorkflowErrorType(rd.ErrorType))
-			}
-			if rd.ErrorMsg != "" {
-				resp.ErrorMessage = ptr(rd.ErrorMsg)
-			}
-		}
-		return nil
-	})
-	return resp, id, retriedBy, err
+			run, err = tx.RunGet(ctx, id)
+			return err
+		})
+		return run, err
+	}
+	if workflowID == "" {
+		return nil, errNoWorkflowID()
+	}
+	run, err := rr.ReadRun(ctx, workflowID, runID)
+	switch {
+	case runID != "" && (errors.Is(err, ErrNotFound) || (err == nil && run.WorkflowID != workflowID)):
+		return nil, Errorf(CodeWorkflowNotExists, "workflow %s run %s does not exist", workflowID, runID)
+	case errors.Is(err, ErrNotFound):
+		return nil, Errorf(CodeWorkflowNotExists, "workflow %s does not exist", workflowID)
+	}
+	return run, err
 }
 
 // GetDataAttributes reads data attributes, also of closed runs

@@ -55,6 +55,30 @@ func (s *Store) ReadForCall(ctx context.Context, runID, executionID string) (*en
 	return out, nil
 }
 
+var _ engine.RunReader = (*Store)(nil)
+
+// ReadRun implements engine.RunReader: one statement in one round trip,
+// on a connection taken through the gate; without runID it follows the
+// workflow's current run.
+func (s *Store) ReadRun(ctx context.Context, workflowID, runID string) (*engine.Run, error) {
+	if err := s.gate.enter(ctx); err != nil {
+		return nil, fmt.Errorf("postgres: ReadRun: %w", err)
+	}
+	var row pgx.Row
+	if runID != "" {
+		row = s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs WHERE run_id = $1`, runID)
+	} else {
+		row = s.pool.QueryRow(ctx, `SELECT `+runColumns+` FROM runs
+			WHERE run_id = (SELECT current_run_id FROM workflows WHERE workflow_id = $1)`, workflowID)
+	}
+	r, err := scanRun(row)
+	s.gate.leave()
+	if err != nil && !errors.Is(err, engine.ErrNotFound) {
+		return nil, unavailable(fmt.Errorf("postgres: ReadRun: %w", err))
+	}
+	return r, err
+}
+
 // scanCallRead reads the row of callReadSQL; no row is an empty CallRead.
 func scanCallRead(row pgx.Row) (*engine.CallRead, error) {
 	var (
