@@ -18,25 +18,14 @@ import (
 func TestReadForCallAfterCommit(t *testing.T) {
 	ctx := context.Background()
 	var trips atomic.Int64
-	url, schema := pgtest.URL(t), pgtest.NewSchemaName()
-	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema), postgres.WithRoundTripCounter(&trips))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		pgtest.DropSchema(t, url, schema)
-	})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	s, _ := pgtest.NewStoreWith(t, postgres.WithRoundTripCounter(&trips))
 	at := time.UnixMilli(time.Now().UnixMilli())
 	run := &engine.Run{RunID: "run-1", WorkflowID: "wf-1", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at, Data: []byte(`{}`)}
 	x := &engine.Execution{RunID: "run-1", ExecutionID: "S-1", StateID: "S", Status: engine.ExecExecute, CreatedAt: at, Data: []byte(`{}`)}
 
 	var got, missing *engine.CallRead
 	before := trips.Load()
-	err = s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
 		pf, ok := tx.(engine.CallPrefetcher)
 		if !ok {
 			t.Fatal("the PostgreSQL Tx is no engine.CallPrefetcher")

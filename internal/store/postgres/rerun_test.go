@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
 )
@@ -20,19 +19,8 @@ import (
 // one PostgreSQL aborts, and Update runs the function again.
 func TestUpdateRerun(t *testing.T) {
 	url := pgtest.URL(t)
-	schema := pgtest.NewSchemaName()
+	s, schema := pgtest.NewStoreWith(t)
 	ctx := context.Background()
-	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		s.Close()
-		pgtest.DropSchema(t, url, schema)
-	})
-	if err := s.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
 	if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
 		for _, id := range []string{"w1", "w2"} {
 			if _, err := tx.WorkflowLock(ctx, id); err != nil {

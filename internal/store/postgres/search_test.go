@@ -8,7 +8,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iwf-server/iwf-server/internal/search"
-	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
@@ -22,16 +21,7 @@ import (
 func BenchmarkSearch(b *testing.B) {
 	ctx := context.Background()
 	url := pgtest.URL(b)
-	schema := pgtest.NewSchemaName()
-	b.Cleanup(func() { pgtest.DropSchema(b, url, schema) })
-	s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	if err := s.Migrate(ctx); err != nil {
-		b.Fatal(err)
-	}
+	s, schema := pgtest.NewStoreWith(b)
 	// A connection of its own for EXPLAIN, on the store's schema.
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {

@@ -97,6 +97,21 @@ func NewStore(t testing.TB) *postgres.Store {
 // feed).
 func NewStores(t testing.TB, n int) []*postgres.Store {
 	t.Helper()
+	stores, _ := newStores(t, n)
+	return stores
+}
+
+// NewStoreWith is NewStore with options added to the store's (a
+// round-trip counter, say). It also returns the schema, for a test that
+// reaches the tables over a connection of its own.
+func NewStoreWith(t testing.TB, opts ...postgres.Option) (*postgres.Store, string) {
+	t.Helper()
+	stores, schema := newStores(t, 1, opts...)
+	return stores[0], schema
+}
+
+func newStores(t testing.TB, n int, opts ...postgres.Option) ([]*postgres.Store, string) {
+	t.Helper()
 	url := URL(t)
 	schema := NewSchemaName()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -109,7 +124,7 @@ func NewStores(t testing.TB, n int) []*postgres.Store {
 		DropSchema(t, url, schema)
 	})
 	for i := range stores {
-		s, err := postgres.Open(ctx, url, postgres.WithSchema(schema))
+		s, err := postgres.Open(ctx, url, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
 		if err != nil {
 			t.Fatalf("pgtest: %v", err)
 		}
@@ -118,7 +133,7 @@ func NewStores(t testing.TB, n int) []*postgres.Store {
 	if err := stores[0].Migrate(ctx); err != nil {
 		t.Fatalf("pgtest: %v", err)
 	}
-	return stores
+	return stores, schema
 }
 
 // NewSchemaName returns a fresh schema name, "iwf_test_" and random hex.
