@@ -422,7 +422,7 @@ func TestIDReusePolicies(t *testing.T) {
 
 func TestGetWithWaitTimesOutWhileRunning(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h *harness) {
-		h.start("wf-idle", "", nil)
+		runID := h.start("wf-idle", "", nil)
 		_, err := h.eng.GetWorkflowWithWait(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-idle", WaitTimeSeconds: ptr(int32(1))})
 		if engine.CodeOf(err) != engine.CodeLongPollTimeout {
 			t.Fatalf("getWithWait: %v", err)
@@ -432,6 +432,15 @@ func TestGetWithWaitTimesOutWhileRunning(t *testing.T) {
 		}
 		if _, err := h.eng.GetWorkflow(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: ""}); engine.CodeOf(err) != engine.CodeWorkflowNotExists {
 			t.Fatalf("get empty id: %v", err)
+		}
+		// A run id is found only under its own workflow id.
+		if got, err := h.eng.GetWorkflow(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-idle", WorkflowRunId: &runID}); err != nil || got.WorkflowRunId != runID {
+			t.Fatalf("get by run id: %s, %v", mustJSON(got), err)
+		}
+		for _, req := range []iwfapi.WorkflowGetRequest{{WorkflowId: "no-such", WorkflowRunId: &runID}, {WorkflowId: "wf-idle", WorkflowRunId: ptr("no-such-run")}} {
+			if _, err := h.eng.GetWorkflow(context.Background(), req); engine.CodeOf(err) != engine.CodeWorkflowNotExists || !strings.Contains(err.Error(), "run") {
+				t.Fatalf("get %s: %v", mustJSON(req), err)
+			}
 		}
 	})
 }

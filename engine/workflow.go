@@ -28,13 +28,13 @@ func resolveRun(ctx context.Context, tx ReadTx, workflowID, runID string) (strin
 	if runID != "" {
 		r, err := tx.RunGet(ctx, runID)
 		if errors.Is(err, ErrNotFound) || (err == nil && r.WorkflowID != workflowID) {
-			return "", Errorf(CodeWorkflowNotExists, "workflow %s run %s does not exist", workflowID, runID)
+			return "", errNoRun(workflowID, runID)
 		}
 		return runID, err
 	}
 	cur, err := tx.WorkflowGetCurrentRun(ctx, workflowID)
 	if errors.Is(err, ErrNotFound) || (err == nil && cur == "") {
-		return "", Errorf(CodeWorkflowNotExists, "workflow %s does not exist", workflowID)
+		return "", errNoRun(workflowID, "")
 	}
 	return cur, err
 }
@@ -482,12 +482,19 @@ func (e *Engine) readRunOnly(ctx context.Context, workflowID, runID string) (*Ru
 	}
 	run, err := rr.ReadRun(ctx, workflowID, runID)
 	switch {
-	case runID != "" && (errors.Is(err, ErrNotFound) || (err == nil && run.WorkflowID != workflowID)):
-		return nil, Errorf(CodeWorkflowNotExists, "workflow %s run %s does not exist", workflowID, runID)
-	case errors.Is(err, ErrNotFound):
-		return nil, Errorf(CodeWorkflowNotExists, "workflow %s does not exist", workflowID)
+	case errors.Is(err, ErrNotFound) || (err == nil && runID != "" && run.WorkflowID != workflowID):
+		return nil, errNoRun(workflowID, runID)
 	}
 	return run, err
+}
+
+// errNoRun says that a workflow's run (its current run when runID is "")
+// does not exist.
+func errNoRun(workflowID, runID string) error {
+	if runID != "" {
+		return Errorf(CodeWorkflowNotExists, "workflow %s run %s does not exist", workflowID, runID)
+	}
+	return Errorf(CodeWorkflowNotExists, "workflow %s does not exist", workflowID)
 }
 
 // GetDataAttributes reads data attributes, also of closed runs
