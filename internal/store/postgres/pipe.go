@@ -114,13 +114,12 @@ func (p *pipe) pending() bool { return p.begin != "" || len(p.queued) > 0 }
 // earlierWriteError, except at the commit, where it is the transaction's
 // outcome.
 func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchResults, error) {
-	return p.sendWithTail(ctx, nil, nil, last, args...)
+	return p.sendWithTail(ctx, nil, last, args...)
 }
 
-// sendWithTail is send with more statements behind last, in the same
-// round trip: tail[i] with tailArgs[i]. The caller reads their results
-// after last's.
-func (p *pipe) sendWithTail(ctx context.Context, tail []string, tailArgs [][]any, last string, args ...any) (pgx.BatchResults, error) {
+// sendWithTail is send with the statements of tail behind last, in the
+// same round trip. The caller reads their results after last's.
+func (p *pipe) sendWithTail(ctx context.Context, tail []queuedStmt, last string, args ...any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
 	begin := p.begin
 	if begin != "" {
@@ -131,8 +130,8 @@ func (p *pipe) sendWithTail(ctx context.Context, tail []string, tailArgs [][]any
 		b.Queue(q.sql, q.args...)
 	}
 	b.Queue(last, args...)
-	for i, sql := range tail {
-		b.Queue(sql, tailArgs[i]...)
+	for _, q := range tail {
+		b.Queue(q.sql, q.args...)
 	}
 	p.begin, p.queued = "", nil
 	br := p.conn.SendBatch(ctx, b)
@@ -227,25 +226,13 @@ func (p *pipe) commit(ctx context.Context) error {
 	}
 	after := p.afterCommit
 	p.afterCommit = nil
-	if len(after) == 0 {
-		br, err := p.send(ctx, "commit")
-		if err != nil {
-			return err
-		}
-		_, err = br.Exec()
-		if cerr := br.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	}
-	// COMMIT is the last statement whose outcome counts; the reads
-	// travel behind it in the same round trip.
-	tail := make([]string, len(after))
-	tailArgs := make([][]any, len(after))
+	// COMMIT is the last statement whose outcome counts; the reads travel
+	// behind it in the same round trip.
+	tail := make([]queuedStmt, len(after))
 	for i, a := range after {
-		tail[i], tailArgs[i] = callReadSQL, []any{a.runID, a.executionID}
+		tail[i] = queuedStmt{sql: callReadSQL, args: []any{a.runID, a.executionID}}
 	}
-	br, err := p.sendWithTail(ctx, tail, tailArgs, "commit")
+	br, err := p.sendWithTail(ctx, tail, "commit")
 	if err != nil {
 		return err
 	}
@@ -253,16 +240,18 @@ func (p *pipe) commit(ctx context.Context) error {
 		br.Close()
 		return err
 	}
-	// Committed: a failed read only means that the call reads by itself.
+	// Committed: a failed read only means that its call reads by itself,
+	// and the batch then reports that read's error, which is not the
+	// commit's.
 	for _, a := range after {
 		cr, err := scanCallRead(br.QueryRow())
 		if err != nil {
-			break
+			br.Close()
+			return nil
 		}
 		a.done(cr)
 	}
-	br.Close()
-	return nil
+	return br.Close()
 }
 
 // end rolls the transaction back when it started and did not commit, and
