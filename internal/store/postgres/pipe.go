@@ -244,7 +244,11 @@ func (p *pipe) commit(ctx context.Context) error {
 	// and the batch then reports that read's error, which is not the
 	// commit's.
 	for _, a := range after {
-		cr, err := scanCallRead(br.QueryRow())
+		rows, err := br.Query()
+		var cr *engine.CallRead
+		if err == nil {
+			cr, err = scanCallRead(rows)
+		}
 		if err != nil {
 			br.Close()
 			return nil
