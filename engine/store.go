@@ -209,6 +209,12 @@ type Tx interface {
 	// WorkflowLock locks the row of a workflow id, creating it when absent,
 	// and returns its current run id ("" when it has none yet).
 	WorkflowLock(ctx context.Context, workflowID string) (string, error)
+	// WorkflowLockOrCreate is WorkflowLock for a start. When the row is
+	// absent it creates it pointing at runID and reports created: the
+	// caller then need not set the current run. Otherwise it locks the row
+	// and returns its current run id ("" when it has none yet), or points
+	// a row without a current run at runID and reports created.
+	WorkflowLockOrCreate(ctx context.Context, workflowID, runID string) (cur string, created bool, err error)
 	// WorkflowSetCurrentRun points the workflow id at a run.
 	WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error
 

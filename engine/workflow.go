@@ -145,11 +145,12 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	var runID string
 	err = e.update(WithPriority(ctx, PriorityStart), func(t *txn) error {
 		runID = ""
-		cur, err := t.tx.WorkflowLock(t.ctx, req.WorkflowID)
+		newRunID := uuid.NewString()
+		cur, created, err := t.tx.WorkflowLockOrCreate(t.ctx, req.WorkflowID, newRunID)
 		if err != nil {
 			return err
 		}
-		if cur != "" {
+		if !created && cur != "" {
 			if runID, err = t.checkReuse(req, cur, policy); err != nil || runID != "" {
 				return err
 			}
@@ -164,7 +165,8 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 		if sched != nil {
 			timeoutFrom = due
 		}
-		r, err := t.createRun(req, runChain{due: due, timeoutAt: deadline(timeoutFrom, req.WorkflowTimeoutSeconds)}, true)
+		r, err := t.createRun(req, runChain{due: due, timeoutAt: deadline(timeoutFrom, req.WorkflowTimeoutSeconds),
+			runID: newRunID, currentSet: created}, true)
 		if err != nil {
 			return err
 		}
@@ -615,6 +617,8 @@ type runChain struct {
 	due          time.Time // when the start state becomes due
 	timeoutAt    int64     // unix ms; 0 = no workflow timeout
 	retryAttempt int       // 1 for the first run of a start request
+	runID        string    // the new run's id; "" = a new one
+	currentSet   bool      // the workflow row already points at runID
 }
 
 // initial are the attribute rows a new run starts with.
@@ -643,8 +647,11 @@ func (e *Engine) initialAttributes(opts record.StartOptions, now time.Time) (ini
 // workflow row lock.
 func (t *txn) createRun(req record.Start, chain runChain, withAttributes bool) (*runTxn, error) {
 	opts := deref(req.StartOptions)
+	if chain.runID == "" {
+		chain.runID = uuid.NewString()
+	}
 	run := &Run{
-		RunID:        uuid.NewString(),
+		RunID:        chain.runID,
 		WorkflowID:   req.WorkflowID,
 		WorkflowType: req.IwfWorkflowType,
 		Status:       RunRunning,
@@ -666,8 +673,10 @@ func (t *txn) createRun(req record.Start, chain runChain, withAttributes bool) (
 		rd.RequestID = deref(started.RequestID)
 	}
 	r := t.forRun(run, rd)
-	if err := t.tx.WorkflowSetCurrentRun(t.ctx, req.WorkflowID, run.RunID); err != nil {
-		return nil, err
+	if !chain.currentSet {
+		if err := t.tx.WorkflowSetCurrentRun(t.ctx, req.WorkflowID, run.RunID); err != nil {
+			return nil, err
+		}
 	}
 	if withAttributes {
 		if err := r.writeInitialAttributes(opts); err != nil {

@@ -81,6 +81,21 @@ func (t *txn) WorkflowLock(ctx context.Context, workflowID string) (string, erro
 	return runID, wrap("WorkflowLock", err)
 }
 
+// WorkflowLockOrCreate implements engine.Tx: a new workflow id costs one
+// statement, the INSERT that creates its row pointing at runID.
+func (t *txn) WorkflowLockOrCreate(ctx context.Context, workflowID, runID string) (string, bool, error) {
+	var cur string
+	err := t.tx.QueryRow(ctx, `INSERT INTO workflows (workflow_id, current_run_id) VALUES ($1, $2)
+		ON CONFLICT (workflow_id) DO NOTHING RETURNING current_run_id`, workflowID, runID).Scan(&cur)
+	if err == nil {
+		return "", true, nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = t.tx.QueryRow(ctx, `SELECT current_run_id FROM workflows WHERE workflow_id = $1 FOR UPDATE`, workflowID).Scan(&cur)
+	}
+	return cur, false, wrap("WorkflowLockOrCreate", err)
+}
+
 // WorkflowSetCurrentRun implements engine.Tx; it creates the workflow row
 // when absent.
 func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error {

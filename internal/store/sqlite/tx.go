@@ -201,6 +201,16 @@ func (t *txn) WorkflowLock(ctx context.Context, workflowID string) (string, erro
 	return runID, wrap("WorkflowLock", err)
 }
 
+// WorkflowLockOrCreate implements engine.Tx with WorkflowLock and, for a
+// new row, WorkflowSetCurrentRun: statements are local calls here.
+func (t *txn) WorkflowLockOrCreate(ctx context.Context, workflowID, runID string) (string, bool, error) {
+	cur, err := t.WorkflowLock(ctx, workflowID)
+	if err != nil || cur != "" {
+		return cur, false, err
+	}
+	return "", true, t.WorkflowSetCurrentRun(ctx, workflowID, runID)
+}
+
 // WorkflowSetCurrentRun implements engine.Tx; it creates the workflow row
 // when absent.
 func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error {

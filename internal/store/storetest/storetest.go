@@ -46,6 +46,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"ViewIsSnapshot", testViewIsSnapshot},
 		{"WorkflowLockAndCurrentRun", testWorkflow},
 		{"WorkflowLockSerialises", testWorkflowLockSerialises},
+		{"WorkflowLockOrCreate", testWorkflowLockOrCreate},
 		{"RunRoundTrip", testRunRoundTrip},
 		{"RunUpdate", testRunUpdate},
 		{"RunLockSerialises", testRunLockSerialises},
@@ -577,6 +578,125 @@ func testWorkflowLockSerialises(t *testing.T, s engine.Store) {
 			return err
 		}
 		equal(t, "counter after concurrent increments", cur, strconv.Itoa(n))
+		return nil
+	})
+}
+
+// testWorkflowLockOrCreate checks Tx.WorkflowLockOrCreate: an absent row
+// is created pointing at the given run, an existing row is locked and
+// keeps its current run, and of transactions racing to create the same
+// row exactly one creates it while the others find its run.
+func testWorkflowLockOrCreate(t *testing.T, s engine.Store) {
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		cur, created, err := tx.WorkflowLockOrCreate(ctx, "wf", "run-a")
+		if err != nil {
+			return err
+		}
+		equal(t, "WorkflowLockOrCreate of an absent id", []any{cur, created}, []any{"", true})
+		cur, err = tx.WorkflowGetCurrentRun(ctx, "wf")
+		if err != nil {
+			return err
+		}
+		equal(t, "current run in the creating tx", cur, "run-a")
+		return nil
+	})
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		cur, created, err := tx.WorkflowLockOrCreate(ctx, "wf", "run-b")
+		if err != nil {
+			return err
+		}
+		equal(t, "WorkflowLockOrCreate of an existing id", []any{cur, created}, []any{"run-a", false})
+		return nil
+	})
+	// A row without a current run (locked by a transaction that started
+	// nothing): either it now points at the run, or the caller learns that
+	// it has none and sets it.
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		_, err := tx.WorkflowLock(ctx, "wf-empty")
+		return err
+	})
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		cur, created, err := tx.WorkflowLockOrCreate(ctx, "wf-empty", "run-c")
+		if err != nil {
+			return err
+		}
+		if !created {
+			equal(t, "WorkflowLockOrCreate of a row without a run", cur, "")
+			return tx.WorkflowSetCurrentRun(ctx, "wf-empty", "run-c")
+		}
+		return nil
+	})
+	view(t, s, func(ctx context.Context, tx engine.ReadTx) error {
+		for id, want := range map[string]string{"wf": "run-a", "wf-empty": "run-c"} {
+			cur, err := tx.WorkflowGetCurrentRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			equal(t, "current run of "+id, cur, want)
+		}
+		return nil
+	})
+
+	const n = 8
+	type outcome struct {
+		runID, cur string
+		created    bool
+	}
+	var wg sync.WaitGroup
+	outcomes := make(chan outcome, n)
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			runID := "race-" + strconv.Itoa(i)
+			errs <- s.Update(context.Background(), func(ctx context.Context, tx engine.Tx) error {
+				cur, created, err := tx.WorkflowLockOrCreate(ctx, "wf-race", runID)
+				if err != nil {
+					return err
+				}
+				outcomes <- outcome{runID: runID, cur: cur, created: created}
+				return nil
+			})
+		}()
+	}
+	close(start)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	waitDone(t, "concurrent WorkflowLockOrCreate transactions", done)
+	close(errs)
+	close(outcomes)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Update: %v", err)
+		}
+	}
+	var creator string
+	var found []string
+	for o := range outcomes {
+		if o.created {
+			if creator != "" {
+				t.Fatalf("both %s and %s created the row", creator, o.runID)
+			}
+			creator = o.runID
+		} else {
+			found = append(found, o.cur)
+		}
+	}
+	if creator == "" || len(found) != n-1 {
+		t.Fatalf("creator %q, %d transactions found the row, want one creator and %d", creator, len(found), n-1)
+	}
+	for _, cur := range found {
+		equal(t, "current run found by a racing transaction", cur, creator)
+	}
+	view(t, s, func(ctx context.Context, tx engine.ReadTx) error {
+		cur, err := tx.WorkflowGetCurrentRun(ctx, "wf-race")
+		if err != nil {
+			return err
+		}
+		equal(t, "current run after the race", cur, creator)
 		return nil
 	})
 }
