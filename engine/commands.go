@@ -116,8 +116,10 @@ func (r *runTxn) advance(x *Execution, xd *record.Execution, registering bool) (
 	}
 	xd.Results = commandResults(xd)
 	x.Status = ExecExecute
-	if err := r.tx.TaskDeleteByExecution(r.ctx, r.run.RunID, x.ExecutionID, TaskTimer); err != nil {
-		return false, err
+	if r.lastTimerTaken != x.ExecutionID {
+		if err := r.tx.TaskDeleteByExecution(r.ctx, r.run.RunID, x.ExecutionID, TaskTimer); err != nil {
+			return false, err
+		}
 	}
 	r.record(r.event(x.ExecutionID, "CommandsCompleted", map[string]any{"done": xd.Done}))
 	return true, r.insertTasks(r.newTask(r.run, x.ExecutionID, TaskExecute, r.now))
@@ -259,6 +261,11 @@ func (e *Engine) fireTimer(ctx context.Context, task *Task) error {
 			xd.FireAt[idx.Index] = 0
 		}
 		tt.record(tt.event(x.ExecutionID, "TimerFired", map[string]any{"index": idx.Index}))
+		if soleTimer(xd, idx.Index) {
+			// Each pending timer command has one task, and this was the
+			// only timer: taking its task left none to delete.
+			tt.lastTimerTaken = x.ExecutionID
+		}
 		if _, err := tt.evaluate(x, xd); err != nil {
 			return err
 		}
@@ -266,6 +273,22 @@ func (e *Engine) fireTimer(ctx context.Context, task *Task) error {
 		t.fx.runs = append(t.fx.runs, tt.run.RunID)
 		return t.tx.ExecutionUpdate(t.ctx, x)
 	})
+}
+
+// soleTimer reports whether command index is the execution's only timer
+// command.
+func soleTimer(xd *record.Execution, index int) bool {
+	req := flatCommands(xd.Commands)
+	n := 0
+	for i, c := range req.Commands {
+		if c.Kind == channels.Timer {
+			if i != index {
+				return false
+			}
+			n++
+		}
+	}
+	return n == 1
 }
 
 // timerTasks creates the tasks of an execution's pending timer commands.

@@ -167,6 +167,61 @@ func TestDurableTimerFires(t *testing.T) {
 	})
 }
 
+// TestFiredTimerLeavesNoTimerTask checks that an execution that moves on
+// when a timer fires keeps no timer task: with one timer its task is the
+// one taken, with two the other one is deleted (the transaction that fires
+// the only timer skips that DELETE).
+func TestFiredTimerLeavesNoTimerTask(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		for i, tc := range []struct {
+			id     string
+			timers []iwfapi.TimerCommand
+		}{
+			{"wf-one-timer", []iwfapi.TimerCommand{{DurationSeconds: ptr(int64(1))}}},
+			{"wf-two-timers", []iwfapi.TimerCommand{{DurationSeconds: ptr(int64(1))}, {DurationSeconds: ptr(int64(3600))}}},
+		} {
+			h.worker.state("S1", stateHandlers{
+				WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+					return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+						CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAnyCompleted),
+						TimerCommands:      &tc.timers,
+					}}, 200
+				},
+				Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+					return decide(next("S2", nil)), 200
+				},
+			})
+			// S2 keeps the run open, so that closing it deletes nothing.
+			h.worker.state("S2", stateHandlers{
+				WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+					return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+						CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
+						SignalCommands:     &[]iwfapi.SignalCommand{{SignalChannelName: "never"}},
+					}}, 200
+				},
+			})
+			runID := h.start(tc.id, "S1", nil)
+			h.eventually(tc.id+": S2 waiting", func() bool { return h.worker.count("S2.waitUntil") == i+1 })
+			h.idle()
+			var timers []*engine.Task
+			if err := h.store.View(context.Background(), func(ctx context.Context, tx engine.ReadTx) error {
+				tasks, err := tx.TaskList(ctx, runID)
+				for _, tk := range tasks {
+					if tk.Kind == engine.TaskTimer {
+						timers = append(timers, tk)
+					}
+				}
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if len(timers) != 0 {
+				t.Fatalf("%s: %d timer tasks left after S1 moved on: %s", tc.id, len(timers), mustJSON(timers))
+			}
+		}
+	})
+}
+
 func TestParallelThreadsGracefulCompleteCollectsAllOutputs(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h *harness) {
 		h.worker.state("Root", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {

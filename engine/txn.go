@@ -29,6 +29,9 @@ type runTxn struct {
 	*txn
 	run *Run
 	rd  *record.Run
+	// lastTimerTaken names an execution whose only timer command's task
+	// this transaction has taken: it has no timer task left to delete.
+	lastTimerTaken string
 }
 
 // txEffects collects what a transaction did that matters after its commit.
