@@ -81,6 +81,9 @@ func (r *runTxn) startStates(moves []record.Movement, due time.Time) error {
 	if err := r.tx.ExecutionInsert(r.ctx, execs); err != nil {
 		return err
 	}
+	if rd.LiveCounted {
+		rd.Live += len(execs)
+	}
 	r.record(events...)
 	return r.insertTasks(tasks...)
 }
@@ -93,7 +96,20 @@ func (r *runTxn) closeRun(status RunStatus, errType, errMsg string) error {
 	if err != nil {
 		return err
 	}
+	r.verifyLiveCount(live)
 	return r.closeRunLive(live, status, errType, errMsg)
+}
+
+// checkLiveCount, set by the package's tests, makes every list of a run's
+// live executions check the run's live count against it.
+var checkLiveCount bool
+
+// verifyLiveCount panics, when checkLiveCount is set, if the run counts
+// its live executions and the count differs from what the store listed.
+func (r *runTxn) verifyLiveCount(live []*Execution) {
+	if checkLiveCount && r.rd.LiveCounted && r.rd.Live != len(live) {
+		panic(fmt.Sprintf("run %s counts %d live executions, the store lists %d", r.run.RunID, r.rd.Live, len(live)))
+	}
 }
 
 // closeRunLive is closeRun for a caller that has just listed the run's live
@@ -105,6 +121,7 @@ func (r *runTxn) closeRunLive(live []*Execution, status RunStatus, errType, errM
 	r.rd.ErrorType, r.rd.ErrorMsg = errType, errMsg
 	r.rd.Executing = nil
 	r.rd.Locks = nil
+	r.rd.Live = 0
 	for _, x := range live {
 		x.Status = ExecAbandoned
 		if err := r.tx.ExecutionUpdate(r.ctx, x); err != nil {
@@ -419,11 +436,24 @@ func (r *runTxn) completeIfIdle() error {
 	if !r.rd.Graceful || r.run.Status != RunRunning {
 		return nil
 	}
+	if r.rd.LiveCounted && r.rd.Live >= 0 && !checkLiveCount {
+		// The run counts its live executions: no statement is needed to
+		// tell whether it is idle. (A count below zero would be a bug: the
+		// list below then decides.)
+		if r.rd.Live > 0 {
+			return nil
+		}
+		return r.closeRunLive(nil, RunCompleted, "", "")
+	}
 	// One statement both tells whether the run is idle and, when it is,
 	// gives closeRun its (empty) list of live executions.
 	live, err := r.tx.ExecutionList(r.ctx, r.run.RunID, LiveStatuses...)
-	if err != nil || len(live) > 0 {
+	if err != nil {
 		return err
+	}
+	r.verifyLiveCount(live)
+	if len(live) > 0 {
+		return nil
 	}
 	return r.closeRunLive(live, RunCompleted, "", "")
 }

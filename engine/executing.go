@@ -27,9 +27,12 @@ func countsAsExecuting(c record.Config, skipWaitUntil bool) bool {
 	}
 }
 
-// finished takes an execution that leaves the live phases out of the
-// executing-state count.
+// finished takes an execution that leaves the live phases out of the run's
+// live count and the executing-state count.
 func finished(rd *record.Run, x *Execution, xd *record.Execution) {
+	if rd.LiveCounted {
+		rd.Live--
+	}
 	if xd.Counted && rd.Executing[x.StateID] > 0 {
 		rd.Executing[x.StateID]--
 		if rd.Executing[x.StateID] == 0 {

@@ -229,6 +229,7 @@ func (tt *taskTxn) attemptsExhausted(waitUntil bool, msg string) error {
 		return tt.save()
 	}
 	x.Status = ExecFailed
+	finished(tt.rd, x, xd)
 	if err := tt.tx.ExecutionUpdate(tt.ctx, x); err != nil {
 		return err
 	}

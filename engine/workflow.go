@@ -666,6 +666,7 @@ func (t *txn) createRun(req record.Start, chain runChain, withAttributes bool) (
 		Start:        req,
 		Config:       mergeConfig(record.Config{ContinueAsNewThreshold: ptr(int32(100))}, opts.WorkflowConfigOverride),
 		Counters:     map[string]int{},
+		LiveCounted:  true,
 		TimeoutAt:    chain.timeoutAt,
 		RetryAttempt: chain.retryAttempt,
 	}

@@ -26,6 +26,13 @@ type Run struct {
 	// value last written to it.
 	Executing        map[string]int `json:"executing,omitempty"`
 	ExecutingWritten []string       `json:"executingWritten,omitempty"`
+	// Live counts the run's live executions (waitUntil, waiting or
+	// execute) when LiveCounted is set, as it is on every run created
+	// since the count exists: a graceful completion then needs no list
+	// of them. A binary without these fields drops them when it rewrites
+	// the record, and the engine lists the live executions again.
+	LiveCounted bool `json:"liveCounted,omitempty"`
+	Live        int  `json:"live,omitempty"`
 	// Locks are the held data ("da:<key>") and search ("sa:<key>")
 	// attribute locks.
 	Locks map[string]LockHolder `json:"locks,omitempty"`
