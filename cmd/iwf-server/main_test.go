@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"testing"
@@ -522,5 +523,24 @@ func TestMainMissingPostgresDatabase(t *testing.T) {
 	}
 	if err := m.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSetGCPercent checks that the server sets the collector's target to
+// defaultGCPercent when GOGC is unset, and leaves it alone when GOGC is set.
+func TestSetGCPercent(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(prev)
+	t.Setenv("GOGC", "100") // restored after the test
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Fatalf("with GOGC set the target became %d, want it left at 100", got)
+	}
+	if err := os.Unsetenv("GOGC"); err != nil {
+		t.Fatal(err)
+	}
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != defaultGCPercent {
+		t.Fatalf("without GOGC the target is %d, want %d", got, defaultGCPercent)
 	}
 }
