@@ -122,6 +122,10 @@ func (r *runTxn) advance(x *Execution, xd *record.Execution, registering bool) (
 		}
 	}
 	r.record(r.event(x.ExecutionID, "CommandsCompleted", map[string]any{"done": xd.Done}))
+	if r.answered == x.ExecutionID {
+		// Its execute call has been made already (fireTimerEager).
+		return true, nil
+	}
 	return true, r.insertTasks(r.newTask(r.run, x.ExecutionID, TaskExecute, r.now))
 }
 
@@ -297,7 +301,7 @@ func (r *runTxn) timerTasks(x *Execution, xd *record.Execution, req channels.Req
 	for i, c := range req.Commands {
 		if c.Kind == channels.Timer && !xd.Done[i] {
 			tt := r.newTask(r.run, x.ExecutionID, TaskTimer, time.UnixMilli(xd.FireAt[i]))
-			tt.Data = encode(record.TimerTask{Index: i})
+			tt.Data = encode(record.TimerTask{Index: i, Alone: firesAlone(xd, i)})
 			timers = append(timers, tt)
 		}
 	}

@@ -324,33 +324,41 @@ func (e *Engine) applyExecute(ctx context.Context, task *Task, resp *iwfapi.Work
 		if err != nil || tt == nil {
 			return err
 		}
-		x, xd := tt.x, tt.xd
-		if key := completionKey(tt.rd, x, xd); key != "" {
-			if tt.rd.Completions == nil {
-				tt.rd.Completions = map[string]record.StateOutput{}
-			}
-			tt.rd.Completions[key] = record.StateOutput{CompletedStateID: x.StateID, CompletedStateExecutionID: x.ExecutionID}
-		}
-		unlock(tt.rd, apiLockHolder(task.ExecutionID, task.Kind))
-		if err := tt.applyUpserts(x.ExecutionID, writes); err != nil {
-			return tt.failForInvalidAnswer(err)
-		}
-		x.Status = ExecCompleted
-		finished(tt.rd, x, xd)
-		if err := t.tx.ExecutionUpdate(t.ctx, x); err != nil {
-			return err
-		}
-		tt.record(tt.event(x.ExecutionID, "ExecuteCompleted", map[string]any{"attempt": task.Attempt, "decision": decision}))
-		if len(writes.publishes) > 0 {
-			if err := tt.deliver(""); err != nil {
-				return err
-			}
-		}
-		if err := tt.applyDecision(x, decision); err != nil {
-			return err
-		}
-		return tt.save()
+		return tt.applyExecuteAnswer(task, decision, writes)
 	})
+}
+
+// applyExecuteAnswer applies an execute answer to the execution of tt, in
+// phase execute: the answer's writes, the execution's completion and the
+// decision; then it saves the run.
+func (tt *taskTxn) applyExecuteAnswer(task *Task, decision record.Decision, writes upserts) error {
+	t := tt.txn
+	x, xd := tt.x, tt.xd
+	if key := completionKey(tt.rd, x, xd); key != "" {
+		if tt.rd.Completions == nil {
+			tt.rd.Completions = map[string]record.StateOutput{}
+		}
+		tt.rd.Completions[key] = record.StateOutput{CompletedStateID: x.StateID, CompletedStateExecutionID: x.ExecutionID}
+	}
+	unlock(tt.rd, apiLockHolder(task.ExecutionID, task.Kind))
+	if err := tt.applyUpserts(x.ExecutionID, writes); err != nil {
+		return tt.failForInvalidAnswer(err)
+	}
+	x.Status = ExecCompleted
+	finished(tt.rd, x, xd)
+	if err := t.tx.ExecutionUpdate(t.ctx, x); err != nil {
+		return err
+	}
+	tt.record(tt.event(x.ExecutionID, "ExecuteCompleted", map[string]any{"attempt": task.Attempt, "decision": decision}))
+	if len(writes.publishes) > 0 {
+		if err := tt.deliver(""); err != nil {
+			return err
+		}
+	}
+	if err := tt.applyDecision(x, decision); err != nil {
+		return err
+	}
+	return tt.save()
 }
 
 // addOutput appends a state's output to the run's results.

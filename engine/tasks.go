@@ -128,7 +128,10 @@ func (e *Engine) processTask(ctx context.Context, t *Task) error {
 	case TaskWaitUntil, TaskExecute:
 		err = e.callStateAPI(ctx, t)
 	case TaskTimer:
-		err = e.fireTimer(WithPriority(ctx, PriorityUrgent), t)
+		var done bool
+		if done, err = e.fireTimerEager(ctx, t); !done && err == nil {
+			err = e.fireTimer(WithPriority(ctx, PriorityUrgent), t)
+		}
 	case TaskTimeout:
 		err = e.fireTimeout(WithPriority(ctx, PriorityUrgent), t)
 	default:

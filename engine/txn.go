@@ -32,6 +32,9 @@ type runTxn struct {
 	// lastTimerTaken names an execution whose only timer command's task
 	// this transaction has taken: it has no timer task left to delete.
 	lastTimerTaken string
+	// answered names an execution whose execute answer this transaction
+	// applies as its commands complete: it needs no execute task.
+	answered string
 }
 
 // txEffects collects what a transaction did that matters after its commit.

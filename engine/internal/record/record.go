@@ -113,6 +113,10 @@ type Checkpoint struct {
 // execution fires.
 type TimerTask struct {
 	Index int `json:"index"`
+	// Alone marks the execution's only command, whose firing alone moves
+	// the execution on: the engine may call execute before it records the
+	// firing (engine.fireTimerEager).
+	Alone bool `json:"alone,omitempty"`
 }
 
 // DecodeRun reads a run record of any supported format version.
