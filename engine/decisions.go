@@ -285,7 +285,9 @@ func checkTimers(c *record.Commands) error {
 func timerFireAt(tc record.TimerCommand, now time.Time) int64 {
 	switch {
 	case tc.DurationSeconds != nil:
-		return unixMs(now.Add(time.Duration(*tc.DurationSeconds) * time.Second))
+		// Rounded up: stored in milliseconds, a timer never fires before
+		// its duration has passed.
+		return unixMs(ceilMillisecond(now.Add(time.Duration(*tc.DurationSeconds) * time.Second)))
 	case tc.FiringUnixTimestampSeconds != nil:
 		return *tc.FiringUnixTimestampSeconds * 1000
 	}
