@@ -347,9 +347,7 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 	})
 	e.recordCall("execute", begin, err)
 	if err == nil {
-		if d := resp.StateDecision; d == nil || (len(slice(d.NextStates)) == 0 && d.ConditionalClose == nil) {
-			err = fmt.Errorf("err msg: empty state decision is no longer supported. If it's from old SDKs then upgrade the SDK to newer versions, response: %s", encode(resp))
-		}
+		err = checkDecision(resp)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -360,6 +358,14 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 		return e.attemptFailed(WithPriority(ctx, PriorityUrgent), t, err)
 	}
 	return e.applyExecute(WithPriority(ctx, PriorityUrgent), t, resp)
+}
+
+// checkDecision refuses an execute answer without a state decision.
+func checkDecision(resp *iwfapi.WorkflowStateDecideResponse) error {
+	if d := resp.StateDecision; d == nil || (len(slice(d.NextStates)) == 0 && d.ConditionalClose == nil) {
+		return fmt.Errorf("err msg: empty state decision is no longer supported. If it's from old SDKs then upgrade the SDK to newer versions, response: %s", encode(resp))
+	}
+	return nil
 }
 
 // nameTimeout marks a timed-out state API call with its API, so that its

@@ -90,9 +90,7 @@ func (e *Engine) fireTimerEager(ctx context.Context, task *Task) (bool, error) {
 	})
 	e.recordCall("execute", begin, err)
 	if err == nil {
-		if d := resp.StateDecision; d == nil || (len(slice(d.NextStates)) == 0 && d.ConditionalClose == nil) {
-			err = fmt.Errorf("err msg: empty state decision is no longer supported. If it's from old SDKs then upgrade the SDK to newer versions, response: %s", encode(resp))
-		}
+		err = checkDecision(resp)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -105,27 +103,39 @@ func (e *Engine) fireTimerEager(ctx context.Context, task *Task) (bool, error) {
 	decision := decisionIn(deref(resp.StateDecision))
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
 	return true, e.update(WithPriority(ctx, PriorityUrgent), func(t *txn) error {
-		tt, err := t.lockForTask(task, ExecWaiting)
+		tt, err := t.fireAlone(task, idx, firedAt)
 		if err != nil || tt == nil {
 			return err
 		}
-		x, xd := tt.x, tt.xd
-		if !firesAlone(xd, idx.Index) {
-			return fmt.Errorf("engine: execution %s changed its commands while waiting", x.ExecutionID)
-		}
-		t.fx.timerLateness = append(t.fx.timerLateness, firedAt.Sub(task.DueAt))
-		xd.FireAt[idx.Index] = 0
-		tt.record(tt.event(x.ExecutionID, "TimerFired", map[string]any{"index": idx.Index}))
-		tt.lastTimerTaken, tt.answered = x.ExecutionID, x.ExecutionID
-		if _, err := tt.evaluate(x, xd); err != nil {
-			return err
-		}
-		if x.Status != ExecExecute {
-			return fmt.Errorf("engine: execution %s did not move on when its only timer fired", x.ExecutionID)
-		}
-		x.Data = encode(xd)
 		return tt.applyExecuteAnswer(call, decision, writes)
 	})
+}
+
+// fireAlone takes a timer task marked Alone and fires its timer, which
+// moves the execution to execute without creating an execute task: the
+// caller has called execute already. It returns nil when the task is no
+// longer this process's or the execution no longer waits.
+func (t *txn) fireAlone(task *Task, idx record.TimerTask, firedAt time.Time) (*taskTxn, error) {
+	tt, err := t.lockForTask(task, ExecWaiting)
+	if err != nil || tt == nil {
+		return nil, err
+	}
+	x, xd := tt.x, tt.xd
+	if !firesAlone(xd, idx.Index) {
+		return nil, fmt.Errorf("engine: execution %s changed its commands while waiting", x.ExecutionID)
+	}
+	t.fx.timerLateness = append(t.fx.timerLateness, firedAt.Sub(task.DueAt))
+	xd.FireAt[idx.Index] = 0
+	tt.record(tt.event(x.ExecutionID, "TimerFired", map[string]any{"index": idx.Index}))
+	tt.lastTimerTaken, tt.answered = x.ExecutionID, x.ExecutionID
+	if _, err := tt.evaluate(x, xd); err != nil {
+		return nil, err
+	}
+	if x.Status != ExecExecute {
+		return nil, fmt.Errorf("engine: execution %s did not move on when its only timer fired", x.ExecutionID)
+	}
+	x.Data = encode(xd)
+	return tt, nil
 }
 
 // fireTimerFailed records an execute call made as its timer fired that
@@ -136,25 +146,11 @@ func (e *Engine) fireTimerFailed(ctx context.Context, task *Task, idx record.Tim
 	var failed *Task
 	err := e.update(WithPriority(ctx, PriorityUrgent), func(t *txn) error {
 		failed = nil
-		tt, err := t.lockForTask(task, ExecWaiting)
+		tt, err := t.fireAlone(task, idx, call.FirstAttemptAt)
 		if err != nil || tt == nil {
 			return err
 		}
-		x, xd := tt.x, tt.xd
-		if !firesAlone(xd, idx.Index) {
-			return fmt.Errorf("engine: execution %s changed its commands while waiting", x.ExecutionID)
-		}
-		t.fx.timerLateness = append(t.fx.timerLateness, call.FirstAttemptAt.Sub(task.DueAt))
-		xd.FireAt[idx.Index] = 0
-		tt.record(tt.event(x.ExecutionID, "TimerFired", map[string]any{"index": idx.Index}))
-		tt.lastTimerTaken, tt.answered = x.ExecutionID, x.ExecutionID
-		if _, err := tt.evaluate(x, xd); err != nil {
-			return err
-		}
-		if x.Status != ExecExecute {
-			return fmt.Errorf("engine: execution %s did not move on when its only timer fired", x.ExecutionID)
-		}
-		x.Data = encode(xd)
+		x := tt.x
 		if err := t.tx.ExecutionUpdate(t.ctx, x); err != nil {
 			return err
 		}
