@@ -161,6 +161,10 @@ type stmtCounts struct {
 	// roundTrips counts the statements sent alone and the pipelines
 	// (batches) the store sent, as its pgx tracer saw them.
 	roundTrips int64
+	// walRecords and walBytes sum the WAL the statements wrote: a measure
+	// of the rows and index entries written that does not depend on the
+	// machine's speed.
+	walRecords, walBytes int64
 }
 
 // stmtKey identifies a normalized statement; nested ones (run by a
@@ -276,18 +280,22 @@ func (m *stmtMeter) measure(ctx context.Context, shape string, n int) stmtCounts
 	c.commits -= c0.commits
 	c.rollbacks -= c0.rollbacks
 	c.roundTrips = roundTrips.Load()
-	rows, err := m.admin.Query(ctx, `SELECT queryid, toplevel, calls, query FROM pg_stat_statements WHERE dbid = $1`, m.dbid)
+	rows, err := m.admin.Query(ctx, `SELECT queryid, toplevel, calls, wal_records, wal_bytes, query FROM pg_stat_statements WHERE dbid = $1`, m.dbid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for rows.Next() {
 		var k stmtKey
-		var calls int64
+		var calls, walRecords, walBytes int64
 		var q string
-		if err := rows.Scan(&k.queryID, &k.toplevel, &calls, &q); err != nil {
+		if err := rows.Scan(&k.queryID, &k.toplevel, &calls, &walRecords, &walBytes, &q); err != nil {
 			t.Fatal(err)
 		}
 		c.calls[k] += calls
+		if k.toplevel {
+			c.walRecords += walRecords
+			c.walBytes += walBytes
+		}
 		c.text[k] = q
 	}
 	if err := rows.Err(); err != nil {
@@ -377,7 +385,7 @@ func (m *stmtMeter) waitNoBackends(ctx context.Context) {
 // minus returns c without what base ran.
 func (c stmtCounts) minus(base stmtCounts) stmtCounts {
 	out := stmtCounts{calls: map[stmtKey]int64{}, text: c.text, commits: c.commits - base.commits, rollbacks: c.rollbacks - base.rollbacks,
-		roundTrips: c.roundTrips - base.roundTrips}
+		roundTrips: c.roundTrips - base.roundTrips, walRecords: c.walRecords - base.walRecords, walBytes: c.walBytes - base.walBytes}
 	for k, v := range c.calls {
 		if v -= base.calls[k]; v != 0 {
 			out.calls[k] = v
@@ -448,6 +456,7 @@ func (c stmtCounts) log(t *testing.T, shape string, n int) {
 	}
 	fmt.Fprintf(&b, "  %7.2f  total top-level statements (BEGIN, COMMIT and ROLLBACK not counted)\n", float64(c.statements())/float64(n))
 	fmt.Fprintf(&b, "  %7.2f  round trips (a statement sent alone, or a pipeline of them)\n", float64(c.roundTrips)/float64(n))
+	fmt.Fprintf(&b, "  %7.1f  WAL records written by the statements (%.0f bytes)\n", float64(c.walRecords)/float64(n), float64(c.walBytes)/float64(n))
 	fmt.Fprintf(&b, "  %7.2f  pg_stat_database.xact_commit (a pool ping after a connection idled 1 s counts here too)\n", float64(c.commits)/float64(n))
 	fmt.Fprintf(&b, "  %7.2f  pg_stat_database.xact_rollback (read-only transactions end with ROLLBACK)\n", float64(c.rollbacks)/float64(n))
 	t.Log(b.String())
