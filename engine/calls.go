@@ -333,7 +333,7 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 		e.attemptFailedLog(t, s, "waitUntil", err)
 		return e.attemptFailed(WithPriority(ctx, PriorityUrgent), t, err)
 	}
-	return e.applyWaitUntil(WithPriority(ctx, PriorityUrgent), t, resp)
+	return e.applyWaitUntil(WithPriority(ctx, PriorityUrgent), t, s, resp)
 }
 
 // callExecute calls the worker's execute and applies the answer or the
@@ -357,7 +357,7 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 		e.attemptFailedLog(t, s, "execute", err)
 		return e.attemptFailed(WithPriority(ctx, PriorityUrgent), t, err)
 	}
-	return e.applyExecute(WithPriority(ctx, PriorityUrgent), t, resp)
+	return e.applyExecute(WithPriority(ctx, PriorityUrgent), t, s, resp)
 }
 
 // checkDecision refuses an execute answer without a state decision.

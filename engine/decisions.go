@@ -203,15 +203,12 @@ func (r *runTxn) failForInvalidAnswer(err error) error {
 
 // applyWaitUntil applies a waitUntil answer: its writes, its commands, and
 // whatever of them the buffers and the clock already satisfy.
-func (e *Engine) applyWaitUntil(ctx context.Context, task *Task, resp *iwfapi.WorkflowStateStartResponse) error {
+func (e *Engine) applyWaitUntil(ctx context.Context, task *Task, s *apiSnapshot, resp *iwfapi.WorkflowStateStartResponse) error {
 	commands := mapPtr(resp.CommandRequest, commandsIn)
 	locals := mapSlice(resp.UpsertStateLocals, kvIn)
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
-	return e.update(ctx, func(t *txn) error {
-		tt, err := t.lockForTask(task, ExecWaitUntil)
-		if err != nil || tt == nil {
-			return err
-		}
+	return e.updateTaking(ctx, task, ExecWaitUntil, s, func(tt *taskTxn) error {
+		t := tt.txn
 		x, xd := tt.x, tt.xd
 		unlock(tt.rd, apiLockHolder(task.ExecutionID, task.Kind))
 		if err := tt.applyUpserts(x.ExecutionID, writes); err != nil {
@@ -318,14 +315,10 @@ func completionKey(rd *record.Run, x *Execution, xd *record.Execution) string {
 }
 
 // applyExecute applies an execute answer: its writes and its decision.
-func (e *Engine) applyExecute(ctx context.Context, task *Task, resp *iwfapi.WorkflowStateDecideResponse) error {
+func (e *Engine) applyExecute(ctx context.Context, task *Task, s *apiSnapshot, resp *iwfapi.WorkflowStateDecideResponse) error {
 	decision := decisionIn(deref(resp.StateDecision))
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
-	return e.update(ctx, func(t *txn) error {
-		tt, err := t.lockForTask(task, ExecExecute)
-		if err != nil || tt == nil {
-			return err
-		}
+	return e.updateTaking(ctx, task, ExecExecute, s, func(tt *taskTxn) error {
 		return tt.applyExecuteAnswer(task, decision, writes)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
@@ -14,6 +15,7 @@ import (
 type commitLog struct {
 	mu      sync.Mutex
 	commits map[string][][]string
+	changed chan struct{} // closed and replaced at every commit
 }
 
 func (l *commitLog) hook(c *engine.Config) {
@@ -30,13 +32,41 @@ func (l *commitLog) hook(c *engine.Config) {
 		for run, types := range byRun {
 			l.commits[run] = append(l.commits[run], types)
 		}
+		if l.changed != nil {
+			close(l.changed)
+			l.changed = nil
+		}
 	}
 }
 
-// with returns the commits of run that hold an event of type typ.
-func (l *commitLog) with(run, typ string) [][]string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// await returns the commits of run that hold an event of type typ once
+// there is one. The hook runs a moment after the commit, which a reader
+// of the workflow may see first.
+func (l *commitLog) await(t *testing.T, run, typ string) [][]string {
+	t.Helper()
+	timeout := time.After(30 * time.Second)
+	for {
+		l.mu.Lock()
+		out := l.withLocked(run, typ)
+		if l.changed == nil {
+			l.changed = make(chan struct{})
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		if len(out) > 0 {
+			return out
+		}
+		select {
+		case <-changed:
+		case <-timeout:
+			t.Fatalf("no commit of run %s with %s after 30s", run, typ)
+		}
+	}
+}
+
+// withLocked returns the commits of run that hold an event of type typ;
+// l.mu is held.
+func (l *commitLog) withLocked(run, typ string) [][]string {
 	var out [][]string
 	for _, c := range l.commits[run] {
 		if slices.Contains(c, typ) {
@@ -80,7 +110,7 @@ func TestTimerAloneAppliesExecuteWithTheFiring(t *testing.T) {
 			t.Fatalf("status %s after %d execute calls, want COMPLETED after 1", got.WorkflowStatus, h.worker.count("S1.execute"))
 		}
 		want := [][]string{{"TimerFired", "CommandsCompleted", "ExecuteCompleted", "WorkflowClosed"}}
-		if got := log.with(runID, "TimerFired"); !equalCommits(got, want) {
+		if got := log.await(t, runID, "TimerFired"); !equalCommits(got, want) {
 			t.Fatalf("commits with the firing: %v, want %v", got, want)
 		}
 	})
@@ -118,10 +148,10 @@ func TestTimerAloneExecuteFailureIsAnAttempt(t *testing.T) {
 			t.Fatalf("status %s, results %s; want COMPLETED by attempt 2 after attempt 1", got.WorkflowStatus, mustJSON(results))
 		}
 		runID := got.WorkflowRunId
-		if got, want := log.with(runID, "TimerFired"), [][]string{{"TimerFired", "CommandsCompleted"}}; !equalCommits(got, want) {
+		if got, want := log.await(t, runID, "TimerFired"), [][]string{{"TimerFired", "CommandsCompleted"}}; !equalCommits(got, want) {
 			t.Fatalf("commits with the firing: %v, want %v", got, want)
 		}
-		if got, want := log.with(runID, "EXECUTEAttemptFailed"), [][]string{{"EXECUTEAttemptFailed"}}; !equalCommits(got, want) {
+		if got, want := log.await(t, runID, "EXECUTEAttemptFailed"), [][]string{{"EXECUTEAttemptFailed"}}; !equalCommits(got, want) {
 			t.Fatalf("commits with the failed attempt: %v, want %v", got, want)
 		}
 	})
@@ -149,7 +179,7 @@ func TestTimerWithOtherCommandsFiresFirst(t *testing.T) {
 		if got := h.result("wf-mixed"); got.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
 			t.Fatalf("status %s", got.WorkflowStatus)
 		}
-		if got, want := log.with(runID, "TimerFired"), [][]string{{"TimerFired", "CommandsCompleted"}}; !equalCommits(got, want) {
+		if got, want := log.await(t, runID, "TimerFired"), [][]string{{"TimerFired", "CommandsCompleted"}}; !equalCommits(got, want) {
 			t.Fatalf("commits with the firing: %v, want %v", got, want)
 		}
 	})

@@ -25,6 +25,7 @@ type metrics struct {
 	claimed       counterVec // tasks claimed by the poller
 	stale         counterVec // results dropped: their task moved on or is another process's
 	notices       counterVec // change announcements received from other processes
+	retaken       counterVec // answers whose task taken as read had changed, taken again
 }
 
 func newMetrics() *metrics {
@@ -40,6 +41,7 @@ func newMetrics() *metrics {
 		claimed:       newCounterVec("iwf_tasks_claimed_total", "Tasks claimed by the poller (recovery, far timers, other nodes' work)."),
 		stale:         newCounterVec("iwf_stale_results_total", "Worker answers and timer firings dropped because their task was gone or leased to another process."),
 		notices:       newCounterVec("iwf_change_notices_received_total", "Change announcements received from other server processes (PostgreSQL LISTEN/NOTIFY), by kind.", "kind"),
+		retaken:       newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
 	}
 }
 
@@ -57,6 +59,7 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.claimed.write(&b)
 	m.stale.write(&b)
 	m.notices.write(&b)
+	m.retaken.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
 	fmt.Fprintf(&b, "# HELP iwf_long_polls_waiting Long polls (getWithWait, waitForStateCompletion) of this process waiting for a change.\n# TYPE iwf_long_polls_waiting gauge\niwf_long_polls_waiting %d\n", e.waits.count())
 	_, err := io.WriteString(w, b.String())

@@ -105,6 +105,27 @@ type CallPrefetcher interface {
 	ReadForCallAfterCommit(runID, executionID string, done func(*CallRead))
 }
 
+// TaskTakeExpecter is implemented by a Tx that can take a task without a
+// round trip of its own (PostgreSQL). The engine uses it when it applies a
+// worker's answer and holds the run and the execution as it read them
+// before the call: unless something changed them since, TaskTake would
+// return exactly those, with Removed set.
+type TaskTakeExpecter interface {
+	// TaskTakeExpecting queues what TaskTake does (lock the run, remove the
+	// task owned by owner, read the execution) and the check that TaskTake
+	// would have returned run and x, each unchanged, and Removed true. The
+	// statements travel with the transaction's next read or its commit, and
+	// run before it. When the check fails, that read or the commit fails
+	// with ErrUnexpected and nothing of the transaction is kept; the caller
+	// then runs it again with TaskTake.
+	TaskTakeExpecting(ctx context.Context, run *Run, taskID int64, owner string, x *Execution) error
+}
+
+// ErrUnexpected reports that a transaction begun with
+// TaskTakeExpecting found the run, the task or the execution not as
+// expected, and was rolled back.
+var ErrUnexpected = errors.New("run, task or execution changed since it was read")
+
 // TakenTask is what Tx.TaskTake returns.
 type TakenTask struct {
 	Run *Run

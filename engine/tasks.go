@@ -5,6 +5,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
@@ -117,6 +118,46 @@ func (t *txn) lockForTask(task *Task, want ExecutionStatus) (*taskTxn, error) {
 	}
 	tt.runTxn = t.forRun(got.Run, rd)
 	return tt, nil
+}
+
+// updateTaking runs apply in a transaction that takes task (lockForTask)
+// and does nothing when the task is stale. s is the snapshot the worker
+// call was sent from, or nil. When the store can check it at commit
+// (TaskTakeExpecter), the first attempt takes the task as s shows it and
+// saves a round trip and two decodes; should the run, the task or the
+// execution have changed since s was read, the store rolls that attempt
+// back and the transaction runs again with lockForTask. s must not be used
+// after this call: the first attempt changes its records.
+func (e *Engine) updateTaking(ctx context.Context, task *Task, want ExecutionStatus, s *apiSnapshot, apply func(tt *taskTxn) error) error {
+	normal := func(t *txn) error {
+		tt, err := t.lockForTask(task, want)
+		if err != nil || tt == nil {
+			return err
+		}
+		return apply(tt)
+	}
+	if s == nil || s.x == nil || task.ExecutionID == "" || s.run.Status != RunRunning || s.x.Status != want {
+		return e.update(ctx, normal)
+	}
+	err := e.update(ctx, func(t *txn) error {
+		ex, ok := t.tx.(TaskTakeExpecter)
+		snap := s
+		if !ok || snap == nil {
+			// Another store, or a retry of the attempt below (s changed).
+			return normal(t)
+		}
+		s = nil
+		if err := ex.TaskTakeExpecting(t.ctx, snap.run, task.ID, t.e.cfg.NodeID, snap.x); err != nil {
+			return err
+		}
+		tt := &taskTxn{runTxn: t.forRun(snap.run, snap.rd), x: snap.x, xd: snap.xd}
+		return apply(tt)
+	})
+	if !errors.Is(err, ErrUnexpected) {
+		return err
+	}
+	e.metrics.retaken.inc()
+	return e.update(ctx, normal)
 }
 
 // processTask runs one due task. It returns an error when the task should be

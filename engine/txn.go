@@ -124,15 +124,18 @@ func (e *Engine) committed(fx *txEffects) {
 		e.log.Debug().Str("workflowId", t.WorkflowID).Str("runId", t.RunID).Str("stateExecutionId", t.ExecutionID).
 			Str("task", string(t.Kind)).Int("attempt", t.Attempt).Msg("dropped a stale result: the task is gone or leased to another process")
 	}
+	// The hook runs before anything can observe the commit through this
+	// process (a woken long poll, the next task): a test that saw the
+	// outcome finds the commit in its log.
+	if e.cfg.OnCommit != nil && len(fx.events) > 0 {
+		e.cfg.OnCommit(fx.events)
+	}
 	e.disp.schedule(fx.tasks...)
 	for _, r := range fx.runs {
 		e.waits.notify(r)
 	}
 	if e.feed != nil && len(fx.runs) > 0 {
 		e.feed.PublishChanges(Changes{Keys: fx.runs})
-	}
-	if e.cfg.OnCommit != nil && len(fx.events) > 0 {
-		e.cfg.OnCommit(fx.events)
 	}
 }
 

@@ -177,7 +177,17 @@ func retry(ctx context.Context, op func() error) error {
 // therefore have no effects outside tx. A panic in fn rolls the transaction
 // back and propagates.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	return unavailable(retry(ctx, func() error { return s.update(ctx, fn) }))
+	return unavailable(unexpected(retry(ctx, func() error { return s.update(ctx, fn) })))
+}
+
+// unexpected reports a failed check of TaskTakeExpecting (SQLSTATE IW001,
+// raised by iwf_expect) as engine.ErrUnexpected.
+func unexpected(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "IW001" {
+		return fmt.Errorf("%w: %s", engine.ErrUnexpected, pgErr.Message)
+	}
+	return err
 }
 
 // unavailable marks the errors that say PostgreSQL cannot be reached or

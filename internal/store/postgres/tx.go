@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 
@@ -589,6 +590,27 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 	}
 	out.Execution = x
 	return out, wrap("TaskTake", err)
+}
+
+// TaskTakeExpecting implements engine.TaskTakeExpecter: the statements of
+// TaskTake, each turned into a check that fails the transaction (SQLSTATE
+// IW001, see iwf_expect) unless it finds what the caller expects, are
+// queued and travel with the next statement sent. They run in TaskTake's
+// order and each takes its own snapshot, so the task and the execution are
+// checked under the run's lock, as TaskTake reads them. The expected values
+// are copied: the caller goes on to change run and x.
+func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int64, owner string, x *engine.Execution) error {
+	t.tx.later("TaskTakeExpecting (run)", `SELECT iwf_expect(count(*) = 1, 'run') FROM (
+		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE) r`,
+		nil, run.RunID, string(run.Status), rowfmt.ToMs(run.ClosedAt), bytes.Clone(run.Data))
+	t.tx.later("TaskTakeExpecting (task)", `WITH d AS (
+		DELETE FROM tasks WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2::text RETURNING 1)
+		SELECT iwf_expect((SELECT count(*) FROM d) = 1, 'task')`,
+		nil, taskID, nullString(owner))
+	t.tx.later("TaskTakeExpecting (execution)", `SELECT iwf_expect(count(*) = 1, 'execution') FROM executions
+		WHERE run_id = $1 AND execution_id = $2 AND status = $3 AND data IS NOT DISTINCT FROM $4`,
+		nil, x.RunID, x.ExecutionID, string(x.Status), bytes.Clone(x.Data))
+	return nil
 }
 
 // TaskReschedule implements engine.Tx.
