@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -38,3 +39,13 @@ func (r roundTrips) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trac
 func (r roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {}
 
 func (r roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
+// SetFeedClock replaces the clock of s's change feed.
+func SetFeedClock(s *Store, now func() time.Time) { s.feed.now = now }
+
+// ChangesSent is the number of change notifications s's feed has sent.
+func ChangesSent(s *Store) int64 { return s.feed.sent.Load() }
+
+// PresenceTTL is how long a feed publishes after it last heard another
+// process.
+const PresenceTTL = presenceTTL

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,4 +167,32 @@ func TestChangeFeed(t *testing.T) {
 	}
 	l.until(func(c engine.Changes) bool { return c.Missed })
 	ready(t, b, l)
+}
+
+// TestChangeFeedAlone: a listening store that has heard no other process
+// for PresenceTTL sends no change notifications; once another store starts
+// listening (and says hello), it publishes again.
+func TestChangeFeedAlone(t *testing.T) {
+	stores := pgtest.NewStores(t, 2)
+	a, b := stores[0], stores[1]
+	var offset atomic.Int64
+	postgres.SetFeedClock(a, func() time.Time { return time.Now().Add(time.Duration(offset.Load())) })
+	la := listen(t, a)
+	ready(t, b, la) // a listens; b does not, so it always publishes
+
+	// Nothing heard for longer than PresenceTTL: a is alone.
+	offset.Store(int64(2 * postgres.PresenceTTL))
+	before := postgres.ChangesSent(a)
+	a.PublishChanges(engine.Changes{Keys: []string{"alone"}, Tasks: true})
+	postgres.FlushChanges(a)
+	if sent := postgres.ChangesSent(a) - before; sent != 0 {
+		t.Fatalf("a store alone on its channel sent %d change notifications, want 0", sent)
+	}
+
+	// b starts listening: its hello reaches a, which publishes again.
+	lb := listen(t, b)
+	ready(t, a, lb)
+	if postgres.ChangesSent(a) == before {
+		t.Fatal("b heard a, yet a counted no notification sent")
+	}
 }
