@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -274,6 +275,22 @@ func (h *harness) eventually(what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// idleMetrics returns the engine's metrics once the tasks it is running
+// are done (WaitIdle): what they did is counted by then.
+func (h *harness) idleMetrics() string {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.eng.WaitIdle(ctx); err != nil {
+		h.t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := h.eng.WriteMetrics(&b); err != nil {
+		h.t.Fatal(err)
+	}
+	return b.String()
 }
 
 func (h *harness) status(id string) iwfapi.WorkflowStatus {

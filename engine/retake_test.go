@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
@@ -21,17 +20,8 @@ import (
 // are done, and whether the store is PostgreSQL (SQLite has no sample).
 func retaken(t *testing.T, h *harness) (string, bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := h.eng.WaitIdle(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := h.eng.WriteMetrics(&b); err != nil {
-		t.Fatal(err)
-	}
 	_, pg := h.store.(*postgres.Store)
-	for _, line := range strings.Split(b.String(), "\n") {
+	for _, line := range strings.Split(h.idleMetrics(), "\n") {
 		if v, ok := strings.CutPrefix(line, "iwf_answers_retaken_total "); ok {
 			return v, pg
 		}
