@@ -211,16 +211,23 @@ func (f *feed) take() (payloads []string, gen uint64, closed bool) {
 	if !f.othersMayListen() {
 		return payloads, gen, closed
 	}
+	changes := changePayloads(keys, tasks, missed)
+	f.sent.Add(int64(len(changes)))
+	return append(payloads, changes...), gen, closed
+}
+
+// changePayloads encodes pending announcements as notifications of at
+// most maxPayload bytes; missed replaces them all with one Missed.
+func changePayloads(keys map[string]struct{}, tasks, missed bool) []string {
 	if missed {
-		f.sent.Add(1)
-		return append(payloads, encodeNotice(notice{Missed: true})), gen, closed
+		return []string{encodeNotice(notice{Missed: true})}
 	}
+	var payloads []string
 	var n notice
 	size := 0
 	for k := range keys {
 		if size+len(k)+8 > maxPayload && len(n.Keys) > 0 {
 			payloads = append(payloads, encodeNotice(n))
-			f.sent.Add(1)
 			n, size = notice{}, 0
 		}
 		n.Keys = append(n.Keys, k)
@@ -231,9 +238,8 @@ func (f *feed) take() (payloads []string, gen uint64, closed bool) {
 	}
 	if len(n.Keys) > 0 || n.Tasks {
 		payloads = append(payloads, encodeNotice(n))
-		f.sent.Add(1)
 	}
-	return payloads, gen, closed
+	return payloads
 }
 
 // markHandled records that the announcements of the first gen
@@ -358,7 +364,10 @@ func (f *feed) connect(ctx context.Context, params map[string]string) (*pgx.Conn
 // connection fails, and reports a reconnection as Missed.
 func (s *Store) ListenChanges(ctx context.Context, fn func(engine.Changes)) {
 	f := s.feed
+	beating := make(chan struct{})
+	defer func() { <-beating }()
 	go func() {
+		defer close(beating)
 		t := time.NewTicker(presenceEvery)
 		defer t.Stop()
 		for {
