@@ -218,7 +218,12 @@ func commandResults(xd *record.Execution) *record.CommandResults {
 }
 
 // deliver re-evaluates the run's waiting executions after messages arrived
-// (except skip, which the caller handles itself).
+// (except skip, which the caller handles itself). An execution that waits
+// on timers only takes no message and is left alone: its timers fire from
+// their tasks. Firing a due timer here instead would race the task's owner,
+// which may have called execute already (fireTimerEager): the execution
+// would move on and execute would be called again, with the same attempt,
+// while the first call is in flight.
 func (r *runTxn) deliver(skip string) error {
 	waiting, err := r.tx.ExecutionList(r.ctx, r.run.RunID, ExecWaiting)
 	if err != nil {
@@ -231,6 +236,9 @@ func (r *runTxn) deliver(skip string) error {
 		xd, err := decodeExec(x)
 		if err != nil {
 			return err
+		}
+		if timersOnly(xd) {
+			continue
 		}
 		changed, err := r.evaluate(x, xd)
 		if err != nil {
@@ -277,6 +285,12 @@ func (e *Engine) fireTimer(ctx context.Context, task *Task) error {
 		t.fx.runs = append(t.fx.runs, tt.run.RunID)
 		return t.tx.ExecutionUpdate(t.ctx, x)
 	})
+}
+
+// timersOnly reports whether an execution waits on timer commands only.
+func timersOnly(xd *record.Execution) bool {
+	cr := xd.Commands
+	return cr == nil || (len(slice(cr.SignalCommands)) == 0 && len(slice(cr.InterStateChannelCommands)) == 0)
 }
 
 // soleTimer reports whether command index is the execution's only timer

@@ -241,6 +241,50 @@ func TestTimerAloneSkippedDuringItsExecuteCall(t *testing.T) {
 	})
 }
 
+// TestTimerAloneSignalDuringItsExecuteCall checks that a message arriving
+// while execute, called as the timer fired, has not answered leaves that
+// call alone: an execution waiting on timers only cannot take a message,
+// so the message's transaction must not fire the due timer itself (that
+// would move the execution on and call execute a second time, with the
+// same attempt, while the first call is in flight). The timer's task
+// applies the first call's answer and the signal stays buffered.
+func TestTimerAloneSignalDuringItsExecuteCall(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		release := make(chan struct{})
+		released := sync.OnceFunc(func() { close(release) })
+		defer released()
+		var calls sync.Map
+		h.worker.state("S1", stateHandlers{
+			WaitUntil: oneTimer,
+			Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+				out := `"second"`
+				if _, again := calls.LoadOrStore(req.Context.WorkflowRunId, true); !again {
+					<-release
+					out = `"first"`
+				}
+				return decide(next(engine.GracefulCompletingState, obj(out))), 200
+			},
+		})
+		h.start("wf-signal-race", "S1", nil)
+		h.eventually("execute called as the timer fired", func() bool { return h.worker.count("S1.execute") == 1 })
+		if err := h.eng.SignalWorkflow(context.Background(), iwfapi.WorkflowSignalRequest{
+			WorkflowId: "wf-signal-race", SignalChannelName: "unrelated", SignalValue: obj(`1`),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		released()
+		got := h.result("wf-signal-race")
+		h.idle()
+		results := deref(got.Results)
+		if got.WorkflowStatus != iwfapi.WorkflowStatusCompleted || len(results) != 1 || *results[0].CompletedStateOutput.Data != `"first"` {
+			t.Fatalf("status %s, results %s; want COMPLETED with the first call's output", got.WorkflowStatus, mustJSON(results))
+		}
+		if n := h.worker.count("S1.execute"); n != 1 {
+			t.Fatalf("%d execute calls, want 1", n)
+		}
+	})
+}
+
 func equalCommits(a, b [][]string) bool {
 	return slices.EqualFunc(a, b, func(x, y []string) bool { return slices.Equal(x, y) })
 }
