@@ -12,7 +12,9 @@
 // one connection whose transactions begin IMMEDIATE, so writers queue in Go
 // instead of failing with SQLITE_BUSY; View transactions use a separate pool
 // of read-only connections and see a consistent snapshot without blocking the
-// writer. Every statement is prepared once per connection.
+// writer. A third connection checkpoints the WAL in the background, so that
+// the writer's commits do not (checkpoint.go). Every statement is prepared
+// once per connection.
 //
 // A Store is for one process: SQLite has no row locks across processes, and
 // TaskReleaseLeases is meant to be called at start-up.
@@ -58,6 +60,7 @@ type Store struct {
 	lock      *ownerLock // held while the store is open (nil in memory)
 	writerEnd chan struct{}
 	closeOnce sync.Once
+	ckpt      *checkpointer // background checkpoints (nil in memory)
 }
 
 // maxBatch bounds how many Update calls share one transaction.
@@ -135,7 +138,8 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 func openFile(ctx context.Context, dsn string) (*Store, error) {
 	// The writer opens the file first and switches it to WAL, which is a
 	// property of the file that the readers then share.
-	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=0&_txlock=immediate")
+	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=0&_txlock=immediate"+
+		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walSafetyPages))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 	}
@@ -160,7 +164,24 @@ func openFile(ctx context.Context, dsn string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 	}
-	return newStore(w, r), nil
+	c, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000")
+	if err == nil {
+		c.SetMaxOpenConns(1)
+		c.SetMaxIdleConns(1)
+		c.SetConnMaxLifetime(0)
+		c.SetConnMaxIdleTime(0)
+		if err = c.PingContext(ctx); err != nil {
+			c.Close()
+		}
+	}
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
+	}
+	s := newStore(w, r)
+	s.ckpt = newCheckpointer(c)
+	return s, nil
 }
 
 func checkWAL(ctx context.Context, db *sql.DB) error {
@@ -187,9 +208,11 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database. Transactions in progress fail.
 func (s *Store) Close() error {
+	var err error
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.writerEnd
+		err = s.ckpt.close()
 	})
 	s.mu.Lock()
 	for _, st := range append(s.wst, s.rst...) {
@@ -199,7 +222,9 @@ func (s *Store) Close() error {
 	}
 	s.wst, s.rst, s.prepared = nil, nil, false
 	s.mu.Unlock()
-	err := s.w.Close()
+	if werr := s.w.Close(); err == nil {
+		err = werr
+	}
 	if s.r != s.w {
 		if rerr := s.r.Close(); err == nil {
 			err = rerr
@@ -412,6 +437,7 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 	if err := sqlTx.Commit(); err != nil {
 		return failAll(fmt.Errorf("sqlite: commit: %w", err))
 	}
+	s.ckpt.poke()
 	return finish()
 }
 
