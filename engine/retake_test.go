@@ -7,26 +7,25 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/store/postgres"
 )
 
-// On PostgreSQL the transaction that applies a worker's answer first takes
-// the task as it was read before the call (engine.TaskTakeExpecter): one
-// round trip less, checked at commit. These tests change the workflow
+// The transaction that applies a worker's answer first takes the task as
+// it was read before the call (engine.TaskTakeExpecter): on PostgreSQL one
+// round trip less, checked at commit; on SQLite checked at once, without
+// reading the run and the execution back. These tests change the workflow
 // while a call is out and check that every answer is applied exactly as
 // TaskTake would have it, the check's fallback included.
 
 // retaken returns the engine's iwf_answers_retaken_total once its tasks
-// are done, and whether the store is PostgreSQL (SQLite has no sample).
-func retaken(t *testing.T, h *harness) (string, bool) {
+// are done ("" when it has no sample).
+func retaken(t *testing.T, h *harness) string {
 	t.Helper()
-	_, pg := h.store.(*postgres.Store)
 	for _, line := range strings.Split(h.idleMetrics(), "\n") {
 		if v, ok := strings.CutPrefix(line, "iwf_answers_retaken_total "); ok {
-			return v, pg
+			return v
 		}
 	}
-	return "", pg
+	return ""
 }
 
 // historyCount counts a run's history events of type typ whose execution
@@ -92,16 +91,17 @@ func TestAnswerAfterSignalDuringCall(t *testing.T) {
 		if c, s := historyCount(t, h, runID, "ExecuteCompleted", "S1-"), historyCount(t, h, runID, "StateExecutionStarted", "S2-"); c != 1 || s != 1 {
 			t.Errorf("history: S1's answer applied %d times, S2 started %d times; want 1 and 1", c, s)
 		}
-		if n, _ := retaken(t, h); n != "" {
+		if n := retaken(t, h); n != "" {
 			t.Errorf("iwf_answers_retaken_total %q, want no sample: the check holds", n)
 		}
 	})
 }
 
 // TestAnswerAfterStopDuringCall: the workflow is stopped while S1's
-// execute call is out. On PostgreSQL the answer's check fails (the run
-// closed, the task is gone) and the transaction runs again with TaskTake,
-// which finds the task stale: the answer is dropped, on both stores.
+// execute call is out. The answer's check fails (the run closed, the task
+// is gone: at commit on PostgreSQL, at once on SQLite) and the transaction
+// runs again with TaskTake, which finds the task stale: the answer is
+// dropped.
 func TestAnswerAfterStopDuringCall(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h *harness) {
 		const id = "wf-stop-during-call"
@@ -119,9 +119,8 @@ func TestAnswerAfterStopDuringCall(t *testing.T) {
 		if got := h.result(id); got.WorkflowStatus != iwfapi.WorkflowStatusCanceled {
 			t.Fatalf("status %s, want CANCELED", got.WorkflowStatus)
 		}
-		n, pg := retaken(t, h)
-		if pg && n != "1" || !pg && n != "" {
-			t.Errorf("iwf_answers_retaken_total %q on PostgreSQL %v, want 1 there and no sample on SQLite", n, pg)
+		if n := retaken(t, h); n != "1" {
+			t.Errorf("iwf_answers_retaken_total %q, want 1", n)
 		}
 		if c := historyCount(t, h, runID, "ExecuteCompleted", "S1-"); c != 0 || h.worker.count("S2.waitUntil") != 0 {
 			t.Errorf("S1's answer applied %d times after the stop, S2 called %d times; want 0 and 0", c, h.worker.count("S2.waitUntil"))

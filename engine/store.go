@@ -105,19 +105,22 @@ type CallPrefetcher interface {
 	ReadForCallAfterCommit(runID, executionID string, done func(*CallRead))
 }
 
-// TaskTakeExpecter is implemented by a Tx that can take a task without a
-// round trip of its own (PostgreSQL). The engine uses it when it applies a
-// worker's answer and holds the run and the execution as it read them
-// before the call: unless something changed them since, TaskTake would
-// return exactly those, with Removed set.
+// TaskTakeExpecter is implemented by a Tx that can take a task more
+// cheaply when it knows what TaskTake would return: without a round trip
+// of its own (PostgreSQL), or without reading the run and the execution
+// back (SQLite). The engine uses it when it applies a worker's answer and
+// holds the run and the execution as it read them before the call: unless
+// something changed them since, TaskTake would return exactly those, with
+// Removed set.
 type TaskTakeExpecter interface {
-	// TaskTakeExpecting queues what TaskTake does (lock the run, remove the
-	// task owned by owner, read the execution) and the check that TaskTake
-	// would have returned run and x, each unchanged, and Removed true. The
-	// statements travel with the transaction's next read or its commit, and
-	// run before it. When the check fails, that read or the commit fails
-	// with ErrUnexpected and nothing of the transaction is kept; the caller
-	// then runs it again with TaskTake.
+	// TaskTakeExpecting does what TaskTake does (lock the run, remove the
+	// task owned by owner, read the execution) and checks that TaskTake
+	// would have returned run and x, each unchanged, and Removed true. A
+	// store may run the checks at once, and then returns ErrUnexpected
+	// when one fails, or queue them to travel with the transaction's next
+	// read or its commit, which then fails with ErrUnexpected. Either way
+	// nothing of the transaction is kept; the caller then runs it again
+	// with TaskTake.
 	TaskTakeExpecting(ctx context.Context, run *Run, taskID int64, owner string, x *Execution) error
 }
 

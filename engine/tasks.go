@@ -122,9 +122,10 @@ func (t *txn) lockForTask(task *Task, want ExecutionStatus) (*taskTxn, error) {
 
 // updateTaking runs apply in a transaction that takes task (lockForTask)
 // and does nothing when the task is stale. s is the snapshot the worker
-// call was sent from, or nil. When the store can check it at commit
+// call was sent from, or nil. When the store can check it
 // (TaskTakeExpecter), the first attempt takes the task as s shows it and
-// saves a round trip and two decodes; should the run, the task or the
+// saves reading and decoding the run and the execution again (and on
+// PostgreSQL a round trip); should the run, the task or the
 // execution have changed since s was read, the store rolls that attempt
 // back and the transaction runs again with lockForTask. s must not be used
 // after this call: the first attempt changes its records.
@@ -139,6 +140,10 @@ func (e *Engine) updateTaking(ctx context.Context, task *Task, want ExecutionSta
 	if s == nil || s.x == nil || task.ExecutionID == "" || s.run.Status != RunRunning || s.x.Status != want {
 		return e.update(ctx, normal)
 	}
+	// unexpected records a check that failed at once (SQLite), which the
+	// store may have followed by running the function again, the usual way,
+	// within the same Update (a group commit's re-run).
+	unexpected := false
 	err := e.update(ctx, func(t *txn) error {
 		ex, ok := t.tx.(TaskTakeExpecter)
 		snap := s
@@ -148,12 +153,16 @@ func (e *Engine) updateTaking(ctx context.Context, task *Task, want ExecutionSta
 		}
 		s = nil
 		if err := ex.TaskTakeExpecting(t.ctx, snap.run, task.ID, t.e.cfg.NodeID, snap.x); err != nil {
+			unexpected = unexpected || errors.Is(err, ErrUnexpected)
 			return err
 		}
 		tt := &taskTxn{runTxn: t.forRun(snap.run, snap.rd), x: snap.x, xd: snap.xd}
 		return apply(tt)
 	})
 	if !errors.Is(err, ErrUnexpected) {
+		if unexpected {
+			e.metrics.retaken.inc()
+		}
 		return err
 	}
 	e.metrics.retaken.inc()

@@ -152,3 +152,9 @@ func BenchmarkStore(b *testing.B) {
 		return s
 	})
 }
+
+// TestTaskTakeExpecting: the checks run at once, and a failed one fails the
+// transaction with engine.ErrUnexpected, leaving nothing of it.
+func TestTaskTakeExpecting(t *testing.T) {
+	storetest.TaskTakeExpecting(t, newStore(t, filepath.Join(t.TempDir(), "iwf.db")), nil)
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/search"
@@ -44,6 +45,9 @@ var (
 	qRunInsert = query(`INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	qRunUpdate = query(`UPDATE runs SET status = ?, closed_at = ?, data = ? WHERE run_id = ?`)
 
+	qRunExpect = query(`SELECT count(*) FROM runs WHERE run_id = ? AND status = ? AND closed_at = ? AND data IS ?`)
+
+	qExecExpect     = query(`SELECT count(*) FROM executions WHERE run_id = ? AND execution_id = ? AND status = ? AND data IS ?`)
 	qExecGet        = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND execution_id = ?`)
 	qExecList       = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? ORDER BY id`)
 	qExecListStatus = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND status` + inJSON + ` ORDER BY id`)
@@ -625,6 +629,35 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 		}
 	}
 	return out, nil
+}
+
+// TaskTakeExpecting implements engine.TaskTakeExpecter. The writer runs
+// one transaction at a time, so the checks run at once: when one fails,
+// it returns engine.ErrUnexpected and the caller's transaction is rolled
+// back. What it saves against TaskTake is reading the run and the
+// execution into records that the engine would then decode again.
+func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int64, owner string, x *engine.Execution) error {
+	var n int
+	if err := t.queryRow(ctx, qRunExpect, run.RunID, string(run.Status), rowfmt.ToMs(run.ClosedAt), text(run.Data)).Scan(&n); err != nil {
+		return wrap("TaskTakeExpecting", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("sqlite: run %s: %w", run.RunID, engine.ErrUnexpected)
+	}
+	removed, err := t.TaskDelete(ctx, taskID, owner)
+	if err != nil {
+		return err
+	}
+	if !removed {
+		return fmt.Errorf("sqlite: task %d: %w", taskID, engine.ErrUnexpected)
+	}
+	if err := t.queryRow(ctx, qExecExpect, x.RunID, x.ExecutionID, string(x.Status), text(x.Data)).Scan(&n); err != nil {
+		return wrap("TaskTakeExpecting", err)
+	}
+	if n != 1 {
+		return fmt.Errorf("sqlite: execution %s: %w", x.ExecutionID, engine.ErrUnexpected)
+	}
+	return nil
 }
 
 // TaskReschedule implements engine.Tx.
