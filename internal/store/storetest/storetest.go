@@ -2015,4 +2015,17 @@ func testHistory(t *testing.T, s engine.Store) {
 	if got := list("absent", 0, 0); len(got) != 0 {
 		t.Fatalf("HistoryList of an absent run = %v", show(got))
 	}
+
+	// Many events in one call (a store may insert them in chunks): each
+	// gets the ID it is stored under.
+	var many, stored []*engine.HistoryEvent
+	for i := range 21 {
+		e := &engine.HistoryEvent{RunID: "r3", At: at(time.Duration(i) * time.Millisecond), Type: fmt.Sprintf("E%d", i), Data: []byte(fmt.Sprint(i))}
+		many = append(many, e)
+	}
+	update(t, s, func(ctx context.Context, tx engine.Tx) error { return tx.HistoryAppend(ctx, many) })
+	for _, e := range many {
+		stored = append(stored, storedEv(e))
+	}
+	equal(t, "HistoryList of 21 events appended at once", list("r3", 0, 0), stored)
 }
