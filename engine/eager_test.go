@@ -191,26 +191,7 @@ func TestTimerWithOtherCommandsFiresFirst(t *testing.T) {
 // API calls are at least once), and only one answer is applied.
 func TestTimerAloneSkippedDuringItsExecuteCall(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h *harness) {
-		release := make(chan struct{})
-		released := sync.OnceFunc(func() { close(release) })
-		defer released()
-		var calls sync.Map
-		h.worker.state("S1", stateHandlers{
-			WaitUntil: func(iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
-				return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
-					CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
-					TimerCommands:      &[]iwfapi.TimerCommand{{CommandId: ptr("t"), DurationSeconds: ptr(int64(1))}},
-				}}, 200
-			},
-			Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
-				out := `"second"`
-				if _, again := calls.LoadOrStore(req.Context.WorkflowRunId, true); !again {
-					<-release
-					out = `"first"`
-				}
-				return decide(next(engine.GracefulCompletingState, obj(out))), 200
-			},
-		})
+		released := timerThenHeldExecute(t, h)
 		runID := h.start("wf-skip-race", "S1", nil)
 		h.eventually("execute called as the timer fired", func() bool { return h.worker.count("S1.execute") == 1 })
 		if err := h.eng.SkipTimer(context.Background(), iwfapi.WorkflowSkipTimerRequest{
@@ -250,21 +231,7 @@ func TestTimerAloneSkippedDuringItsExecuteCall(t *testing.T) {
 // applies the first call's answer and the signal stays buffered.
 func TestTimerAloneSignalDuringItsExecuteCall(t *testing.T) {
 	forEachStore(t, func(t *testing.T, h *harness) {
-		release := make(chan struct{})
-		released := sync.OnceFunc(func() { close(release) })
-		defer released()
-		var calls sync.Map
-		h.worker.state("S1", stateHandlers{
-			WaitUntil: oneTimer,
-			Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
-				out := `"second"`
-				if _, again := calls.LoadOrStore(req.Context.WorkflowRunId, true); !again {
-					<-release
-					out = `"first"`
-				}
-				return decide(next(engine.GracefulCompletingState, obj(out))), 200
-			},
-		})
+		released := timerThenHeldExecute(t, h)
 		h.start("wf-signal-race", "S1", nil)
 		h.eventually("execute called as the timer fired", func() bool { return h.worker.count("S1.execute") == 1 })
 		if err := h.eng.SignalWorkflow(context.Background(), iwfapi.WorkflowSignalRequest{
@@ -283,6 +250,29 @@ func TestTimerAloneSignalDuringItsExecuteCall(t *testing.T) {
 			t.Fatalf("%d execute calls, want 1", n)
 		}
 	})
+}
+
+// timerThenHeldExecute registers state S1: its waitUntil waits for timer
+// "t" alone (oneTimer); the first execute call of a run blocks until the
+// returned release is called (or the test ends) and completes the
+// workflow with "first", any later call at once with "second".
+func timerThenHeldExecute(t *testing.T, h *harness) (release func()) {
+	ch := make(chan struct{})
+	release = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release)
+	var calls sync.Map
+	h.worker.state("S1", stateHandlers{
+		WaitUntil: oneTimer,
+		Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			out := `"second"`
+			if _, again := calls.LoadOrStore(req.Context.WorkflowRunId, true); !again {
+				<-ch
+				out = `"first"`
+			}
+			return decide(next(engine.GracefulCompletingState, obj(out))), 200
+		},
+	})
+	return release
 }
 
 func equalCommits(a, b [][]string) bool {
