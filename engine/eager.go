@@ -17,10 +17,11 @@ package engine
 // expired lease increments. A message arriving during the call does not
 // fire the timer (deliver leaves executions that wait on timers only
 // alone). Whatever else ends the wait first (a timer skipped over the API,
-// a closed run) removes the task, and the answer is then dropped as stale. A failed call is recorded as the usual path would
-// record it: one transaction fires the timer and creates the execute task
-// of that attempt, and the failed attempt is then applied to that task
-// (the next attempt after backoff, or the state's failure policy).
+// a closed run) removes the task, and the answer is then dropped as stale.
+// A failed call is recorded as the usual path would record it: one
+// transaction fires the timer and creates the execute task of that
+// attempt, and the failed attempt is then applied to that task (the next
+// attempt after backoff, or the state's failure policy).
 
 import (
 	"context"
