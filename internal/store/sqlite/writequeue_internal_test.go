@@ -92,3 +92,39 @@ func TestUpdateAfterClose(t *testing.T) {
 		t.Fatal("Update after Close succeeded")
 	}
 }
+
+// TestUpdateFinishesAfterCallerCancels: once the writer has begun a
+// function, the caller's cancellation no longer stops its statements (they
+// run without the driver's per-statement interrupt watcher); the function
+// completes and its writes commit. A call cancelled before the writer gets
+// to it is not run.
+func TestUpdateFinishesAfterCallerCancels(t *testing.T) {
+	s := openMigrated(t, true)
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), ctxKey{}, "kept"))
+	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+		cancel()
+		if ctx.Value(ctxKey{}) != "kept" {
+			return fmt.Errorf("the function's context lost the caller's values")
+		}
+		return tx.DataAttributeUpsert(ctx, "cancel-run", []*engine.Attribute{{Key: "k", Value: []byte(`1`)}})
+	})
+	if err != nil {
+		t.Fatalf("Update whose caller cancelled during the function: %v, want nil", err)
+	}
+	var got []*engine.Attribute
+	if err := s.View(context.Background(), func(ctx context.Context, tx engine.ReadTx) (err error) {
+		got, err = tx.DataAttributeGet(ctx, "cancel-run", nil)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || string(got[0].Value) != "1" {
+		t.Fatalf("stored attributes %v, want k=1", got)
+	}
+	ran := false
+	if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { ran = true; return nil }); err == nil || ran {
+		t.Fatalf("Update with a cancelled context: err %v, ran %v; want an error and not run", err, ran)
+	}
+}
+
+type ctxKey struct{}
