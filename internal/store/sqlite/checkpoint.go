@@ -78,23 +78,19 @@ func (c *checkpointer) poke() {
 
 func (c *checkpointer) run() {
 	defer close(c.done)
-	pause := time.NewTimer(0)
 	for {
 		select {
 		case <-c.stop:
-			pause.Stop()
 			return
 		case <-c.wake:
 		}
 		c.checkpoint()
 		// Commits during the pause leave a poke that starts the next
 		// checkpoint right after it.
-		pause.Reset(checkpointPause)
 		select {
 		case <-c.stop:
-			pause.Stop()
 			return
-		case <-pause.C:
+		case <-time.After(checkpointPause):
 		}
 	}
 }
