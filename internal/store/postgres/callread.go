@@ -23,9 +23,12 @@ var _ engine.CallReader = (*Store)(nil)
 // transaction of its own. Each branch is one index scan under an Append:
 // folding the attribute tables into arrays (array_agg with ORDER BY) cost
 // the backend a join and three aggregates with eleven sorts to set up on
-// every call, about a third more than this. Rows come in no particular
-// order; scanCallRead puts attributes in key order. No row comes back when
-// the run does not exist.
+// every call, about a third more than this. The branches' columns have
+// the compound's types (hence pos::bigint), so the planner flattens them
+// into the Append; one column of another type would put a subquery scan
+// over every branch but the first. Rows come in no particular order;
+// scanCallRead puts attributes in key order. No row comes back when the
+// run does not exist.
 const callReadSQL = `SELECT 0, run_id, workflow_id, workflow_type, status, started_at, closed_at, data,
     NULL::double precision, NULL::boolean FROM runs WHERE run_id = $1
 UNION ALL SELECT 1, execution_id, state_id, status, NULL, created_at, NULL, data, NULL, NULL
@@ -34,7 +37,7 @@ UNION ALL SELECT 2, key, NULL, NULL, NULL, NULL, NULL, value, NULL, NULL
   FROM data_attributes WHERE run_id = $1
 UNION ALL SELECT 3, key, value_type, string_value, NULL, int_value, time_value, raw, double_value, bool_value
   FROM search_attributes WHERE run_id = $1
-UNION ALL SELECT 4, key, value, NULL, NULL, pos, NULL, NULL, NULL, NULL
+UNION ALL SELECT 4, key, value, NULL, NULL, pos::bigint, NULL, NULL, NULL, NULL
   FROM search_attribute_strings WHERE run_id = $1`
 
 // The tags of callReadSQL's rows and what their columns hold (after the

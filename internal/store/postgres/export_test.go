@@ -49,3 +49,6 @@ func ChangesSent(s *Store) int64 { return s.feed.sent.Load() }
 // PresenceTTL is how long a feed publishes after it last heard another
 // process.
 const PresenceTTL = presenceTTL
+
+// CallReadSQL is the statement of ReadForCall.
+const CallReadSQL = callReadSQL
