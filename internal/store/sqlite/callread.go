@@ -37,7 +37,11 @@ func (s *Store) ReadForCall(ctx context.Context, runID, executionID string) (*en
 	if err != nil {
 		return nil, err
 	}
-	out, err := s.readForCall(ctx, rst, runID, executionID)
+	// The statement runs without the caller's cancellation: for a context
+	// that can be cancelled, the driver starts a goroutine per statement to
+	// interrupt it, and this read, a few index lookups, is over sooner than
+	// that goroutine is scheduled on a busy machine.
+	out, err := s.readForCall(context.WithoutCancel(ctx), rst, runID, executionID)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("sqlite: ReadForCall: %w", err))
 	}
