@@ -18,15 +18,9 @@ import (
 // compound's would put there, to project each row again).
 func TestCallReadPlan(t *testing.T) {
 	ctx := context.Background()
-	url := pgtest.URL(t)
 	_, schema := pgtest.NewStoreWith(t)
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
+	conn := pgtest.Conn(t, schema)
 	for _, q := range []string{
-		`SET search_path TO ` + pgx.Identifier{schema}.Sanitize(),
 		`SET plan_cache_mode = force_generic_plan`,
 		`PREPARE call_read(text, text) AS ` + postgres.CallReadSQL,
 	} {

@@ -5,8 +5,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
@@ -18,7 +16,6 @@ import (
 // deadlocks far longer than the store's, so the store's transaction is the
 // one PostgreSQL aborts, and Update runs the function again.
 func TestUpdateRerun(t *testing.T) {
-	url := pgtest.URL(t)
 	s, schema := pgtest.NewStoreWith(t)
 	ctx := context.Background()
 	if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
@@ -31,14 +28,7 @@ func TestUpdateRerun(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, `SET search_path TO `+pgx.Identifier{schema}.Sanitize()); err != nil {
-		t.Fatal(err)
-	}
+	conn := pgtest.Conn(t, schema)
 	storetest.UpdateRerun(t, s, func(t *testing.T, _ engine.Store, fn func(ctx context.Context, tx engine.Tx) error) error {
 		other, err := conn.Begin(ctx)
 		if err != nil {

@@ -19,20 +19,8 @@ import (
 //
 //	go test -run '^$' -bench Search -benchtime 200x ./internal/store/postgres
 func BenchmarkSearch(b *testing.B) {
-	ctx := context.Background()
-	url := pgtest.URL(b)
 	s, schema := pgtest.NewStoreWith(b)
-	// A connection of its own for EXPLAIN, on the store's schema.
-	cfg, err := pgx.ParseConfig(url)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
-	conn, err := pgx.ConnectConfig(ctx, cfg)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close(context.Background()) })
+	conn := pgtest.Conn(b, schema) // for EXPLAIN
 	storetest.BenchSearch(b, s, storetest.SearchBenchOptions{
 		Explain: func(ctx context.Context, q *search.Query) (string, error) { return explainSearch(ctx, conn, q) },
 		Analyze: func(ctx context.Context) error {

@@ -159,3 +159,23 @@ func DropSchema(t testing.TB, url, schema string) {
 		t.Errorf("pgtest: dropping schema %s: %v", schema, err)
 	}
 }
+
+// Conn opens a connection of its own to the test server with schema as its
+// search path (the schema of a store from NewStoreWith, say), for a test
+// that reaches the store's tables directly. It is closed when the test ends.
+func Conn(t testing.TB, schema string) *pgx.Conn {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(URL(t))
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	cfg.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	return conn
+}
