@@ -38,9 +38,9 @@ func (s *Store) ReadForCall(ctx context.Context, runID, executionID string) (*en
 		return nil, err
 	}
 	// The statement runs without the caller's cancellation: for a context
-	// that can be cancelled, the driver starts a goroutine per statement to
-	// interrupt it, and this read, a few index lookups, is over sooner than
-	// that goroutine is scheduled on a busy machine.
+	// that can be cancelled, database/sql starts a goroutine per Rows and
+	// the driver one per statement, to interrupt it, and this read, a few
+	// index lookups, is over about as soon as they are scheduled.
 	out, err := s.readForCall(context.WithoutCancel(ctx), rst, runID, executionID)
 	if err != nil {
 		return nil, unavailable(fmt.Errorf("sqlite: ReadForCall: %w", err))
