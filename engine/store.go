@@ -124,9 +124,24 @@ type TaskTakeExpecter interface {
 	TaskTakeExpecting(ctx context.Context, run *Run, taskID int64, owner string, x *Execution) error
 }
 
-// ErrUnexpected reports that a transaction begun with
-// TaskTakeExpecting found the run, the task or the execution not as
-// expected, and was rolled back.
+// WorkflowCreator is implemented by a Tx that can create the row of a new
+// workflow id without a round trip of its own (PostgreSQL), so that a
+// start's transaction needs no answer from the store before its commit.
+// The engine uses it for the first attempt of a start, expecting the id
+// to be new, as it is for most starts.
+type WorkflowCreator interface {
+	// WorkflowCreateExpecting creates the row of workflowID pointing at
+	// runID, as WorkflowLockOrCreate does for an absent id. When the row
+	// exists, the transaction fails with ErrUnexpected, at once or at its
+	// next read or its commit; nothing of it is kept, and the caller then
+	// runs it again with WorkflowLockOrCreate.
+	WorkflowCreateExpecting(ctx context.Context, workflowID, runID string) error
+}
+
+// ErrUnexpected reports that a transaction begun with TaskTakeExpecting
+// found the run, the task or the execution not as expected, or one begun
+// with WorkflowCreateExpecting found the workflow id taken, and was rolled
+// back.
 var ErrUnexpected = errors.New("run, task or execution changed since it was read")
 
 // TakenTask is what Tx.TaskTake returns.

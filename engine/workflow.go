@@ -143,11 +143,25 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	}
 	defer func() { <-e.starting }()
 	var runID string
-	err = e.update(WithPriority(ctx, PriorityStart), func(t *txn) error {
+	// The first attempt expects the id to be new, when the store can check
+	// that at its commit (WorkflowCreator); should it be taken, the start
+	// runs again and locks the row.
+	expectNew := true
+	start := func(t *txn) error {
 		runID = ""
 		newRunID := uuid.NewString()
-		cur, created, err := t.tx.WorkflowLockOrCreate(t.ctx, req.WorkflowID, newRunID)
-		if err != nil {
+		var (
+			cur     string
+			created bool
+			err     error
+		)
+		if wc, ok := t.tx.(WorkflowCreator); ok && expectNew {
+			expectNew = false
+			if err := wc.WorkflowCreateExpecting(t.ctx, req.WorkflowID, newRunID); err != nil {
+				return err
+			}
+			created = true
+		} else if cur, created, err = t.tx.WorkflowLockOrCreate(t.ctx, req.WorkflowID, newRunID); err != nil {
 			return err
 		}
 		if !created && cur != "" {
@@ -172,7 +186,12 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 		}
 		runID = r.run.RunID
 		return nil
-	})
+	}
+	ctx = WithPriority(ctx, PriorityStart)
+	err = e.update(ctx, start)
+	if errors.Is(err, ErrUnexpected) {
+		err = e.update(ctx, start)
+	}
 	if err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}

@@ -52,3 +52,23 @@ const PresenceTTL = presenceTTL
 
 // CallReadSQL is the statement of ReadForCall.
 const CallReadSQL = callReadSQL
+
+// SetCombiner sets how many commits of blind transactions s runs at once
+// and how many transactions one of them carries at most.
+func SetCombiner(s *Store, flushes, batch int) {
+	s.combiner.maxFlushes, s.combiner.maxBatch = flushes, batch
+}
+
+// OnCombinerQueue has fn called with the length of the queue of blind
+// transactions each time one joins it.
+func OnCombinerQueue(s *Store, fn func(n int)) {
+	s.combiner.mu.Lock()
+	s.combiner.onQueue = fn
+	s.combiner.mu.Unlock()
+}
+
+// CombinerStats returns how many commits carried more than one blind
+// transaction, and how many transactions those carried.
+func CombinerStats(s *Store) (batches, combined int64) {
+	return s.combiner.batches.Load(), s.combiner.combined.Load()
+}

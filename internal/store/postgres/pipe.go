@@ -32,7 +32,12 @@ import (
 // task, read the execution, write five rows, commit) takes four round
 // trips instead of ten.
 type pipe struct {
+	// conn is the transaction's connection, taken from the pool (through
+	// the gate) when the first statement goes out; nil until then. A
+	// transaction that only writes (a blind one) never takes one of its
+	// own: its writes are committed by the store's combiner.
 	conn *pgxpool.Conn
+	pool *pgxpool.Pool
 	gate *gate // left when the connection goes back
 	// begin is the BEGIN statement still to send; "" once sent.
 	begin string
@@ -44,6 +49,9 @@ type pipe struct {
 	// afterCommit are the worker-call reads that travel behind COMMIT
 	// (engine.CallPrefetcher).
 	afterCommit []afterCommitRead
+	// runKey is the first run the transaction locks or changes; the
+	// combiner orders a batch's transactions by it (see combiner).
+	runKey string
 }
 
 // afterCommitRead is a ReadForCall queued behind a transaction's COMMIT.
@@ -79,19 +87,34 @@ func (e *earlierWriteError) Unwrap() error {
 	return e.err
 }
 
-// beginPipe acquires a connection, through the gate at ctx's priority,
-// for a transaction that begins with the statement begin.
-func (s *Store) beginPipe(ctx context.Context, begin string) (*pipe, error) {
-	if err := s.gate.enter(ctx); err != nil {
-		return nil, err
-	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		s.gate.leave()
-		return nil, err
-	}
-	return &pipe{conn: conn, gate: s.gate, begin: begin}, nil
+// beginPipe starts a transaction that begins with the statement begin. Its
+// connection is taken when its first statement goes out (acquire).
+func (s *Store) beginPipe(begin string) *pipe {
+	return &pipe{pool: s.pool, gate: s.gate, begin: begin}
 }
+
+// acquire takes the transaction's connection, through the gate at ctx's
+// priority, unless it has one.
+func (p *pipe) acquire(ctx context.Context) error {
+	if p.conn != nil {
+		return nil
+	}
+	if err := p.gate.enter(ctx); err != nil {
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		p.gate.leave()
+		return fmt.Errorf("postgres: begin: %w", err)
+	}
+	p.conn = conn
+	return nil
+}
+
+// blind reports whether nothing of the transaction went out yet and
+// everything it does is queued: its writes can then be committed together
+// with other transactions' (combiner).
+func (p *pipe) blind() bool { return p.conn == nil && len(p.queued) > 0 }
 
 // later queues a write; check, when set, judges its command tag when it
 // has run.
@@ -102,6 +125,13 @@ func (p *pipe) later(op, sql string, check func(pgconn.CommandTag) error, args .
 // laterRows queues a write that returns rows, read by read when it has run.
 func (p *pipe) laterRows(op, sql string, read func(pgx.Rows) error, args ...any) {
 	p.queued = append(p.queued, queuedStmt{op: op, sql: sql, args: args, read: read})
+}
+
+// touch records runID as the transaction's run key unless it has one.
+func (p *pipe) touch(runID string) {
+	if p.runKey == "" {
+		p.runKey = runID
+	}
 }
 
 // pending reports whether anything waits to be sent.
@@ -120,6 +150,9 @@ func (p *pipe) send(ctx context.Context, last string, args ...any) (pgx.BatchRes
 // sendWithTail is send with the statements of tail behind last, in the
 // same round trip. The caller reads their results after last's.
 func (p *pipe) sendWithTail(ctx context.Context, tail []queuedStmt, last string, args ...any) (pgx.BatchResults, error) {
+	if err := p.acquire(ctx); err != nil {
+		return nil, err
+	}
 	b := &pgx.Batch{}
 	begin := p.begin
 	if begin != "" {
@@ -177,7 +210,7 @@ func runQueued(br pgx.BatchResults, q queuedStmt) error {
 
 // Query runs a statement that returns rows, after whatever is pending.
 func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if !p.pending() {
+	if !p.pending() && p.conn != nil {
 		return p.conn.Query(ctx, sql, args...)
 	}
 	br, err := p.send(ctx, sql, args...)
@@ -201,7 +234,7 @@ func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // Exec runs a statement whose command tag the caller needs now, after
 // whatever is pending.
 func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if !p.pending() {
+	if !p.pending() && p.conn != nil {
 		return p.conn.Exec(ctx, sql, args...)
 	}
 	br, err := p.send(ctx, sql, args...)
@@ -263,6 +296,9 @@ func (p *pipe) commit(ctx context.Context) error {
 // unknown (the rollback failed).
 func (p *pipe) end(ctx context.Context, committed bool) {
 	p.queued, p.afterCommit = nil, nil
+	if p.conn == nil {
+		return
+	}
 	if p.started && !committed {
 		if _, err := p.conn.Exec(ctx, "rollback"); err != nil {
 			p.conn.Conn().Close(ctx)

@@ -12,7 +12,10 @@
 // and serialization failures are retried transparently. TaskClaim leases
 // tasks with FOR UPDATE SKIP LOCKED, so concurrent claimers neither block
 // each other nor receive the same task. View transactions are REPEATABLE
-// READ, READ ONLY: one consistent snapshot.
+// READ, READ ONLY: one consistent snapshot. A transaction that sends
+// nothing before its commit (all writes, checked by the database) is
+// committed by the combiner, together with others that wait at the same
+// time (group commit, see combine.go).
 //
 // Statements are prepared and cached per connection by pgx; batches are
 // written with one multi-row statement (unnest of arrays) each.
@@ -44,6 +47,9 @@ type Store struct {
 	gate   *gate
 	schema string
 	feed   *feed
+	// combiner commits blind transactions, several in one PostgreSQL
+	// transaction when they wait at once.
+	combiner *combiner
 }
 
 var (
@@ -111,7 +117,9 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if feedSchema == "" && schema != nil {
 		feedSchema = *schema
 	}
-	return &Store{pool: pool, gate: newGate(int(cfg.MaxConns)), schema: o.schema, feed: newFeed(cfg.ConnConfig.Copy(), feedSchema)}, nil
+	s := &Store{pool: pool, gate: newGate(int(cfg.MaxConns)), schema: o.schema, feed: newFeed(cfg.ConnConfig.Copy(), feedSchema)}
+	s.combiner = newCombiner(s.pool, s.gate)
+	return s, nil
 }
 
 // Ping reports whether the database answers.
@@ -221,16 +229,23 @@ func unavailable(err error) error {
 }
 
 func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	p, err := s.beginPipe(ctx, "begin")
-	if err != nil {
-		return fmt.Errorf("postgres: begin: %w", err)
-	}
+	p := s.beginPipe("begin")
 	committed := false
 	// Also when ctx is cancelled: the connection goes back to the pool
 	// clean, or closed when the rollback fails.
 	defer func() { p.end(context.WithoutCancel(ctx), committed) }()
 	if err := fn(ctx, &txn{tx: p}); err != nil {
 		return err
+	}
+	if p.blind() {
+		// Nothing was sent: the combiner commits the writes, together with
+		// other transactions' when several wait.
+		err := s.combiner.commit(ctx, p.queued, p.afterCommit, p.runKey)
+		p.queued, p.afterCommit = nil, nil
+		if err != nil {
+			return fmt.Errorf("postgres: commit: %w", err)
+		}
+		return nil
 	}
 	if err := p.commit(ctx); err != nil {
 		return fmt.Errorf("postgres: commit: %w", err)
@@ -242,10 +257,7 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: every read sees
 // the same snapshot.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
-	p, err := s.beginPipe(ctx, "begin isolation level repeatable read read only")
-	if err != nil {
-		return unavailable(fmt.Errorf("postgres: begin: %w", err))
-	}
+	p := s.beginPipe("begin isolation level repeatable read read only")
 	defer p.end(context.WithoutCancel(ctx), false)
 	return unavailable(fn(ctx, &txn{tx: p}))
 }

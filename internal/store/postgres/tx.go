@@ -31,8 +31,10 @@ type txn struct {
 }
 
 var (
-	_ engine.Tx             = (*txn)(nil)
-	_ engine.CallPrefetcher = (*txn)(nil)
+	_ engine.Tx               = (*txn)(nil)
+	_ engine.CallPrefetcher   = (*txn)(nil)
+	_ engine.TaskTakeExpecter = (*txn)(nil)
+	_ engine.WorkflowCreator  = (*txn)(nil)
 )
 
 func notFound(err error) error { return rowfmt.NotFound(err, pgx.ErrNoRows) }
@@ -97,6 +99,20 @@ func (t *txn) WorkflowLockOrCreate(ctx context.Context, workflowID, runID string
 	return cur, false, wrap("WorkflowLockOrCreate", err)
 }
 
+// WorkflowCreateExpecting implements engine.WorkflowCreator: the INSERT is
+// queued, and checked by iwf_expect (SQLSTATE IW001, engine.ErrUnexpected)
+// when the transaction's next statement or its commit goes out. An insert
+// racing another creator of the id waits for it, as WorkflowLockOrCreate
+// does, and fails the check when that one commits.
+func (t *txn) WorkflowCreateExpecting(ctx context.Context, workflowID, runID string) error {
+	t.tx.touch(workflowID)
+	t.tx.later("WorkflowCreateExpecting", `WITH i AS (
+		INSERT INTO workflows (workflow_id, current_run_id) VALUES ($1, $2)
+		ON CONFLICT (workflow_id) DO NOTHING RETURNING 1)
+		SELECT iwf_expect((SELECT count(*) FROM i) = 1, 'workflow id')`, nil, workflowID, runID)
+	return nil
+}
+
 // WorkflowSetCurrentRun implements engine.Tx; it creates the workflow row
 // when absent.
 func (t *txn) WorkflowSetCurrentRun(ctx context.Context, workflowID, runID string) error {
@@ -136,6 +152,7 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 // not exist, the transaction fails with engine.ErrNotFound at its next
 // read or its commit.
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
+	t.tx.touch(r.RunID)
 	t.tx.later("RunUpdate", `UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4`, affectsOne,
 		string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID)
 	return nil
@@ -213,6 +230,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 // execution does not exist, the transaction fails with engine.ErrNotFound
 // at its next read or its commit.
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
+	t.tx.touch(e.RunID)
 	t.tx.later("ExecutionUpdate", `UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4`,
 		affectsOne, string(e.Status), e.Data, e.RunID, e.ExecutionID)
 	return nil
@@ -600,6 +618,7 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 // checked under the run's lock, as TaskTake reads them. The expected values
 // are copied: the caller goes on to change run and x.
 func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int64, owner string, x *engine.Execution) error {
+	t.tx.touch(run.RunID)
 	t.tx.later("TaskTakeExpecting (run)", `SELECT iwf_expect(count(*) = 1, 'run') FROM (
 		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE) r`,
 		nil, run.RunID, string(run.Status), rowfmt.ToMs(run.ClosedAt), bytes.Clone(run.Data))

@@ -1,0 +1,294 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Group commit of blind transactions.
+//
+// Most of the engine's transactions on a busy server apply a worker's
+// answer without reading anything first (engine.TaskTakeExpecter): every
+// statement they make is a queued write, checked by the database
+// (iwf_expect), and nothing goes out before the commit. Such a transaction
+// is blind, and it does not care which PostgreSQL transaction carries it,
+// so the combiner commits several of them in one: BEGIN, the statements
+// of each in turn, COMMIT. A PostgreSQL transaction has a fixed cost (its
+// start, its commit record, the flush of the WAL, the backend's round
+// trips) that several workflows then share; with W1's statements, eight
+// workflows per transaction gave the database about 1.4× the workflows of
+// one per transaction (docs/benchmarks.md).
+//
+// At most maxFlushes commits run at once. A transaction that finds one of
+// them free commits at once, by itself, in the one round trip a pipe's
+// commit takes: a lone transaction waits for nobody. When all are busy,
+// transactions queue; the next to finish hands its slot to the oldest
+// queued transaction, which commits itself together with up to maxBatch-1
+// of those behind it. So batches form only under load, and grow with it.
+//
+// A batch of several runs in two round trips: BEGIN and every statement,
+// whose results are checked, then COMMIT with the worker-call reads
+// (engine.CallPrefetcher) behind it. When a statement fails, or a write
+// the engine expected to change a row did not, only the transaction it
+// belongs to fails with that error: the batch is rolled back and sent
+// again without it, so a failed check of one workflow costs the others a
+// round trip and nothing else. A transaction later in a batch sees the
+// writes of those before it, exactly as if it had committed after them.
+// When the connection fails, every transaction of the batch fails with
+// its error, as a lone transaction would.
+//
+// Within a batch, transactions go in the order of the run they change
+// first, so that two batches that both change runs A and B lock them in
+// the same order. Transactions that lock outside that order can still
+// deadlock; PostgreSQL detects it, the transaction chosen fails with
+// SQLSTATE 40P01 and Update runs it again, as it does for any
+// transaction.
+type combiner struct {
+	pool       *pgxpool.Pool
+	gate       *gate
+	maxFlushes int
+	maxBatch   int
+
+	mu       sync.Mutex
+	queue    []*member // oldest first
+	flushing int       // commits under way, each holding a slot
+	// onQueue, when set, is called with the queue's length after a
+	// transaction joined it (tests wait on it).
+	onQueue func(n int)
+
+	// batches counts the commits of more than one transaction, combined
+	// the transactions they carried.
+	batches, combined atomic.Int64
+}
+
+// Defaults of the combiner: a quarter of the default pool commits blind
+// transactions at most, up to 16 in one PostgreSQL transaction.
+const (
+	combineFlushes = 8
+	combineBatch   = 16
+)
+
+func newCombiner(pool *pgxpool.Pool, g *gate) *combiner {
+	return &combiner{pool: pool, gate: g, maxFlushes: combineFlushes, maxBatch: combineBatch}
+}
+
+// member is one blind transaction waiting to be committed.
+type member struct {
+	ctx   context.Context
+	stmts []queuedStmt
+	after []afterCommitRead
+	key   string
+	err   error
+	// res receives the outcome, or lead the turn to commit, for a queued
+	// member.
+	res  chan error
+	lead chan struct{}
+}
+
+// commit commits the writes stmts of a blind transaction, with the reads
+// after behind the commit, and returns the outcome. key orders it within
+// a batch. A transaction cancelled while it waits in the queue is dropped
+// from it and commits nothing; once taken, its outcome is the commit's.
+func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []afterCommitRead, key string) error {
+	m := &member{ctx: ctx, stmts: stmts, after: after, key: key}
+	c.mu.Lock()
+	if c.flushing < c.maxFlushes {
+		c.flushing++
+		c.mu.Unlock()
+		return c.lead(m)
+	}
+	m.res, m.lead = make(chan error, 1), make(chan struct{}, 1)
+	c.queue = append(c.queue, m)
+	n, hook := len(c.queue), c.onQueue
+	c.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	select {
+	case err := <-m.res:
+		return err
+	case <-m.lead:
+		return c.lead(m)
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if i := slices.Index(c.queue, m); i >= 0 {
+		c.queue = slices.Delete(c.queue, i, i+1)
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+	c.mu.Unlock()
+	select {
+	case err := <-m.res:
+		return err
+	case <-m.lead:
+		return c.lead(m)
+	}
+}
+
+// lead commits m, holding a slot, with as many queued transactions as a
+// batch takes; then it hands the slot to the oldest transaction still
+// queued, or gives it back, and tells the batch its outcomes.
+func (c *combiner) lead(m *member) error {
+	c.mu.Lock()
+	n := min(len(c.queue), c.maxBatch-1)
+	batch := make([]*member, 0, n+1)
+	batch = append(append(batch, m), c.queue[:n]...)
+	c.queue = slices.Delete(c.queue, 0, n)
+	c.mu.Unlock()
+
+	c.flush(batch)
+
+	c.mu.Lock()
+	if len(c.queue) > 0 {
+		next := c.queue[0]
+		c.queue = slices.Delete(c.queue, 0, 1)
+		next.lead <- struct{}{}
+	} else {
+		c.flushing--
+	}
+	c.mu.Unlock()
+	for _, o := range batch {
+		if o != m {
+			o.res <- o.err
+		}
+	}
+	return m.err
+}
+
+// flush commits batch on a connection of its own, setting every member's
+// err. The first member's context gives the priority at the gate. The
+// commit stops only when every member's context has ended: no member's
+// cancellation stops a commit that carries the others.
+func (c *combiner) flush(batch []*member) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
+	defer cancel()
+	var left atomic.Int32
+	left.Store(int32(len(batch)))
+	for _, m := range batch {
+		stop := context.AfterFunc(m.ctx, func() {
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+		defer stop()
+	}
+	p := &pipe{pool: c.pool, gate: c.gate, begin: "begin"}
+	if err := p.acquire(ctx); err != nil {
+		for _, m := range batch {
+			m.err = err
+		}
+		return
+	}
+	if len(batch) == 1 {
+		m := batch[0]
+		p.queued, p.afterCommit = m.stmts, m.after
+		m.err = p.commit(ctx)
+		p.end(context.WithoutCancel(ctx), m.err == nil)
+		return
+	}
+	// The batch's transactions are ended here; the pipe only hands the
+	// connection back.
+	defer p.end(ctx, true)
+	live := slices.Clone(batch)
+	slices.SortStableFunc(live, func(a, b *member) int { return strings.Compare(a.key, b.key) })
+	for len(live) > 0 {
+		failed, err := c.try(ctx, p.conn, live)
+		if failed < 0 {
+			for _, m := range live {
+				m.err = err
+			}
+			if err == nil && len(live) > 1 {
+				c.batches.Add(1)
+				c.combined.Add(int64(len(live)))
+			}
+			return
+		}
+		live[failed].err = err
+		live = slices.Delete(live, failed, failed+1)
+	}
+}
+
+// try runs live's statements in one transaction on conn and commits it.
+// When a statement of one transaction fails (or its check), the
+// transaction is rolled back and try returns that transaction's index and
+// error; otherwise it returns -1 and the outcome of the whole, nil when
+// committed. A connection whose state is unknown afterwards is closed, so
+// the pool drops it.
+func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) (int, error) {
+	b := &pgx.Batch{}
+	b.Queue("begin")
+	for _, m := range live {
+		for _, q := range m.stmts {
+			b.Queue(q.sql, q.args...)
+		}
+	}
+	br := conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		conn.Conn().Close(ctx)
+		return -1, err
+	}
+	failed, ferr := -1, error(nil)
+stmts:
+	for i, m := range live {
+		for _, q := range m.stmts {
+			if err := runQueued(br, q); err != nil {
+				failed, ferr = i, wrap(q.op, err)
+				break stmts
+			}
+		}
+	}
+	cerr := br.Close()
+	if failed >= 0 || cerr != nil {
+		if _, err := conn.Exec(ctx, "rollback"); err != nil {
+			// The connection is gone, and with it every transaction.
+			conn.Conn().Close(ctx)
+			if ferr == nil {
+				ferr = cerr
+			}
+			return -1, ferr
+		}
+		if failed < 0 {
+			return -1, cerr
+		}
+		return failed, ferr
+	}
+
+	b = &pgx.Batch{}
+	b.Queue("commit")
+	for _, m := range live {
+		for _, a := range m.after {
+			b.Queue(callReadSQL, a.runID, a.executionID)
+		}
+	}
+	br = conn.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		br.Close()
+		conn.Conn().Close(ctx)
+		return -1, err
+	}
+	// Committed: a failed read only means that its call, and the ones
+	// after it, read by themselves.
+	defer br.Close()
+	for _, m := range live {
+		for _, a := range m.after {
+			rows, err := br.Query()
+			if err == nil {
+				cr, err := scanCallRead(rows)
+				if err == nil {
+					a.done(cr)
+					continue
+				}
+			}
+			return -1, nil
+		}
+	}
+	return -1, nil
+}

@@ -1,0 +1,334 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+)
+
+// combineFixture is a store whose blind transactions commit one batch at
+// a time, with runs run-0 … run-<n-1> stored.
+type combineFixture struct {
+	s     *postgres.Store
+	conn  *pgx.Conn // a connection of the test's own on the store's schema
+	at    time.Time
+	runs  []*engine.Run
+	queue chan int // the queue's length each time a transaction joins it
+}
+
+func newCombineFixture(t *testing.T, runs int) *combineFixture {
+	t.Helper()
+	s, schema := pgtest.NewStoreWith(t)
+	f := &combineFixture{s: s, conn: pgtest.Conn(t, schema), at: time.UnixMilli(time.Now().UnixMilli()), queue: make(chan int, 64)}
+	postgres.SetCombiner(s, 1, 16)
+	postgres.OnCombinerQueue(s, func(n int) { f.queue <- n })
+	for i := range runs {
+		r := &engine.Run{RunID: fmt.Sprintf("run-%d", i), WorkflowID: fmt.Sprintf("wf-%d", i), WorkflowType: "T",
+			Status: engine.RunRunning, StartedAt: f.at, Data: []byte(`{"v":0}`)}
+		f.runs = append(f.runs, r)
+		f.update(t, func(ctx context.Context, tx engine.Tx) error {
+			if err := tx.RunInsert(ctx, r); err != nil {
+				return err
+			}
+			return tx.WorkflowSetCurrentRun(ctx, r.WorkflowID, r.RunID)
+		})
+	}
+	return f
+}
+
+func (f *combineFixture) update(t *testing.T, fn func(ctx context.Context, tx engine.Tx) error) {
+	t.Helper()
+	if err := f.s.Update(context.Background(), fn); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mark is a blind transaction's write that leaves a trace: a history event
+// of run named what.
+func (f *combineFixture) mark(ctx context.Context, tx engine.Tx, run, what string) error {
+	return tx.HistoryAppend(ctx, []*engine.HistoryEvent{{RunID: run, At: f.at, Type: what, Data: []byte(`{}`)}})
+}
+
+// marks returns the types of the history events stored, in order.
+func (f *combineFixture) marks(t *testing.T) []string {
+	t.Helper()
+	rows, err := f.conn.Query(context.Background(), `SELECT type FROM history ORDER BY type`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// holdRun locks run's row in a transaction of the test's own connection
+// and returns the function that commits it.
+func (f *combineFixture) holdRun(t *testing.T, run string) (release func()) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := f.conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE`, run); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitBlocked waits until a backend waits for a lock that the test's own
+// connection holds.
+func (f *combineFixture) waitBlocked(t *testing.T, admin *pgx.Conn) {
+	t.Helper()
+	pid := f.conn.PgConn().PID()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		if err := admin.QueryRow(context.Background(),
+			`SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, pid).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no transaction came to wait for the held run")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// waitQueued waits until n transactions wait in the combiner's queue.
+func (f *combineFixture) waitQueued(t *testing.T, n int) {
+	t.Helper()
+	timeout := time.After(time.Minute)
+	for {
+		select {
+		case got := <-f.queue:
+			if got == n {
+				return
+			}
+		case <-timeout:
+			t.Fatalf("the queue of blind transactions never reached %d", n)
+		}
+	}
+}
+
+// TestCombinerBatch: blind transactions that wait at once are committed in
+// one PostgreSQL transaction; one that fails (a check of the store's, a
+// check of the database's, a duplicate key) fails alone and leaves
+// nothing, the others commit with their call reads; one cancelled while it
+// waits commits nothing.
+func TestCombinerBatch(t *testing.T) {
+	f := newCombineFixture(t, 4)
+	admin := pgtest.Conn(t, "public")
+	ctx := context.Background()
+
+	// The one commit slot is taken by a transaction that waits for run-0.
+	release := f.holdRun(t, "run-0")
+	first := make(chan error, 1)
+	go func() {
+		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			r := *f.runs[0]
+			r.Data = []byte(`{"v":1}`)
+			if err := tx.RunUpdate(ctx, &r); err != nil {
+				return err
+			}
+			return f.mark(ctx, tx, r.RunID, "a")
+		})
+	}()
+	f.waitBlocked(t, admin)
+
+	type outcome struct {
+		name string
+		err  error
+	}
+	outcomes := make(chan outcome, 8)
+	var read atomic.Pointer[engine.CallRead]
+	blind := func(name string, fn func(ctx context.Context, tx engine.Tx) error) {
+		go func() { outcomes <- outcome{name, f.s.Update(ctx, fn)} }()
+	}
+	blind("b", func(ctx context.Context, tx engine.Tx) error {
+		r := *f.runs[1]
+		r.Data = []byte(`{"v":1}`)
+		if err := tx.RunUpdate(ctx, &r); err != nil {
+			return err
+		}
+		tx.(engine.CallPrefetcher).ReadForCallAfterCommit(r.RunID, "S-1", func(cr *engine.CallRead) { read.Store(cr) })
+		return f.mark(ctx, tx, r.RunID, "b")
+	})
+	f.waitQueued(t, 1)
+	blind("c (absent run)", func(ctx context.Context, tx engine.Tx) error {
+		if err := f.mark(ctx, tx, "run-2", "c"); err != nil {
+			return err
+		}
+		// The run sorts last in the batch: no statement behind its check
+		// fails, so only the store's check can keep it from committing.
+		return tx.RunUpdate(ctx, &engine.Run{RunID: "zz-absent", Status: engine.RunRunning, Data: []byte(`{}`)})
+	})
+	f.waitQueued(t, 2)
+	blind("d (duplicate run)", func(ctx context.Context, tx engine.Tx) error {
+		if err := f.mark(ctx, tx, "run-2", "d"); err != nil {
+			return err
+		}
+		return tx.RunInsert(ctx, f.runs[2])
+	})
+	f.waitQueued(t, 3)
+	blind("e (taken workflow id)", func(ctx context.Context, tx engine.Tx) error {
+		if err := tx.(engine.WorkflowCreator).WorkflowCreateExpecting(ctx, "wf-3", "run-new"); err != nil {
+			return err
+		}
+		return f.mark(ctx, tx, "run-new", "e")
+	})
+	f.waitQueued(t, 4)
+	blind("f", func(ctx context.Context, tx engine.Tx) error {
+		if err := tx.(engine.WorkflowCreator).WorkflowCreateExpecting(ctx, "wf-new", "run-new"); err != nil {
+			return err
+		}
+		return f.mark(ctx, tx, "run-3", "f")
+	})
+	f.waitQueued(t, 5)
+	cctx, cancel := context.WithCancel(ctx)
+	cancelled := make(chan error, 1)
+	go func() {
+		cancelled <- f.s.Update(cctx, func(ctx context.Context, tx engine.Tx) error { return f.mark(ctx, tx, "run-3", "g") })
+	}()
+	f.waitQueued(t, 6)
+	cancel()
+	if err := <-cancelled; !errors.Is(err, context.Canceled) {
+		t.Fatalf("a transaction cancelled in the queue: %v, want context.Canceled", err)
+	}
+
+	release()
+	if err := <-first; err != nil {
+		t.Fatalf("the transaction that held the slot: %v", err)
+	}
+	got := map[string]error{}
+	for range 5 {
+		o := <-outcomes
+		got[o.name] = o.err
+	}
+	for name, want := range map[string]error{"b": nil, "f": nil, "c (absent run)": engine.ErrNotFound,
+		"e (taken workflow id)": engine.ErrUnexpected} {
+		if err := got[name]; !errors.Is(err, want) || (want == nil && err != nil) {
+			t.Errorf("transaction %s: %v, want %v", name, err, want)
+		}
+	}
+	if err := got["d (duplicate run)"]; err == nil {
+		t.Error("transaction d (duplicate run) committed")
+	}
+	if batches, combined := postgres.CombinerStats(f.s); batches != 1 || combined != 2 {
+		t.Errorf("%d commits of several transactions carrying %d, want 1 carrying b and f", batches, combined)
+	}
+	if m := fmt.Sprint(f.marks(t)); m != "[a b f]" {
+		t.Errorf("history stored %s, want [a b f]: a failed or cancelled transaction left a write", m)
+	}
+	if cr := read.Load(); cr == nil || cr.Run == nil || string(cr.Run.Data) != `{"v":1}` {
+		t.Errorf("the call read behind the batch's commit: %+v, want run-1 as b left it", cr)
+	}
+	var cur string
+	if err := f.conn.QueryRow(ctx, `SELECT current_run_id FROM workflows WHERE workflow_id = 'wf-3'`).Scan(&cur); err != nil || cur != "run-3" {
+		t.Errorf("wf-3 points at %q (%v), want run-3", cur, err)
+	}
+	if err := f.conn.QueryRow(ctx, `SELECT current_run_id FROM workflows WHERE workflow_id = 'wf-new'`).Scan(&cur); err != nil || cur != "run-new" {
+		t.Errorf("wf-new points at %q (%v), want run-new", cur, err)
+	}
+}
+
+// TestCombinerConcurrent: blind transactions from many goroutines on a few
+// runs, two commits at a time: each commits exactly once, whatever batch
+// it travels in.
+func TestCombinerConcurrent(t *testing.T) {
+	f := newCombineFixture(t, 4)
+	postgres.OnCombinerQueue(f.s, nil)
+	postgres.SetCombiner(f.s, 2, 8)
+	const n = 400
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs <- f.s.Update(context.Background(), func(ctx context.Context, tx engine.Tx) error {
+				r := *f.runs[i%len(f.runs)]
+				r.Data = fmt.Appendf(nil, `{"v":%d}`, i)
+				if err := tx.RunUpdate(ctx, &r); err != nil {
+					return err
+				}
+				return f.mark(ctx, tx, r.RunID, fmt.Sprintf("m%03d", i))
+			})
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	marks := f.marks(t)
+	if len(marks) != n {
+		t.Fatalf("%d history events stored, want %d", len(marks), n)
+	}
+	for i, m := range marks {
+		if want := fmt.Sprintf("m%03d", i); m != want {
+			t.Fatalf("history event %d is %s, want %s: one transaction was lost or applied twice", i, m, want)
+		}
+	}
+	batches, combined := postgres.CombinerStats(f.s)
+	t.Logf("%d commits carried %d of the %d transactions", batches, combined, n)
+}
+
+// TestWorkflowCreateExpecting: the row of a new id is created with the
+// transaction's commit, in its one round trip; a taken id fails the
+// transaction with engine.ErrUnexpected and leaves nothing.
+func TestWorkflowCreateExpecting(t *testing.T) {
+	var trips atomic.Int64
+	s, schema := pgtest.NewStoreWith(t, postgres.WithRoundTripCounter(&trips))
+	conn := pgtest.Conn(t, schema)
+	ctx := context.Background()
+	at := time.UnixMilli(time.Now().UnixMilli())
+	start := func(wf, run string) error {
+		return s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			if err := tx.(engine.WorkflowCreator).WorkflowCreateExpecting(ctx, wf, run); err != nil {
+				return err
+			}
+			return tx.RunInsert(ctx, &engine.Run{RunID: run, WorkflowID: wf, WorkflowType: "T", Status: engine.RunRunning, StartedAt: at, Data: []byte(`{}`)})
+		})
+	}
+	before := trips.Load()
+	if err := start("wf", "run-a"); err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.Load() - before; n != 1 {
+		t.Errorf("the start took %d round trips, want 1", n)
+	}
+	if err := start("wf", "run-b"); !errors.Is(err, engine.ErrUnexpected) {
+		t.Fatalf("a start of a taken id: %v, want engine.ErrUnexpected", err)
+	}
+	var cur string
+	var runs int
+	if err := conn.QueryRow(ctx, `SELECT (SELECT current_run_id FROM workflows WHERE workflow_id = 'wf'), (SELECT count(*) FROM runs)`).
+		Scan(&cur, &runs); err != nil {
+		t.Fatal(err)
+	}
+	if cur != "run-a" || runs != 1 {
+		t.Errorf("wf points at %q with %d runs stored, want run-a and 1", cur, runs)
+	}
+}
