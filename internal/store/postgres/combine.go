@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/iwf-server/iwf-server/engine"
 )
 
 // Group commit of blind transactions.
@@ -26,12 +28,14 @@ import (
 // one per transaction (docs/benchmarks.md).
 //
 // At most maxFlushes commits run at once (per store, that is per server
-// process). A transaction that finds one of
-// them free commits at once, by itself, in the one round trip a pipe's
-// commit takes: a lone transaction waits for nobody. When all are busy,
-// transactions queue; the next to finish hands its slot to the oldest
-// queued transaction, which commits itself together with up to maxBatch-1
-// of those behind it. So batches form only under load, and grow with it.
+// process). A transaction that finds one of them free commits at once, by
+// itself, in the one round trip a pipe's commit takes: a lone transaction
+// waits for nobody. When all are busy, transactions queue by
+// engine.Priority, as they do at the gate; the next commit to finish hands
+// its slot to the most urgent queued transaction, which commits itself
+// together with up to maxBatch-1 others, most urgent first. So batches
+// form only under load, grow with it, and a burst of starts waits behind
+// the answers and fired timers of workflows under way.
 //
 // A batch of several runs in two round trips: BEGIN and every statement,
 // whose results are checked, then COMMIT with the worker-call reads
@@ -56,9 +60,12 @@ type combiner struct {
 	maxFlushes int
 	maxBatch   int
 
-	mu       sync.Mutex
-	queue    []*member // oldest first
-	flushing int       // commits under way, each holding a slot
+	mu sync.Mutex
+	// queue holds the transactions waiting for a slot, by
+	// engine.Priority, oldest first within one; queued counts them.
+	queue    [engine.NumPriorities][]*member
+	queued   int
+	flushing int // commits under way, each holding a slot
 	// onQueue, when set, is called with the queue's length after a
 	// transaction joined it (tests wait on it).
 	onQueue func(n int)
@@ -85,6 +92,7 @@ func newCombiner(pool *pgxpool.Pool, g *gate) *combiner {
 // member is one blind transaction waiting to be committed.
 type member struct {
 	ctx   context.Context
+	prio  engine.Priority
 	stmts []queuedStmt
 	after []afterCommitRead
 	key   string
@@ -100,7 +108,7 @@ type member struct {
 // a batch. A transaction cancelled while it waits in the queue is dropped
 // from it and commits nothing; once taken, its outcome is the commit's.
 func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []afterCommitRead, key string) error {
-	m := &member{ctx: ctx, stmts: stmts, after: after, key: key}
+	m := &member{ctx: ctx, prio: engine.PriorityOf(ctx), stmts: stmts, after: after, key: key}
 	c.mu.Lock()
 	if c.flushing < c.maxFlushes {
 		c.flushing++
@@ -108,8 +116,9 @@ func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []after
 		return c.lead(m)
 	}
 	m.res, m.lead = make(chan error, 1), make(chan struct{}, 1)
-	c.queue = append(c.queue, m)
-	n, hook := len(c.queue), c.onQueue
+	c.queue[m.prio] = append(c.queue[m.prio], m)
+	c.queued++
+	n, hook := c.queued, c.onQueue
 	c.mu.Unlock()
 	if hook != nil {
 		hook(n)
@@ -122,8 +131,9 @@ func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []after
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
-	if i := slices.Index(c.queue, m); i >= 0 {
-		c.queue = slices.Delete(c.queue, i, i+1)
+	if i := slices.Index(c.queue[m.prio], m); i >= 0 {
+		c.queue[m.prio] = slices.Delete(c.queue[m.prio], i, i+1)
+		c.queued--
 		c.mu.Unlock()
 		return ctx.Err()
 	}
@@ -137,23 +147,20 @@ func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []after
 }
 
 // lead commits m, holding a slot, with as many queued transactions as a
-// batch takes; then it hands the slot to the oldest transaction still
-// queued, or gives it back, and tells the batch its outcomes.
+// batch takes, most urgent first; then it hands the slot to the most
+// urgent transaction still queued, or gives it back, and tells the batch
+// its outcomes.
 func (c *combiner) lead(m *member) error {
 	c.mu.Lock()
-	n := min(len(c.queue), c.maxBatch-1)
-	batch := make([]*member, 0, n+1)
-	batch = append(append(batch, m), c.queue[:n]...)
-	c.queue = slices.Delete(c.queue, 0, n)
+	batch := append(make([]*member, 0, min(c.queued+1, c.maxBatch)), m)
+	batch = c.takeLocked(batch, c.maxBatch)
 	c.mu.Unlock()
 
 	c.flush(batch)
 
 	c.mu.Lock()
-	if len(c.queue) > 0 {
-		next := c.queue[0]
-		c.queue = slices.Delete(c.queue, 0, 1)
-		next.lead <- struct{}{}
+	if next := c.takeLocked(nil, 1); len(next) > 0 {
+		next[0].lead <- struct{}{}
 	} else {
 		c.flushing--
 	}
@@ -164,6 +171,26 @@ func (c *combiner) lead(m *member) error {
 		}
 	}
 	return m.err
+}
+
+// takeLocked moves queued transactions to batch, most urgent first and
+// oldest first within a priority, until batch holds max; c.mu is held.
+func (c *combiner) takeLocked(batch []*member, max int) []*member {
+	for p := range c.queue {
+		if len(batch) >= max || c.queued == 0 {
+			break
+		}
+		q := c.queue[p]
+		k := min(len(q), max-len(batch))
+		batch = append(batch, q[:k]...)
+		clear(q[:k])
+		c.queue[p] = q[k:]
+		if len(c.queue[p]) == 0 {
+			c.queue[p] = nil // let the backing array go
+		}
+		c.queued -= k
+	}
+	return batch
 }
 
 // flush commits batch on a connection of its own, setting every member's

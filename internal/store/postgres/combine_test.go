@@ -332,3 +332,55 @@ func TestWorkflowCreateExpecting(t *testing.T) {
 		t.Errorf("wf points at %q with %d runs stored, want run-a and 1", cur, runs)
 	}
 }
+
+// TestCombinerPriority: queued blind transactions get the commit slot most
+// urgent first (engine.Priority), oldest first within a priority.
+func TestCombinerPriority(t *testing.T) {
+	f := newCombineFixture(t, 1)
+	postgres.SetCombiner(f.s, 1, 1)
+	admin := pgtest.Conn(t, "public")
+	ctx := context.Background()
+
+	release := f.holdRun(t, "run-0")
+	done := make(chan error, 8)
+	blind := func(ctx context.Context, what string, lock bool) {
+		go func() {
+			done <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+				if lock {
+					r := *f.runs[0]
+					if err := tx.RunUpdate(ctx, &r); err != nil {
+						return err
+					}
+				}
+				return f.mark(ctx, tx, "run-0", what)
+			})
+		}()
+	}
+	blind(ctx, "first", true)
+	f.waitBlocked(t, admin)
+	for i, q := range []struct {
+		what string
+		prio engine.Priority
+	}{{"start-1", engine.PriorityStart}, {"low", engine.PriorityLow}, {"urgent-1", engine.PriorityUrgent},
+		{"start-2", engine.PriorityStart}, {"normal", engine.PriorityNormal}, {"urgent-2", engine.PriorityUrgent}} {
+		blind(engine.WithPriority(ctx, q.prio), q.what, false)
+		f.waitQueued(t, i+1)
+	}
+	release()
+	for range 7 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := f.conn.Query(ctx, `SELECT type FROM history ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	order, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(order), "[first urgent-1 urgent-2 normal low start-1 start-2]"; got != want {
+		t.Errorf("committed in the order %s, want %s", got, want)
+	}
+}
