@@ -2,12 +2,14 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/iwf-server/iwf-server/engine"
@@ -48,6 +50,12 @@ import (
 // When the connection fails, every transaction of the batch fails with
 // its error, as a lone transaction would.
 //
+// A statement of a batch waits at most 200 ms for a row lock: a
+// transaction whose lock is held elsewhere for longer (by a process that
+// was paused, or cut off with its transaction open) leaves its batch, so
+// that it holds up neither the others nor, through the few commit slots,
+// the whole process; it then commits alone, waiting as long as it takes.
+//
 // Within a batch, transactions go in the order of the run they change
 // first, so that two batches that both change runs A and B lock them in
 // the same order. Transactions that lock outside that order can still
@@ -73,6 +81,21 @@ type combiner struct {
 	// batches counts the commits of more than one transaction, combined
 	// the transactions they carried.
 	batches, combined atomic.Int64
+}
+
+// setBatchLockTimeout bounds how long a statement of a batch of several
+// transactions waits for a row lock. A transaction that waits for a lock
+// held elsewhere (by a process paused, or cut off from the database with
+// its transaction open) would otherwise hold up every transaction of its
+// batch, and with a few such batches every blind commit of the process.
+// The one whose statement times out (SQLSTATE 55P03) leaves the batch, and
+// commits alone, waiting as long as it takes (Store.update).
+const setBatchLockTimeout = `set local lock_timeout = '200ms'`
+
+// lockTimedOut reports whether err is a statement's lock timeout.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
 // Defaults of the combiner: 4 commits at once, of up to 16 transactions
@@ -255,16 +278,19 @@ func (c *combiner) flush(batch []*member) {
 func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) (int, error) {
 	b := &pgx.Batch{}
 	b.Queue("begin")
+	b.Queue(setBatchLockTimeout)
 	for _, m := range live {
 		for _, q := range m.stmts {
 			b.Queue(q.sql, q.args...)
 		}
 	}
 	br := conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
-		br.Close()
-		conn.Conn().Close(ctx)
-		return -1, err
+	for range 2 { // begin, set lock_timeout
+		if _, err := br.Exec(); err != nil {
+			br.Close()
+			conn.Conn().Close(ctx)
+			return -1, err
+		}
 	}
 	failed, ferr := -1, error(nil)
 stmts:

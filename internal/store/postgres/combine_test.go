@@ -384,3 +384,86 @@ func TestCombinerPriority(t *testing.T) {
 		t.Errorf("committed in the order %s, want %s", got, want)
 	}
 }
+
+// TestCombinerLockHeldElsewhere: a transaction of a batch whose run is
+// locked elsewhere for long leaves the batch, which commits without it;
+// it then commits alone once the lock is released.
+func TestCombinerLockHeldElsewhere(t *testing.T) {
+	f := newCombineFixture(t, 2)
+	admin := pgtest.Conn(t, "public")
+	ctx := context.Background()
+	// The test's second connection holds run-1 throughout.
+	other := pgtest.Conn(t, "public")
+	var schema string
+	if err := f.conn.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		t.Fatal(err)
+	}
+	held, err := other.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback(ctx)
+	if _, err := held.Exec(ctx, `SELECT 1 FROM `+pgx.Identifier{schema, "runs"}.Sanitize()+` WHERE run_id = 'run-1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+
+	release := f.holdRun(t, "run-0")
+	first := make(chan error, 1)
+	go func() {
+		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			r := *f.runs[0]
+			if err := tx.RunUpdate(ctx, &r); err != nil {
+				return err
+			}
+			return f.mark(ctx, tx, "run-0", "a")
+		})
+	}()
+	f.waitBlocked(t, admin)
+	waiting, free := make(chan error, 1), make(chan error, 1)
+	go func() {
+		waiting <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			r := *f.runs[1]
+			r.Data = []byte(`{"v":2}`)
+			if err := tx.RunUpdate(ctx, &r); err != nil {
+				return err
+			}
+			return f.mark(ctx, tx, "run-1", "b")
+		})
+	}()
+	f.waitQueued(t, 1)
+	go func() {
+		free <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.mark(ctx, tx, "run-0", "c") })
+	}()
+	f.waitQueued(t, 2)
+	release()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	// c commits while run-1 is still held: b, whose statement waits for
+	// it, left the batch.
+	select {
+	case err := <-free:
+		if err != nil {
+			t.Fatalf("the transaction batched with one that waits for a lock held elsewhere: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the transaction batched with one that waits for a lock held elsewhere is held up by it")
+	}
+	select {
+	case err := <-waiting:
+		t.Fatalf("the transaction that needs run-1 returned (%v) while run-1 is held", err)
+	default:
+	}
+	if m := fmt.Sprint(f.marks(t)); m != "[a c]" {
+		t.Errorf("history %s while run-1 is held, want [a c]", m)
+	}
+	if err := held.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waiting; err != nil {
+		t.Fatalf("the transaction that waited for run-1, once released: %v", err)
+	}
+	if m := fmt.Sprint(f.marks(t)); m != "[a b c]" {
+		t.Errorf("history %s, want [a b c]", m)
+	}
+}

@@ -241,11 +241,15 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 		// Nothing was sent: the combiner commits the writes, together with
 		// other transactions' when several wait.
 		err := s.combiner.commit(ctx, p.queued, p.afterCommit, p.runKey)
-		p.queued, p.afterCommit = nil, nil
-		if err != nil {
-			return fmt.Errorf("postgres: commit: %w", err)
+		if !lockTimedOut(err) {
+			p.queued, p.afterCommit = nil, nil
+			if err != nil {
+				return fmt.Errorf("postgres: commit: %w", err)
+			}
+			return nil
 		}
-		return nil
+		// A lock held elsewhere: it left its batch, and waits for the
+		// lock alone, on a connection of its own.
 	}
 	if err := p.commit(ctx); err != nil {
 		return fmt.Errorf("postgres: commit: %w", err)
