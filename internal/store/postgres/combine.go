@@ -39,13 +39,15 @@ import (
 // form only under load, grow with it, and a burst of starts waits behind
 // the answers and fired timers of workflows under way.
 //
-// A batch of several runs in two round trips: BEGIN and every statement,
-// whose results are checked, then COMMIT with the worker-call reads
-// (engine.CallPrefetcher) behind it. When a statement fails, or a write
-// the engine expected to change a row did not, only the transaction it
-// belongs to fails with that error: the batch is rolled back and sent
-// again without it, so a failed check of one workflow costs the others a
-// round trip and nothing else. A transaction later in a batch sees the
+// A batch of several is one round trip too: BEGIN, every statement,
+// COMMIT and the worker-call reads (engine.CallPrefetcher) behind it. A
+// blind transaction's checks are all made by the database (iwf_expect,
+// iwf_found), so a failed one stops the COMMIT. When a statement fails,
+// only the transaction it belongs to fails with that error: the batch is
+// rolled back and sent again without it, so a failed check of one workflow
+// costs the others a round trip and nothing else. No lock of a batch is
+// held across a round trip: a process paused or killed mid-batch leaves
+// nothing locked behind it, as for a transaction alone. A transaction later in a batch sees the
 // writes of those before it, exactly as if it had committed after them.
 // When the connection fails, every transaction of the batch fails with
 // its error, as a lone transaction would.
@@ -235,6 +237,7 @@ func (c *combiner) flush(batch []*member) {
 	}
 	p := &pipe{pool: c.pool, gate: c.gate, begin: "begin"}
 	if err := p.acquire(ctx); err != nil {
+		p.end(ctx, false) // gives the slot at the gate back
 		for _, m := range batch {
 			m.err = err
 		}
@@ -269,12 +272,14 @@ func (c *combiner) flush(batch []*member) {
 	}
 }
 
-// try runs live's statements in one transaction on conn and commits it.
-// When a statement of one transaction fails (or its check), the
-// transaction is rolled back and try returns that transaction's index and
-// error; otherwise it returns -1 and the outcome of the whole, nil when
-// committed. A connection whose state is unknown afterwards is closed, so
-// the pool drops it.
+// try runs live's statements in one transaction on conn and commits it,
+// all in one round trip with the worker-call reads behind the COMMIT.
+// Every check of the statements is made in the database (iwf_expect,
+// iwf_found), so a failed one keeps the COMMIT from running. When a
+// statement of one transaction fails, the transaction is rolled back and
+// try returns that transaction's index and error; otherwise it returns -1
+// and the outcome of the whole, nil when committed. A connection whose
+// state is unknown afterwards is closed, so the pool drops it.
 func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) (int, error) {
 	b := &pgx.Batch{}
 	b.Queue("begin")
@@ -282,6 +287,12 @@ func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) 
 	for _, m := range live {
 		for _, q := range m.stmts {
 			b.Queue(q.sql, q.args...)
+		}
+	}
+	b.Queue("commit")
+	for _, m := range live {
+		for _, a := range m.after {
+			b.Queue(callReadSQL, a.runID, a.executionID)
 		}
 	}
 	br := conn.SendBatch(ctx, b)
@@ -292,41 +303,20 @@ func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) 
 			return -1, err
 		}
 	}
-	failed, ferr := -1, error(nil)
-stmts:
 	for i, m := range live {
 		for _, q := range m.stmts {
 			if err := runQueued(br, q); err != nil {
-				failed, ferr = i, wrap(q.op, err)
-				break stmts
+				br.Close()
+				if _, rerr := conn.Exec(ctx, "rollback"); rerr != nil {
+					// The connection is gone, and with it every transaction.
+					conn.Conn().Close(ctx)
+					return -1, err
+				}
+				return i, wrap(q.op, err)
 			}
 		}
 	}
-	cerr := br.Close()
-	if failed >= 0 || cerr != nil {
-		if _, err := conn.Exec(ctx, "rollback"); err != nil {
-			// The connection is gone, and with it every transaction.
-			conn.Conn().Close(ctx)
-			if ferr == nil {
-				ferr = cerr
-			}
-			return -1, ferr
-		}
-		if failed < 0 {
-			return -1, cerr
-		}
-		return failed, ferr
-	}
-
-	b = &pgx.Batch{}
-	b.Queue("commit")
-	for _, m := range live {
-		for _, a := range m.after {
-			b.Queue(callReadSQL, a.runID, a.executionID)
-		}
-	}
-	br = conn.SendBatch(ctx, b)
-	if _, err := br.Exec(); err != nil {
+	if _, err := br.Exec(); err != nil { // commit
 		br.Close()
 		conn.Conn().Close(ctx)
 		return -1, err

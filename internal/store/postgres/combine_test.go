@@ -131,10 +131,10 @@ func (f *combineFixture) waitQueued(t *testing.T, n int) {
 }
 
 // TestCombinerBatch: blind transactions that wait at once are committed in
-// one PostgreSQL transaction; one that fails (a check of the store's, a
-// check of the database's, a duplicate key) fails alone and leaves
-// nothing, the others commit with their call reads; one cancelled while it
-// waits commits nothing.
+// one PostgreSQL transaction; one that fails (an update that finds no row,
+// a failed expectation, a duplicate key) fails alone and leaves nothing,
+// the others commit with their call reads; one cancelled while it waits
+// commits nothing.
 func TestCombinerBatch(t *testing.T) {
 	f := newCombineFixture(t, 4)
 	admin := pgtest.Conn(t, "public")
@@ -179,7 +179,7 @@ func TestCombinerBatch(t *testing.T) {
 			return err
 		}
 		// The run sorts last in the batch: no statement behind its check
-		// fails, so only the store's check can keep it from committing.
+		// fails, so only that check can keep it from committing.
 		return tx.RunUpdate(ctx, &engine.Run{RunID: "zz-absent", Status: engine.RunRunning, Data: []byte(`{}`)})
 	})
 	f.waitQueued(t, 2)

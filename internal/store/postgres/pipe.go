@@ -32,13 +32,18 @@ import (
 // task, read the execution, write five rows, commit) takes four round
 // trips instead of ten.
 type pipe struct {
-	// conn is the transaction's connection, taken from the pool (through
-	// the gate) when the first statement goes out; nil until then. A
-	// transaction that only writes (a blind one) never takes one of its
-	// own: its writes are committed by the store's combiner.
+	// conn is the transaction's connection, taken from the pool when the
+	// first statement goes out; nil until then. A transaction that only
+	// writes (a blind one) never takes one of its own: its writes are
+	// committed by the store's combiner.
 	conn *pgxpool.Conn
 	pool *pgxpool.Pool
-	gate *gate // left when the connection goes back
+	// gate admits the transaction, by priority, before it begins (so that
+	// the time the engine reads at its start is not spent waiting), and
+	// holds its slot until it ends or hands its writes to the combiner;
+	// gated is set while it holds one.
+	gate  *gate
+	gated bool
 	// begin is the BEGIN statement still to send; "" once sent.
 	begin string
 	// queued are the writes not sent yet, in issue order.
@@ -87,24 +92,48 @@ func (e *earlierWriteError) Unwrap() error {
 	return e.err
 }
 
-// beginPipe starts a transaction that begins with the statement begin. Its
-// connection is taken when its first statement goes out (acquire).
-func (s *Store) beginPipe(begin string) *pipe {
-	return &pipe{pool: s.pool, gate: s.gate, begin: begin}
+// beginPipe starts a transaction that begins with the statement begin,
+// once the gate admits it at ctx's priority. Its connection is taken when
+// its first statement goes out (acquire).
+func (s *Store) beginPipe(ctx context.Context, begin string) (*pipe, error) {
+	p := &pipe{pool: s.pool, gate: s.gate, begin: begin}
+	if err := p.enterGate(ctx); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
-// acquire takes the transaction's connection, through the gate at ctx's
-// priority, unless it has one.
-func (p *pipe) acquire(ctx context.Context) error {
-	if p.conn != nil {
+// enterGate takes a slot at the gate unless the pipe holds one.
+func (p *pipe) enterGate(ctx context.Context) error {
+	if p.gated {
 		return nil
 	}
 	if err := p.gate.enter(ctx); err != nil {
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
+	p.gated = true
+	return nil
+}
+
+// leaveGate gives the pipe's slot at the gate back, if it holds one.
+func (p *pipe) leaveGate() {
+	if p.gated {
+		p.gated = false
+		p.gate.leave()
+	}
+}
+
+// acquire takes the transaction's connection from the pool, unless it has
+// one, after a slot at the gate when it holds none.
+func (p *pipe) acquire(ctx context.Context) error {
+	if p.conn != nil {
+		return nil
+	}
+	if err := p.enterGate(ctx); err != nil {
+		return err
+	}
 	conn, err := p.pool.Acquire(ctx)
 	if err != nil {
-		p.gate.leave()
 		return fmt.Errorf("postgres: begin: %w", err)
 	}
 	p.conn = conn
@@ -296,16 +325,16 @@ func (p *pipe) commit(ctx context.Context) error {
 // unknown (the rollback failed).
 func (p *pipe) end(ctx context.Context, committed bool) {
 	p.queued, p.afterCommit = nil, nil
-	if p.conn == nil {
-		return
-	}
-	if p.started && !committed {
-		if _, err := p.conn.Exec(ctx, "rollback"); err != nil {
-			p.conn.Conn().Close(ctx)
+	if p.conn != nil {
+		if p.started && !committed {
+			if _, err := p.conn.Exec(ctx, "rollback"); err != nil {
+				p.conn.Conn().Close(ctx)
+			}
 		}
+		p.conn.Release()
+		p.conn = nil
 	}
-	p.conn.Release()
-	p.gate.leave()
+	p.leaveGate()
 }
 
 // batchRows are the rows of the last statement of a batch; closing them
@@ -379,12 +408,4 @@ func readIDs(n int, assign func(ids []int64)) func(pgx.Rows) error {
 		assign(ids)
 		return nil
 	}
-}
-
-// affectsOne is the check of a queued UPDATE that must change a row.
-func affectsOne(tag pgconn.CommandTag) error {
-	if tag.RowsAffected() == 0 {
-		return engine.ErrNotFound
-	}
-	return nil
 }

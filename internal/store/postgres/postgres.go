@@ -188,12 +188,19 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 	return unavailable(unexpected(retry(ctx, func() error { return s.update(ctx, fn) })))
 }
 
-// unexpected reports a failed check of TaskTakeExpecting (SQLSTATE IW001,
-// raised by iwf_expect) as engine.ErrUnexpected.
+// unexpected reports a failed check of TaskTakeExpecting or
+// WorkflowCreateExpecting (SQLSTATE IW001, raised by iwf_expect) as
+// engine.ErrUnexpected, and a write that found no row to change (IW002,
+// raised by iwf_found) as engine.ErrNotFound.
 func unexpected(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "IW001" {
-		return fmt.Errorf("%w: %s", engine.ErrUnexpected, pgErr.Message)
+	if errors.As(err, &pgErr) {
+		switch pgErr.Code {
+		case "IW001":
+			return fmt.Errorf("%w: %s", engine.ErrUnexpected, pgErr.Message)
+		case "IW002":
+			return fmt.Errorf("%w: %s", engine.ErrNotFound, pgErr.Message)
+		}
 	}
 	return err
 }
@@ -229,7 +236,10 @@ func unavailable(err error) error {
 }
 
 func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	p := s.beginPipe("begin")
+	p, err := s.beginPipe(ctx, "begin")
+	if err != nil {
+		return err
+	}
 	committed := false
 	// Also when ctx is cancelled: the connection goes back to the pool
 	// clean, or closed when the rollback fails.
@@ -239,7 +249,10 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 	}
 	if p.blind() {
 		// Nothing was sent: the combiner commits the writes, together with
-		// other transactions' when several wait.
+		// other transactions' when several wait. Its commits take slots
+		// at the gate of their own; this one's goes back first, or the
+		// transactions waiting for the combiner could hold every slot.
+		p.leaveGate()
 		err := s.combiner.commit(ctx, p.queued, p.afterCommit, p.runKey)
 		if !lockTimedOut(err) {
 			p.queued, p.afterCommit = nil, nil
@@ -249,7 +262,8 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 			return nil
 		}
 		// A lock held elsewhere: it left its batch, and waits for the
-		// lock alone, on a connection of its own.
+		// lock alone, on a connection of its own (acquire enters the gate
+		// again).
 	}
 	if err := p.commit(ctx); err != nil {
 		return fmt.Errorf("postgres: commit: %w", err)
@@ -261,7 +275,10 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: every read sees
 // the same snapshot.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
-	p := s.beginPipe("begin isolation level repeatable read read only")
+	p, err := s.beginPipe(ctx, "begin isolation level repeatable read read only")
+	if err != nil {
+		return unavailable(err)
+	}
 	defer p.end(context.WithoutCancel(ctx), false)
 	return unavailable(fn(ctx, &txn{tx: p}))
 }

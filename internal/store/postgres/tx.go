@@ -150,10 +150,12 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 
 // RunUpdate implements engine.Tx. The write is queued: when the run does
 // not exist, the transaction fails with engine.ErrNotFound at its next
-// read or its commit.
+// read or its commit (iwf_found, checked in the database).
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	t.tx.touch(r.RunID)
-	t.tx.later("RunUpdate", `UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4`, affectsOne,
+	t.tx.later("RunUpdate", `WITH u AS (
+		UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4 RETURNING 1)
+		SELECT iwf_found((SELECT count(*) FROM u) = 1, 'run')`, nil,
 		string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID)
 	return nil
 }
@@ -228,11 +230,13 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 
 // ExecutionUpdate implements engine.Tx. The write is queued: when the
 // execution does not exist, the transaction fails with engine.ErrNotFound
-// at its next read or its commit.
+// at its next read or its commit (iwf_found, checked in the database).
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
 	t.tx.touch(e.RunID)
-	t.tx.later("ExecutionUpdate", `UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4`,
-		affectsOne, string(e.Status), e.Data, e.RunID, e.ExecutionID)
+	t.tx.later("ExecutionUpdate", `WITH u AS (
+		UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4 RETURNING 1)
+		SELECT iwf_found((SELECT count(*) FROM u) = 1, 'execution')`, nil,
+		string(e.Status), e.Data, e.RunID, e.ExecutionID)
 	return nil
 }
 

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"WorkflowLockOrCreate", testWorkflowLockOrCreate},
 		{"RunRoundTrip", testRunRoundTrip},
 		{"RunUpdate", testRunUpdate},
+		{"UpdateOfAbsentRowKeepsNothing", testUpdateOfAbsentRowKeepsNothing},
 		{"RunLockSerialises", testRunLockSerialises},
 		{"ExecutionRoundTripAndOrder", testExecutionRoundTrip},
 		{"ExecutionFilterAndCount", testExecutionFilterAndCount},
@@ -792,6 +793,35 @@ func testRunUpdate(t *testing.T, s engine.Store) {
 
 	err := s.Update(ctxT(t), func(ctx context.Context, tx engine.Tx) error { return tx.RunUpdate(ctx, newRun("absent")) })
 	isNotFound(t, "RunUpdate of an absent run", err)
+}
+
+// testUpdateOfAbsentRowKeepsNothing: a transaction whose RunUpdate or
+// ExecutionUpdate finds no row fails with engine.ErrNotFound, and nothing
+// it wrote before is kept, even when the store checks the update only when
+// it commits.
+func testUpdateOfAbsentRowKeepsNothing(t *testing.T, s engine.Store) {
+	for name, write := range map[string]func(ctx context.Context, tx engine.Tx) error{
+		"RunUpdate": func(ctx context.Context, tx engine.Tx) error { return tx.RunUpdate(ctx, newRun("absent")) },
+		"ExecutionUpdate": func(ctx context.Context, tx engine.Tx) error {
+			return tx.ExecutionUpdate(ctx, &engine.Execution{RunID: "absent", ExecutionID: "S-1", StateID: "S",
+				Status: engine.ExecExecute, CreatedAt: at(0), Data: []byte(`{}`)})
+		},
+	} {
+		id := "kept-" + name
+		err := s.Update(ctxT(t), func(ctx context.Context, tx engine.Tx) error {
+			if err := tx.RunInsert(ctx, newRun(id)); err != nil {
+				return err
+			}
+			return write(ctx, tx)
+		})
+		isNotFound(t, name+" of an absent row", err)
+		view(t, s, func(ctx context.Context, tx engine.ReadTx) error {
+			if _, err := tx.RunGet(ctx, id); !errors.Is(err, engine.ErrNotFound) {
+				t.Errorf("after a failed %s: the run the transaction inserted first: %v, want engine.ErrNotFound", name, err)
+			}
+			return nil
+		})
+	}
 }
 
 // testRunLockSerialises runs n concurrent read-modify-write transactions on a
