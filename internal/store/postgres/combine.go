@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +67,6 @@ import (
 // transaction.
 type combiner struct {
 	pool       *pgxpool.Pool
-	gate       *gate
 	maxFlushes int
 	maxBatch   int
 
@@ -110,8 +110,8 @@ const (
 	combineBatch   = 16
 )
 
-func newCombiner(pool *pgxpool.Pool, g *gate) *combiner {
-	return &combiner{pool: pool, gate: g, maxFlushes: combineFlushes, maxBatch: combineBatch}
+func newCombiner(pool *pgxpool.Pool) *combiner {
+	return &combiner{pool: pool, maxFlushes: combineFlushes, maxBatch: combineBatch}
 }
 
 // member is one blind transaction waiting to be committed.
@@ -219,9 +219,8 @@ func (c *combiner) takeLocked(batch []*member, max int) []*member {
 }
 
 // flush commits batch on a connection of its own, setting every member's
-// err. The first member's context gives the priority at the gate. The
-// commit stops only when every member's context has ended: no member's
-// cancellation stops a commit that carries the others.
+// err. The commit stops only when every member's context has ended: no
+// member's cancellation stops a commit that carries the others.
 func (c *combiner) flush(batch []*member) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
 	defer cancel()
@@ -235,14 +234,16 @@ func (c *combiner) flush(batch []*member) {
 		})
 		defer stop()
 	}
-	p := &pipe{pool: c.pool, gate: c.gate, begin: "begin"}
-	if err := p.acquire(ctx); err != nil {
-		p.end(ctx, false) // gives the slot at the gate back
+	// The transactions passed the gate when they began, and hold their
+	// slots: the commit takes its connection from the pool directly.
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
 		for _, m := range batch {
-			m.err = err
+			m.err = fmt.Errorf("postgres: begin: %w", err)
 		}
 		return
 	}
+	p := &pipe{pool: c.pool, begin: "begin", conn: conn}
 	if len(batch) == 1 {
 		m := batch[0]
 		p.queued, p.afterCommit = m.stmts, m.after

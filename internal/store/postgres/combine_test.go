@@ -334,7 +334,8 @@ func TestWorkflowCreateExpecting(t *testing.T) {
 }
 
 // TestCombinerPriority: queued blind transactions get the commit slot most
-// urgent first (engine.Priority), oldest first within a priority.
+// urgent first (engine.Priority), oldest first within a priority; a
+// start's commits alone.
 func TestCombinerPriority(t *testing.T) {
 	f := newCombineFixture(t, 1)
 	postgres.SetCombiner(f.s, 1, 1)
@@ -361,13 +362,29 @@ func TestCombinerPriority(t *testing.T) {
 	for i, q := range []struct {
 		what string
 		prio engine.Priority
-	}{{"start-1", engine.PriorityStart}, {"low", engine.PriorityLow}, {"urgent-1", engine.PriorityUrgent},
-		{"start-2", engine.PriorityStart}, {"normal", engine.PriorityNormal}, {"urgent-2", engine.PriorityUrgent}} {
+	}{{"low-1", engine.PriorityLow}, {"normal", engine.PriorityNormal}, {"urgent-1", engine.PriorityUrgent},
+		{"low-2", engine.PriorityLow}, {"urgent-2", engine.PriorityUrgent}} {
 		blind(engine.WithPriority(ctx, q.prio), q.what, false)
 		f.waitQueued(t, i+1)
 	}
+	// A start commits alone, holding its own connection (the gate throttles
+	// starts): it neither queues nor waits for the slot.
+	startDone := make(chan error, 1)
+	go func() {
+		startDone <- f.s.Update(engine.WithPriority(ctx, engine.PriorityStart), func(ctx context.Context, tx engine.Tx) error {
+			return f.mark(ctx, tx, "run-0", "start")
+		})
+	}()
+	select {
+	case err := <-startDone:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a start's transaction waited for the combiner")
+	}
 	release()
-	for range 7 {
+	for range 6 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +397,7 @@ func TestCombinerPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := fmt.Sprint(order), "[first urgent-1 urgent-2 normal low start-1 start-2]"; got != want {
+	if got, want := fmt.Sprint(order), "[start first urgent-1 urgent-2 normal low-1 low-2]"; got != want {
 		t.Errorf("committed in the order %s, want %s", got, want)
 	}
 }

@@ -13,9 +13,10 @@ import (
 // would serve waiters in arrival order. Under overload, a burst of starts
 // then queues behind the timers and worker answers of the workflows
 // already under way instead of in front of them. Statements that bypass
-// the gate (task claims, lease renewals, migrations) take a connection
-// from the pool directly; the gate admits at most the pool's size, so they
-// wait for at most the transactions in flight.
+// the gate (task claims, lease renewals, migrations, and the combiner's
+// commits, whose transactions each hold a slot while they wait for one)
+// take a connection from the pool directly; the gate admits at most the
+// pool's size, so they wait for at most the transactions in flight.
 type gate struct {
 	mu      sync.Mutex
 	free    int
