@@ -59,6 +59,17 @@ func (f *combineFixture) mark(ctx context.Context, tx engine.Tx, run, what strin
 	return tx.HistoryAppend(ctx, []*engine.HistoryEvent{{RunID: run, At: f.at, Type: what, Data: []byte(`{}`)}})
 }
 
+// touch is a blind transaction's update of run i, with data, that leaves
+// the trace what.
+func (f *combineFixture) touch(ctx context.Context, tx engine.Tx, i int, data, what string) error {
+	r := *f.runs[i]
+	r.Data = []byte(data)
+	if err := tx.RunUpdate(ctx, &r); err != nil {
+		return err
+	}
+	return f.mark(ctx, tx, r.RunID, what)
+}
+
 // marks returns the types of the history events stored, in order.
 func (f *combineFixture) marks(t *testing.T) []string {
 	t.Helper()
@@ -144,14 +155,7 @@ func TestCombinerBatch(t *testing.T) {
 	release := f.holdRun(t, "run-0")
 	first := make(chan error, 1)
 	go func() {
-		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
-			r := *f.runs[0]
-			r.Data = []byte(`{"v":1}`)
-			if err := tx.RunUpdate(ctx, &r); err != nil {
-				return err
-			}
-			return f.mark(ctx, tx, r.RunID, "a")
-		})
+		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.touch(ctx, tx, 0, `{"v":1}`, "a") })
 	}()
 	f.waitBlocked(t, admin)
 
@@ -165,13 +169,8 @@ func TestCombinerBatch(t *testing.T) {
 		go func() { outcomes <- outcome{name, f.s.Update(ctx, fn)} }()
 	}
 	blind("b", func(ctx context.Context, tx engine.Tx) error {
-		r := *f.runs[1]
-		r.Data = []byte(`{"v":1}`)
-		if err := tx.RunUpdate(ctx, &r); err != nil {
-			return err
-		}
-		tx.(engine.CallPrefetcher).ReadForCallAfterCommit(r.RunID, "S-1", func(cr *engine.CallRead) { read.Store(cr) })
-		return f.mark(ctx, tx, r.RunID, "b")
+		tx.(engine.CallPrefetcher).ReadForCallAfterCommit("run-1", "S-1", func(cr *engine.CallRead) { read.Store(cr) })
+		return f.touch(ctx, tx, 1, `{"v":1}`, "b")
 	})
 	f.waitQueued(t, 1)
 	blind("c (absent run)", func(ctx context.Context, tx engine.Tx) error {
@@ -266,12 +265,7 @@ func TestCombinerConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			errs <- f.s.Update(context.Background(), func(ctx context.Context, tx engine.Tx) error {
-				r := *f.runs[i%len(f.runs)]
-				r.Data = fmt.Appendf(nil, `{"v":%d}`, i)
-				if err := tx.RunUpdate(ctx, &r); err != nil {
-					return err
-				}
-				return f.mark(ctx, tx, r.RunID, fmt.Sprintf("m%03d", i))
+				return f.touch(ctx, tx, i%len(f.runs), fmt.Sprintf(`{"v":%d}`, i), fmt.Sprintf("m%03d", i))
 			})
 		}()
 	}
@@ -348,10 +342,7 @@ func TestCombinerPriority(t *testing.T) {
 		go func() {
 			done <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
 				if lock {
-					r := *f.runs[0]
-					if err := tx.RunUpdate(ctx, &r); err != nil {
-						return err
-					}
+					return f.touch(ctx, tx, 0, `{"v":0}`, what)
 				}
 				return f.mark(ctx, tx, "run-0", what)
 			})
@@ -427,25 +418,12 @@ func TestCombinerLockHeldElsewhere(t *testing.T) {
 	release := f.holdRun(t, "run-0")
 	first := make(chan error, 1)
 	go func() {
-		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
-			r := *f.runs[0]
-			if err := tx.RunUpdate(ctx, &r); err != nil {
-				return err
-			}
-			return f.mark(ctx, tx, "run-0", "a")
-		})
+		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.touch(ctx, tx, 0, `{"v":0}`, "a") })
 	}()
 	f.waitBlocked(t, admin)
 	waiting, free := make(chan error, 1), make(chan error, 1)
 	go func() {
-		waiting <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
-			r := *f.runs[1]
-			r.Data = []byte(`{"v":2}`)
-			if err := tx.RunUpdate(ctx, &r); err != nil {
-				return err
-			}
-			return f.mark(ctx, tx, "run-1", "b")
-		})
+		waiting <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.touch(ctx, tx, 1, `{"v":2}`, "b") })
 	}()
 	f.waitQueued(t, 1)
 	go func() {
