@@ -39,9 +39,9 @@ type pipe struct {
 	conn *pgxpool.Conn
 	pool *pgxpool.Pool
 	// gate admits the transaction, by priority, before it begins (so that
-	// the time the engine reads at its start is not spent waiting), and
-	// holds its slot until it ends or hands its writes to the combiner;
-	// gated is set while it holds one.
+	// the time the engine reads at its start is not spent waiting); the
+	// transaction holds its slot until it ends, a blind one also while the
+	// combiner commits it. gated is set while it holds one.
 	gate  *gate
 	gated bool
 	// begin is the BEGIN statement still to send; "" once sent.

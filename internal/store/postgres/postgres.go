@@ -12,10 +12,10 @@
 // and serialization failures are retried transparently. TaskClaim leases
 // tasks with FOR UPDATE SKIP LOCKED, so concurrent claimers neither block
 // each other nor receive the same task. View transactions are REPEATABLE
-// READ, READ ONLY: one consistent snapshot. A transaction that sends
-// nothing before its commit (all writes, checked by the database) is
-// committed by the combiner, together with others that wait at the same
-// time (group commit, see combine.go).
+// READ, READ ONLY: one consistent snapshot. A transaction other than a
+// start that sends nothing before its commit (all writes, checked by the
+// database) is committed by the combiner, together with others that wait
+// at the same time (group commit, see combine.go).
 //
 // Statements are prepared and cached per connection by pgx; batches are
 // written with one multi-row statement (unnest of arrays) each.
