@@ -79,6 +79,9 @@ type combiner struct {
 	// onQueue, when set, is called with the queue's length after a
 	// transaction joined it (tests wait on it).
 	onQueue func(n int)
+	// onFlush, when set, is called by each commit before it sends anything
+	// (tests hold a commit there to keep its slot taken).
+	onFlush func()
 
 	// batches counts the commits of more than one transaction, combined
 	// the transactions they carried.
@@ -222,6 +225,9 @@ func (c *combiner) takeLocked(batch []*member, max int) []*member {
 // err. The commit stops only when every member's context has ended: no
 // member's cancellation stops a commit that carries the others.
 func (c *combiner) flush(batch []*member) {
+	if c.onFlush != nil {
+		c.onFlush()
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(batch[0].ctx))
 	defer cancel()
 	var left atomic.Int32

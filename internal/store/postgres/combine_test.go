@@ -84,44 +84,28 @@ func (f *combineFixture) marks(t *testing.T) []string {
 	return out
 }
 
-// holdRun locks run's row in a transaction of the test's own connection
-// and returns the function that commits it.
-func (f *combineFixture) holdRun(t *testing.T, run string) (release func()) {
-	t.Helper()
-	ctx := context.Background()
-	tx, err := f.conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, `SELECT 1 FROM runs WHERE run_id = $1 FOR UPDATE`, run); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
+// holdFirstCommit makes the store's first commit of blind transactions
+// wait, holding its slot, until release is called; entered is closed once
+// it waits. Later commits go on at once.
+func (f *combineFixture) holdFirstCommit() (entered <-chan struct{}, release func()) {
+	in, out := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	postgres.OnCombinerFlush(f.s, func() {
+		if first.CompareAndSwap(false, true) {
+			close(in)
+			<-out
 		}
-	}
+	})
+	return in, func() { close(out) }
 }
 
-// waitBlocked waits until a backend waits for a lock that the test's own
-// connection holds.
-func (f *combineFixture) waitBlocked(t *testing.T, admin *pgx.Conn) {
+// waitEntered waits until the held commit waits.
+func waitEntered(t *testing.T, entered <-chan struct{}) {
 	t.Helper()
-	pid := f.conn.PgConn().PID()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var n int
-		if err := admin.QueryRow(context.Background(),
-			`SELECT count(*) FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid))`, pid).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no transaction came to wait for the held run")
-		}
-		time.Sleep(5 * time.Millisecond)
+	select {
+	case <-entered:
+	case <-time.After(time.Minute):
+		t.Fatal("the first commit never began")
 	}
 }
 
@@ -148,16 +132,15 @@ func (f *combineFixture) waitQueued(t *testing.T, n int) {
 // commits nothing.
 func TestCombinerBatch(t *testing.T) {
 	f := newCombineFixture(t, 4)
-	admin := pgtest.Conn(t, "public")
 	ctx := context.Background()
 
-	// The one commit slot is taken by a transaction that waits for run-0.
-	release := f.holdRun(t, "run-0")
+	// The one commit slot is taken by a commit held before it sends.
+	entered, release := f.holdFirstCommit()
 	first := make(chan error, 1)
 	go func() {
 		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.touch(ctx, tx, 0, `{"v":1}`, "a") })
 	}()
-	f.waitBlocked(t, admin)
+	waitEntered(t, entered)
 
 	type outcome struct {
 		name string
@@ -333,10 +316,9 @@ func TestWorkflowCreateExpecting(t *testing.T) {
 func TestCombinerPriority(t *testing.T) {
 	f := newCombineFixture(t, 1)
 	postgres.SetCombiner(f.s, 1, 1)
-	admin := pgtest.Conn(t, "public")
 	ctx := context.Background()
 
-	release := f.holdRun(t, "run-0")
+	entered, release := f.holdFirstCommit()
 	done := make(chan error, 8)
 	blind := func(ctx context.Context, what string, lock bool) {
 		go func() {
@@ -349,7 +331,7 @@ func TestCombinerPriority(t *testing.T) {
 		}()
 	}
 	blind(ctx, "first", true)
-	f.waitBlocked(t, admin)
+	waitEntered(t, entered)
 	for i, q := range []struct {
 		what string
 		prio engine.Priority
@@ -398,7 +380,6 @@ func TestCombinerPriority(t *testing.T) {
 // it then commits alone once the lock is released.
 func TestCombinerLockHeldElsewhere(t *testing.T) {
 	f := newCombineFixture(t, 2)
-	admin := pgtest.Conn(t, "public")
 	ctx := context.Background()
 	// The test's second connection holds run-1 throughout.
 	other := pgtest.Conn(t, "public")
@@ -415,12 +396,12 @@ func TestCombinerLockHeldElsewhere(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	release := f.holdRun(t, "run-0")
+	entered, release := f.holdFirstCommit()
 	first := make(chan error, 1)
 	go func() {
 		first <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.touch(ctx, tx, 0, `{"v":0}`, "a") })
 	}()
-	f.waitBlocked(t, admin)
+	waitEntered(t, entered)
 	waiting, free := make(chan error, 1), make(chan error, 1)
 	go func() {
 		waiting <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.touch(ctx, tx, 1, `{"v":2}`, "b") })

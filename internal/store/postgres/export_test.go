@@ -72,3 +72,7 @@ func OnCombinerQueue(s *Store, fn func(n int)) {
 func CombinerStats(s *Store) (batches, combined int64) {
 	return s.combiner.batches.Load(), s.combiner.combined.Load()
 }
+
+// OnCombinerFlush has fn called by each commit of blind transactions
+// before it sends anything. Set it before the store is used.
+func OnCombinerFlush(s *Store, fn func()) { s.combiner.onFlush = fn }
