@@ -332,16 +332,8 @@ func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) 
 	// after it, read by themselves.
 	defer br.Close()
 	for _, m := range live {
-		for _, a := range m.after {
-			rows, err := br.Query()
-			if err == nil {
-				cr, err := scanCallRead(rows)
-				if err == nil {
-					a.done(cr)
-					continue
-				}
-			}
-			return -1, nil
+		if !deliverCallReads(br, m.after) {
+			break
 		}
 	}
 	return -1, nil

@@ -65,6 +65,25 @@ type afterCommitRead struct {
 	done               func(*engine.CallRead)
 }
 
+// deliverCallReads hands the results of after's reads, sent behind a
+// COMMIT that succeeded, to their done functions, in order. It stops at
+// the first read that fails and reports false: that call, and the ones
+// after it, then read by themselves; the commit stands.
+func deliverCallReads(br pgx.BatchResults, after []afterCommitRead) bool {
+	for _, a := range after {
+		rows, err := br.Query()
+		if err != nil {
+			return false
+		}
+		cr, err := scanCallRead(rows)
+		if err != nil {
+			return false
+		}
+		a.done(cr)
+	}
+	return true
+}
+
 // queuedStmt is a write waiting in a pipe.
 type queuedStmt struct {
 	op   string
@@ -305,17 +324,9 @@ func (p *pipe) commit(ctx context.Context) error {
 	// Committed: a failed read only means that its call reads by itself,
 	// and the batch then reports that read's error, which is not the
 	// commit's.
-	for _, a := range after {
-		rows, err := br.Query()
-		var cr *engine.CallRead
-		if err == nil {
-			cr, err = scanCallRead(rows)
-		}
-		if err != nil {
-			br.Close()
-			return nil
-		}
-		a.done(cr)
+	if !deliverCallReads(br, after) {
+		br.Close()
+		return nil
 	}
 	return br.Close()
 }
