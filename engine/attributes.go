@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -61,8 +62,18 @@ func isSystemSearchAttribute(key string) bool {
 }
 
 // toStoreSearchAttributes validates search attributes and adds the typed
-// value the index uses. now resolves relative DATETIME values.
+// value the index uses. now resolves relative DATETIME values. One write
+// may name at most MaxSearchAttributesPerRun keys.
 func (e *Engine) toStoreSearchAttributes(sas []record.SearchAttribute, now time.Time) ([]*SearchAttribute, error) {
+	if len(sas) > MaxSearchAttributesPerRun {
+		keys := make(map[string]bool, len(sas))
+		for _, sa := range sas {
+			keys[deref(sa.Key)] = true
+		}
+		if len(keys) > MaxSearchAttributesPerRun {
+			return nil, tooManySearchAttributes(len(keys))
+		}
+	}
 	out := make([]*SearchAttribute, 0, len(sas))
 	for _, sa := range sas {
 		a, err := e.toStoreSearchAttribute(sa, now)
@@ -99,8 +110,13 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 	}
 	a := &SearchAttribute{Key: key, ValueType: vt, Raw: encode(sa)}
 	switch vt {
-	case search.Keyword, search.Text:
+	case search.Keyword:
 		a.String = ptr(deref(sa.StringValue))
+	case search.Text:
+		a.String = ptr(deref(sa.StringValue))
+		if n := len(search.Words(*a.String)); n > MaxTextWords {
+			return nil, Errorf(CodeInvalidArgument, "search attribute %s: a TEXT value may have at most %d distinct words, this one has %d", key, MaxTextWords, n)
+		}
 	case search.Datetime:
 		t, err := parseDatetime(deref(sa.StringValue), now)
 		if err != nil {
@@ -115,8 +131,43 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 		a.Bool = ptr(deref(sa.BoolValue))
 	case search.KeywordArray:
 		a.Strings = append([]string{}, slice(sa.StringArrayValue)...)
+		if n := len(a.Strings); n > MaxKeywordArrayElements {
+			return nil, Errorf(CodeInvalidArgument, "search attribute %s: a KEYWORD_ARRAY value may have at most %d elements, this one has %d", key, MaxKeywordArrayElements, n)
+		}
 	}
 	return a, nil
+}
+
+// tooManySearchAttributes is the error of a write that would leave a run
+// with n search attribute keys, more than MaxSearchAttributesPerRun.
+func tooManySearchAttributes(n int) error {
+	return Errorf(CodeInvalidArgument, "a workflow may have at most %d search attribute keys; this write would give it %d", MaxSearchAttributesPerRun, n)
+}
+
+// checkSearchAttributeCount fails when writing sas would leave the run with
+// more than MaxSearchAttributesPerRun search attribute keys, counting the
+// keys it already has (the server's own system attributes excepted).
+func checkSearchAttributeCount(ctx context.Context, tx ReadTx, runID string, sas []record.SearchAttribute) error {
+	if len(sas) == 0 {
+		return nil
+	}
+	have, err := tx.SearchAttributeGet(ctx, runID, nil)
+	if err != nil {
+		return err
+	}
+	keys := make(map[string]bool, len(have)+len(sas))
+	for _, a := range have {
+		if !isSystemSearchAttribute(a.Key) {
+			keys[a.Key] = true
+		}
+	}
+	for _, sa := range sas {
+		keys[deref(sa.Key)] = true
+	}
+	if len(keys) > MaxSearchAttributesPerRun {
+		return tooManySearchAttributes(len(keys))
+	}
+	return nil
 }
 
 // decodeSearchAttribute reads a search attribute row as it was written.

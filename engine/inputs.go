@@ -45,6 +45,12 @@ func (r *runTxn) applyInput(in record.Input, replay bool) error {
 			return err
 		}
 	case in.SetSearch != nil:
+		// A replayed input was within the limit when it was first applied.
+		if !replay {
+			if err := checkSearchAttributeCount(r.ctx, r.tx, r.run.RunID, slice(in.SetSearch.SearchAttributes)); err != nil {
+				return err
+			}
+		}
 		if err := r.applyUpserts("", upserts{searchAttrs: slice(in.SetSearch.SearchAttributes)}); err != nil {
 			return err
 		}

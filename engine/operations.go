@@ -365,24 +365,21 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 // WorkflowHistory returns one page of a run's history, oldest first
 // (POST /api/v1/workflow/history, an extension of this server).
 func (e *Engine) WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error) {
-	pageSize := int(deref(req.PageSize))
-	if pageSize <= 0 {
-		pageSize = 1000
-	}
+	size := pageSize(req.PageSize, MaxPageSize)
 	var resp iwfapi.WorkflowHistoryResponse
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
 		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
 		}
-		events, err := tx.HistoryList(ctx, id, deref(req.AfterEventId), pageSize+1)
+		events, err := tx.HistoryList(ctx, id, deref(req.AfterEventId), size+1)
 		if err != nil {
 			return err
 		}
 		resp.WorkflowRunId = id
-		resp.HasMore = ptr(len(events) > pageSize)
-		if len(events) > pageSize {
-			events = events[:pageSize]
+		resp.HasMore = ptr(len(events) > size)
+		if len(events) > size {
+			events = events[:size]
 		}
 		resp.Events = make([]iwfapi.WorkflowHistoryEvent, 0, len(events))
 		for _, ev := range events {

@@ -18,8 +18,8 @@ import (
 )
 
 // DefaultSearchPageSize is the page size of a search request whose pageSize
-// is absent or not positive.
-const DefaultSearchPageSize = 1000
+// is absent or not positive; a larger one is lowered to MaxPageSize.
+const DefaultSearchPageSize = MaxPageSize
 
 // SearchWorkflows answers POST /api/v1/workflow/search.
 func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchRequest) (iwfapi.WorkflowSearchResponse, error) {
@@ -28,10 +28,7 @@ func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchR
 	if err != nil {
 		return resp, searchError(err)
 	}
-	size := int(deref(req.PageSize))
-	if size <= 0 {
-		size = DefaultSearchPageSize
-	}
+	size := pageSize(req.PageSize, DefaultSearchPageSize)
 	cursor, err := decodeSearchToken(deref(req.NextPageToken), req.Query)
 	if err != nil {
 		return resp, err
