@@ -28,6 +28,7 @@ func TestDescribeShowsFailingAttempt(t *testing.T) {
 		}})
 		runID := h.start("wf-describe-fail", "S1", nil, func(r *iwfapi.WorkflowStartRequest) {
 			r.IwfWorkflowType = "Failing"
+			r.WorkflowTimeoutSeconds = 0 // a deadline would end the retries before the hour
 			r.StateOptions = &iwfapi.WorkflowStateOptions{WaitUntilApiRetryPolicy: &iwfapi.RetryPolicy{InitialIntervalSeconds: ptr(int32(3600)), MaximumIntervalSeconds: ptr(int32(3600))}}
 		})
 		h.idle() // the first attempt failed; the second is an hour away
@@ -169,6 +170,7 @@ func TestWorkerRetryAfterDelaysNextAttempt(t *testing.T) {
 		})
 		h.worker.setHeaders("S1.execute", http.Header{"Retry-After": {"7200"}})
 		h.start("wf-retryafter", "S1", nil, func(r *iwfapi.WorkflowStartRequest) {
+			r.WorkflowTimeoutSeconds = 0 // a deadline would end the retries before the Retry-After
 			r.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true),
 				ExecuteApiRetryPolicy: &iwfapi.RetryPolicy{InitialIntervalSeconds: ptr(int32(1))}}
 		})
@@ -199,6 +201,7 @@ func TestUnknownDeciderTriggerTypeNamesTheField(t *testing.T) {
 			}}, 200
 		}})
 		h.start("wf-trigger", "S1", nil, func(r *iwfapi.WorkflowStartRequest) {
+			r.WorkflowTimeoutSeconds = 0 // a deadline would end the retries before the hour
 			r.StateOptions = &iwfapi.WorkflowStateOptions{WaitUntilApiRetryPolicy: &iwfapi.RetryPolicy{InitialIntervalSeconds: ptr(int32(3600)), MaximumIntervalSeconds: ptr(int32(3600))}}
 		})
 		h.idle()

@@ -157,7 +157,23 @@ func (e *Engine) attemptFailed(ctx context.Context, task *Task, callErr error) e
 		if err != nil {
 			return err
 		}
+		rd, err := decodeRun(run)
+		if err != nil {
+			return err
+		}
+		wait, retry := time.Duration(0), false
+		if !nonRetryable {
+			wait, retry = nextBackoff(retryPolicy(xd.Options, waitUntil), task.Attempt, task.FirstAttemptAt, t.now, retryAfter)
+		}
+		// Like an activity's retries on iWF, which end at its
+		// schedule-to-close timeout (the workflow's run timeout): an attempt
+		// that would start at or after the workflow's deadline is not made,
+		// so the failure policy applies with this attempt's error.
+		atDeadline := retry && rd.TimeoutAt > 0 && unixMs(t.now.Add(wait)) >= rd.TimeoutAt
 		data := map[string]any{"attempt": task.Attempt, "error": failure.Error}
+		if atDeadline {
+			data["retriesEndAt"] = "workflowTimeout"
+		}
 		if failure.Status != 0 {
 			data["status"] = failure.Status
 		}
@@ -172,20 +188,14 @@ func (e *Engine) attemptFailed(ctx context.Context, task *Task, callErr error) e
 		failure.At = unixMs(t.now)
 		xd.LastFailure = &failure
 		x.Data = encode(xd)
-		if !nonRetryable {
-			if wait, retry := nextBackoff(retryPolicy(xd.Options, waitUntil), task.Attempt, task.FirstAttemptAt, t.now, retryAfter); retry {
-				if err := t.tx.ExecutionUpdate(t.ctx, x); err != nil {
-					return err
-				}
-				return t.reschedule(task, t.now.Add(wait), task.Attempt+1)
+		if retry && !atDeadline {
+			if err := t.tx.ExecutionUpdate(t.ctx, x); err != nil {
+				return err
 			}
+			return t.reschedule(task, t.now.Add(wait), task.Attempt+1)
 		}
 		removed, err := t.tx.TaskDelete(t.ctx, task.ID, e.cfg.NodeID)
 		if err != nil || !removed {
-			return err
-		}
-		rd, err := decodeRun(run)
-		if err != nil {
 			return err
 		}
 		tt := &taskTxn{runTxn: t.forRun(run, rd), x: x, xd: xd}
