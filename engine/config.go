@@ -74,6 +74,24 @@ type Config struct {
 	// on the engine's goroutine: it must not block or call the engine. Tests
 	// use it to wait for events instead of sleeping.
 	OnCommit func(events []*HistoryEvent)
+
+	// Retention is how long a closed run is kept, counted from its close
+	// time; then it is deleted with everything that belongs to it (see
+	// Sweep). 0 keeps closed runs forever (cmd/iwf-server's default is
+	// DefaultRetention).
+	Retention time.Duration
+	// RetentionByType overrides Retention for the workflow types it names;
+	// 0 keeps the runs of that type forever.
+	RetentionByType map[string]time.Duration
+	// SweepInterval is how often the engine deletes expired runs. Default
+	// DefaultSweepInterval.
+	SweepInterval time.Duration
+	// SweepBatch is the number of runs one deletion transaction takes.
+	// Default DefaultSweepBatch.
+	SweepBatch int
+	// SweepPause is the pause between two deletion batches of a sweep.
+	// Default DefaultSweepPause.
+	SweepPause time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -116,6 +134,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Logger == nil {
 		l := zerolog.Nop()
 		c.Logger = &l
+	}
+	if err := c.validateRetention(); err != nil {
+		return c, err
 	}
 	for k, t := range c.SearchAttributeTypes {
 		if !t.Valid() {

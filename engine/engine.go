@@ -97,6 +97,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	for i := 0; i < e.cfg.Concurrency; i++ {
 		e.goRun(func() { e.disp.worker(runCtx) })
 	}
+	if e.cfg.retentionOn() {
+		e.goRun(func() { e.sweeper(runCtx) })
+	}
 	return nil
 }
 

@@ -56,6 +56,7 @@ type harness struct {
 	eng    *engine.Engine
 	store  engine.Store
 	worker *testWorker
+	clock  engine.Clock // the engine's clock as configured (nil: the system's)
 }
 
 func newHarness(t *testing.T, st engine.Store, mods ...func(*engine.Config)) *harness {
@@ -92,7 +93,7 @@ func newHarnessOn(t *testing.T, st engine.Store, w *testWorker, mods ...func(*en
 		defer cancel()
 		eng.Close(ctx)
 	})
-	return &harness{t: t, eng: eng, store: st, worker: w}
+	return &harness{t: t, eng: eng, store: st, worker: w, clock: cfg.Clock}
 }
 
 // stateHandlers are one state's worker callbacks. A nil WaitUntil answers

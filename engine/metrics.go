@@ -26,6 +26,10 @@ type metrics struct {
 	stale         counterVec // results dropped: their task moved on or is another process's
 	notices       counterVec // change announcements received from other processes
 	retaken       counterVec // answers whose task taken as read had changed, taken again
+
+	runsDeleted      counterVec   // runs deleted by retention sweeps
+	sweepSeconds     histogramVec // retention sweep durations
+	retentionBacklog atomic.Int64 // expired runs left after the last sweep
 }
 
 func newMetrics() *metrics {
@@ -41,7 +45,10 @@ func newMetrics() *metrics {
 		claimed:       newCounterVec("iwf_tasks_claimed_total", "Tasks claimed by the poller (recovery, far timers, other nodes' work)."),
 		stale:         newCounterVec("iwf_stale_results_total", "Worker answers and timer firings dropped because their task was gone or leased to another process."),
 		notices:       newCounterVec("iwf_change_notices_received_total", "Change announcements received from other server processes (PostgreSQL LISTEN/NOTIFY), by kind.", "kind"),
-		retaken:       newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
+		runsDeleted:   newCounterVec("iwf_retention_runs_deleted_total", "Closed runs deleted by retention sweeps."),
+		sweepSeconds: newHistogramVec("iwf_retention_sweep_seconds", "Duration of retention sweeps.",
+			[]float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900}),
+		retaken: newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
 	}
 }
 
@@ -60,6 +67,9 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.stale.write(&b)
 	m.notices.write(&b)
 	m.retaken.write(&b)
+	m.runsDeleted.write(&b)
+	m.sweepSeconds.write(&b)
+	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
 	fmt.Fprintf(&b, "# HELP iwf_long_polls_waiting Long polls (getWithWait, waitForStateCompletion) of this process waiting for a change.\n# TYPE iwf_long_polls_waiting gauge\niwf_long_polls_waiting %d\n", e.waits.count())
 	_, err := io.WriteString(w, b.String())

@@ -62,6 +62,26 @@ type Store interface {
 	// shutting down hands its work back with it.
 	TaskRelease(ctx context.Context, owner string, ids []int64, bumpAttempt bool) (int64, error)
 
+	// RunsExpired returns the ids of up to e.Limit closed runs that e
+	// selects, those closed first first. A running run is never returned.
+	RunsExpired(ctx context.Context, e RunExpiry) ([]string, error)
+	// RunsExpiredCount counts the runs RunsExpired would return with no
+	// limit, up to e.Limit.
+	RunsExpiredCount(ctx context.Context, e RunExpiry) (int, error)
+	// RunsDelete deletes the closed runs among runIDs and everything that
+	// belongs to them (executions, history, messages, data and search
+	// attributes with their index rows, tasks), in one transaction: a
+	// crash leaves each run whole or gone. A workflow id whose current run
+	// is deleted is removed too, so that its next start finds it unused.
+	// Running runs, unknown ids and runs another transaction holds locked
+	// are skipped. It returns the number of runs deleted.
+	RunsDelete(ctx context.Context, runIDs []string) (int, error)
+	// RetentionLock makes the caller the only one, among the processes
+	// that share the database, that deletes expired runs, until it calls
+	// release; ok is false when another holds it. A process that dies
+	// loses it.
+	RetentionLock(ctx context.Context) (release func(), ok bool, err error)
+
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 	// Close releases the store's connections.
@@ -306,6 +326,18 @@ type Tx interface {
 
 	// HistoryAppend appends events to runs' histories and sets their IDs.
 	HistoryAppend(ctx context.Context, events []*HistoryEvent) error
+}
+
+// RunExpiry selects closed runs by close time and workflow type: those
+// closed before ClosedBefore whose type is in Types, or, when Types is
+// nil, whose type is not in ExceptTypes.
+type RunExpiry struct {
+	// ClosedBefore is a time in unix milliseconds.
+	ClosedBefore int64
+	Types        []string
+	ExceptTypes  []string
+	// Limit bounds the runs returned or counted; it must be positive.
+	Limit int
 }
 
 // RunStatus is the status of a workflow run; the values are iWF's WorkflowStatus.

@@ -61,6 +61,7 @@ type Store struct {
 	writerEnd chan struct{}
 	closeOnce sync.Once
 	ckpt      *checkpointer // background checkpoints (nil in memory)
+	sweep     sync.Mutex    // held by a retention sweep (RetentionLock)
 }
 
 // maxBatch bounds how many Update calls share one transaction.

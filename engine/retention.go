@@ -1,0 +1,237 @@
+package engine
+
+// Retention: closed runs are deleted once they are older than their
+// workflow type's retention, counted from their close time. One process at
+// a time sweeps (Store.RetentionLock); a sweep lists the oldest expired
+// runs and deletes them in bounded batches, each its own transaction, with
+// a pause between batches so that live work goes on between them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// The defaults of the retention settings.
+const (
+	// DefaultRetention is the retention cmd/iwf-server applies when none is
+	// configured. The engine's own zero Retention keeps runs forever.
+	DefaultRetention = 30 * 24 * time.Hour
+	// DefaultSweepInterval is how often a process looks for expired runs.
+	DefaultSweepInterval = time.Minute
+	// DefaultSweepBatch is how many runs one deletion transaction takes.
+	DefaultSweepBatch = 200
+	// DefaultSweepPause is the pause between two batches of a sweep.
+	DefaultSweepPause = 20 * time.Millisecond
+	// backlogCap bounds the count of expired runs a sweep reports.
+	backlogCap = 1_000_000
+)
+
+// SweepStats is what one retention sweep did.
+type SweepStats struct {
+	// Skipped reports that another process held the retention lock, or
+	// that no retention is set: nothing was looked at.
+	Skipped bool
+	// Deleted is the number of runs deleted.
+	Deleted int
+	// Backlog is the number of expired runs left after the sweep (at most
+	// one million are counted).
+	Backlog int
+	// Duration is how long the sweep took.
+	Duration time.Duration
+}
+
+// retentionOn reports whether any closed run can expire.
+func (c Config) retentionOn() bool {
+	if c.Retention > 0 {
+		return true
+	}
+	for _, d := range c.RetentionByType {
+		if d > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// expiries returns what expires at now: the runs of every type without a
+// retention of its own, by the default retention, and the runs of each
+// type with one, by its own. A zero retention keeps runs forever.
+func (c Config) expiries(now time.Time, limit int) []RunExpiry {
+	var out []RunExpiry
+	types := make([]string, 0, len(c.RetentionByType))
+	for t := range c.RetentionByType {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	if c.Retention > 0 {
+		out = append(out, RunExpiry{ClosedBefore: unixMs(now.Add(-c.Retention)), ExceptTypes: types, Limit: limit})
+	}
+	for _, t := range types {
+		if d := c.RetentionByType[t]; d > 0 {
+			out = append(out, RunExpiry{ClosedBefore: unixMs(now.Add(-d)), Types: []string{t}, Limit: limit})
+		}
+	}
+	return out
+}
+
+// RetentionSummary describes the effective retention in one line, for the
+// start-up log: "30d", "forever", "30d (Order=7d, Audit=forever)".
+func (c Config) RetentionSummary() string {
+	name := func(d time.Duration) string {
+		switch {
+		case d <= 0:
+			return "forever"
+		case d%(24*time.Hour) == 0:
+			return fmt.Sprintf("%dd", d/(24*time.Hour))
+		}
+		return d.String()
+	}
+	s := name(c.Retention)
+	if len(c.RetentionByType) == 0 {
+		return s
+	}
+	types := make([]string, 0, len(c.RetentionByType))
+	for t, d := range c.RetentionByType {
+		types = append(types, t+"="+name(d))
+	}
+	sort.Strings(types)
+	return s + " (" + strings.Join(types, ", ") + ")"
+}
+
+// sweeper runs retention sweeps every SweepInterval until ctx ends.
+func (e *Engine) sweeper(ctx context.Context) {
+	for {
+		t := e.cfg.Clock.NewTimer(e.cfg.SweepInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		if _, err := e.Sweep(ctx); err != nil && ctx.Err() == nil && !e.storeUnavailable(err, "retention sweep waits") {
+			e.log.Error().Err(err).Msg("retention sweep failed")
+		}
+	}
+}
+
+// Sweep deletes the closed runs that have outlived their retention, now,
+// unless another process is sweeping: in batches of SweepBatch runs, each
+// deleted whole in its own transaction, with SweepPause between batches.
+// Running runs are never deleted. It logs one line and updates the
+// retention metrics. The engine sweeps by itself every SweepInterval;
+// tests and tools call Sweep to sweep at once.
+func (e *Engine) Sweep(ctx context.Context) (SweepStats, error) {
+	var st SweepStats
+	start := time.Now()
+	now := e.cfg.Clock.Now()
+	expiries := e.cfg.expiries(now, e.cfg.SweepBatch)
+	if len(expiries) == 0 {
+		st.Skipped = true
+		return st, nil
+	}
+	release, ok, err := e.store.RetentionLock(ctx)
+	if err != nil {
+		return st, err
+	}
+	if !ok {
+		st.Skipped = true
+		e.log.Debug().Msg("retention sweep skipped: another process is sweeping")
+		return st, nil
+	}
+	defer release()
+	err = e.sweep(ctx, expiries, &st)
+	if err == nil {
+		for _, x := range expiries {
+			x.Limit = backlogCap - st.Backlog
+			if x.Limit <= 0 {
+				break
+			}
+			n, cerr := e.store.RunsExpiredCount(ctx, x)
+			if cerr != nil {
+				err = cerr
+				break
+			}
+			st.Backlog += n
+		}
+	}
+	st.Duration = time.Since(start)
+	e.metrics.sweepSeconds.observe(st.Duration)
+	if err == nil {
+		e.metrics.retentionBacklog.Store(int64(st.Backlog))
+	}
+	ev := e.log.Info()
+	if err != nil {
+		ev = e.log.Warn().Err(err)
+	}
+	ev.Int("deleted", st.Deleted).Int("backlog", st.Backlog).Dur("duration", st.Duration).
+		Str("retention", e.cfg.RetentionSummary()).Msg("retention sweep")
+	return st, err
+}
+
+// sweep deletes the runs each expiry selects, a batch at a time.
+func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats) error {
+	for _, x := range expiries {
+		for {
+			ids, err := e.store.RunsExpired(ctx, x)
+			if err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				break
+			}
+			n, err := e.store.RunsDelete(ctx, ids)
+			if err != nil {
+				return err
+			}
+			st.Deleted += n
+			e.metrics.runsDeleted.add(int64(n))
+			// A short batch was the last; a batch of runs that other
+			// transactions held would come back at once: leave those to
+			// the next sweep.
+			if len(ids) < x.Limit || n == 0 {
+				break
+			}
+			t := e.cfg.Clock.NewTimer(e.cfg.SweepPause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C():
+			}
+		}
+	}
+	return nil
+}
+
+// validateRetention checks the retention settings and fills in the
+// defaults of the sweep's.
+func (c *Config) validateRetention() error {
+	if c.Retention < 0 {
+		return fmt.Errorf("engine: Retention must not be negative, got %s", c.Retention)
+	}
+	for t, d := range c.RetentionByType {
+		if t == "" {
+			return errors.New("engine: RetentionByType has an empty workflow type")
+		}
+		if d < 0 {
+			return fmt.Errorf("engine: the retention of %s must not be negative, got %s", t, d)
+		}
+	}
+	if c.SweepInterval == 0 {
+		c.SweepInterval = DefaultSweepInterval
+	}
+	if c.SweepBatch == 0 {
+		c.SweepBatch = DefaultSweepBatch
+	}
+	if c.SweepPause == 0 {
+		c.SweepPause = DefaultSweepPause
+	}
+	if c.SweepInterval < 0 || c.SweepBatch < 0 || c.SweepPause < 0 {
+		return errors.New("engine: SweepInterval, SweepBatch and SweepPause must be positive")
+	}
+	return nil
+}

@@ -1,0 +1,134 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// Retention: the statements that find and delete expired runs. They run
+// outside the engine's transactions, on the pool, and each is one
+// statement: a sweep adds few round trips, and a batch is deleted whole or
+// not at all.
+
+// expiredWhere is the condition of RunsExpired and RunsExpiredCount: $1
+// the close time bound, $2 the types (NULL: every type not in $3). The
+// partial index runs_closed_at (closed_at) WHERE closed_at <> 0 serves it
+// in close order.
+const expiredWhere = `closed_at <> 0 AND closed_at < $1
+	AND (CASE WHEN $2::text[] IS NULL THEN workflow_type <> ALL ($3::text[]) ELSE workflow_type = ANY ($2::text[]) END)`
+
+// sqlRunsDelete deletes the closed runs among $1 that no other transaction
+// holds, with every row that belongs to them, in one statement. A workflow
+// row goes with its current run; the row lock a start takes on it makes
+// the DELETE re-check current_run_id, so a run started meanwhile keeps it.
+// search_attribute_words has no delete trigger on PostgreSQL: its rows are
+// deleted here.
+const sqlRunsDelete = `WITH doomed AS (
+		SELECT run_id, workflow_id FROM runs WHERE run_id = ANY ($1::text[]) AND closed_at <> 0
+		FOR UPDATE SKIP LOCKED
+	),
+	d_exec AS (DELETE FROM executions WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_hist AS (DELETE FROM history WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_msg AS (DELETE FROM messages WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_data AS (DELETE FROM data_attributes WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_sa AS (DELETE FROM search_attributes WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_str AS (DELETE FROM search_attribute_strings WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_words AS (DELETE FROM search_attribute_words WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_tasks AS (DELETE FROM tasks WHERE run_id IN (SELECT run_id FROM doomed)),
+	d_wf AS (DELETE FROM workflows w USING doomed d WHERE w.workflow_id = d.workflow_id AND w.current_run_id = d.run_id),
+	d_runs AS (DELETE FROM runs WHERE run_id IN (SELECT run_id FROM doomed) RETURNING 1)
+	SELECT count(*) FROM d_runs`
+
+// expiryArgs are the arguments $1..$3 of expiredWhere.
+func expiryArgs(e engine.RunExpiry) []any {
+	var types any // NULL
+	if e.Types != nil {
+		types = e.Types
+	}
+	except := e.ExceptTypes
+	if except == nil {
+		except = []string{}
+	}
+	return []any{e.ClosedBefore, types, except}
+}
+
+// RunsExpired implements engine.Store.
+func (s *Store) RunsExpired(ctx context.Context, e engine.RunExpiry) ([]string, error) {
+	if e.Limit <= 0 {
+		return nil, fmt.Errorf("postgres: RunsExpired: limit %d, want > 0", e.Limit)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs WHERE `+expiredWhere+` ORDER BY closed_at LIMIT $4`,
+		append(expiryArgs(e), e.Limit)...)
+	if err != nil {
+		return nil, unavailable(wrap("RunsExpired", err))
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, unavailable(wrap("RunsExpired", err))
+		}
+		ids = append(ids, id)
+	}
+	return ids, unavailable(wrap("RunsExpired", rows.Err()))
+}
+
+// RunsExpiredCount implements engine.Store.
+func (s *Store) RunsExpiredCount(ctx context.Context, e engine.RunExpiry) (int, error) {
+	if e.Limit <= 0 {
+		return 0, fmt.Errorf("postgres: RunsExpiredCount: limit %d, want > 0", e.Limit)
+	}
+	var n int
+	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM runs WHERE `+expiredWhere+` LIMIT $4) AS e`,
+		append(expiryArgs(e), e.Limit)...).Scan(&n)
+	return n, unavailable(wrap("RunsExpiredCount", err))
+}
+
+// RunsDelete implements engine.Store.
+func (s *Store) RunsDelete(ctx context.Context, runIDs []string) (int, error) {
+	if len(runIDs) == 0 {
+		return 0, nil
+	}
+	var n int
+	err := retry(ctx, func() error { return s.pool.QueryRow(ctx, sqlRunsDelete, runIDs).Scan(&n) })
+	return n, unavailable(wrap("RunsDelete", err))
+}
+
+// retentionLockKey is the key of the advisory lock that one process of
+// those sharing a schema holds while it deletes expired runs.
+func (s *Store) retentionLockKey() int64 {
+	h := fnv.New64a()
+	h.Write([]byte("iwf-server/retention/" + s.schema))
+	return int64(h.Sum64())
+}
+
+// RetentionLock implements engine.Store with a session advisory lock on a
+// connection the holder keeps until release; a process that dies closes
+// the connection, which releases the lock.
+func (s *Store) RetentionLock(ctx context.Context) (func(), bool, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, false, unavailable(wrap("RetentionLock", err))
+	}
+	key := s.retentionLockKey()
+	var ok bool
+	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil || !ok {
+		conn.Release()
+		return nil, false, unavailable(wrap("RetentionLock", err))
+	}
+	release := func() {
+		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if _, err := conn.Exec(uctx, `SELECT pg_advisory_unlock($1)`, key); err != nil {
+			// Closing the session is the other way to release its lock.
+			conn.Conn().Close(uctx)
+		}
+		conn.Release()
+	}
+	return release, true, nil
+}

@@ -1,0 +1,150 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// Retention: finding and deleting expired runs. The reads run on the read
+// pool; a deletion is one function of the write queue, so it commits
+// between the engine's own batches and a crash leaves it whole or undone.
+
+// expiredQuery returns the SELECT list's statement of RunsExpired (or
+// its count) and its arguments. The index runs_closed_at serves the range
+// on closed_at (open runs have 0) in close order.
+func expiredQuery(columns string, e engine.RunExpiry) (string, []any, error) {
+	list := e.ExceptTypes
+	cond := `workflow_type NOT IN (SELECT value FROM json_each(?))`
+	if e.Types != nil {
+		list, cond = e.Types, `workflow_type IN (SELECT value FROM json_each(?))`
+	}
+	if list == nil {
+		list = []string{}
+	}
+	types, err := json.Marshal(list)
+	if err != nil {
+		return "", nil, err
+	}
+	q := `SELECT ` + columns + ` FROM runs WHERE closed_at > 0 AND closed_at < ? AND ` + cond + ` ORDER BY closed_at LIMIT ?`
+	return q, []any{e.ClosedBefore, string(types), e.Limit}, nil
+}
+
+// RunsExpired implements engine.Store.
+func (s *Store) RunsExpired(ctx context.Context, e engine.RunExpiry) ([]string, error) {
+	if e.Limit <= 0 {
+		return nil, fmt.Errorf("sqlite: RunsExpired: limit %d, want > 0", e.Limit)
+	}
+	q, args, err := expiredQuery("run_id", e)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, unavailable(fmt.Errorf("sqlite: RunsExpired: %w", err))
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, unavailable(fmt.Errorf("sqlite: RunsExpired: %w", err))
+		}
+		ids = append(ids, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, unavailable(fmt.Errorf("sqlite: RunsExpired: %w", err))
+	}
+	return ids, nil
+}
+
+// RunsExpiredCount implements engine.Store.
+func (s *Store) RunsExpiredCount(ctx context.Context, e engine.RunExpiry) (int, error) {
+	if e.Limit <= 0 {
+		return 0, fmt.Errorf("sqlite: RunsExpiredCount: limit %d, want > 0", e.Limit)
+	}
+	q, args, err := expiredQuery("1", e)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&n); err != nil {
+		return 0, unavailable(fmt.Errorf("sqlite: RunsExpiredCount: %w", err))
+	}
+	return n, nil
+}
+
+// runTables are the tables whose rows belong to one run, by run_id.
+// search_attribute_words comes before search_attributes, whose delete
+// trigger would otherwise delete the words one attribute at a time.
+var runTables = []string{"executions", "history", "messages", "data_attributes", "search_attribute_words",
+	"search_attribute_strings", "search_attributes", "tasks"}
+
+// RunsDelete implements engine.Store.
+func (s *Store) RunsDelete(ctx context.Context, runIDs []string) (int, error) {
+	if len(runIDs) == 0 {
+		return 0, nil
+	}
+	in, err := json.Marshal(runIDs)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+		t := tx.(*txn)
+		n = 0
+		rows, err := t.tx.QueryContext(ctx, `SELECT run_id, workflow_id FROM runs
+			WHERE run_id IN (SELECT value FROM json_each(?)) AND closed_at > 0`, string(in))
+		if err != nil {
+			return err
+		}
+		var runs, workflows []string
+		for rows.Next() {
+			var r, w string
+			if err := rows.Scan(&r, &w); err != nil {
+				rows.Close()
+				return err
+			}
+			runs, workflows = append(runs, r), append(workflows, w)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil || len(runs) == 0 {
+			return err
+		}
+		doomed, _ := json.Marshal(runs)
+		wfs, _ := json.Marshal(workflows)
+		for _, table := range runTables {
+			if _, err := t.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE run_id IN (SELECT value FROM json_each(?))`, string(doomed)); err != nil {
+				return fmt.Errorf("delete from %s: %w", table, err)
+			}
+		}
+		// A workflow id goes with its current run: its next start finds it
+		// unused.
+		if _, err := t.tx.ExecContext(ctx, `DELETE FROM workflows WHERE workflow_id IN (SELECT value FROM json_each(?))
+			AND current_run_id IN (SELECT value FROM json_each(?))`, string(wfs), string(doomed)); err != nil {
+			return fmt.Errorf("delete from workflows: %w", err)
+		}
+		res, err := t.tx.ExecContext(ctx, `DELETE FROM runs WHERE run_id IN (SELECT value FROM json_each(?))`, string(doomed))
+		if err != nil {
+			return fmt.Errorf("delete from runs: %w", err)
+		}
+		m, err := res.RowsAffected()
+		n = int(m)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("sqlite: RunsDelete: %w", err)
+	}
+	return n, nil
+}
+
+// RetentionLock implements engine.Store. One process owns a SQLite file,
+// so a mutex of the store is the lock between its sweeps.
+func (s *Store) RetentionLock(context.Context) (func(), bool, error) {
+	if !s.sweep.TryLock() {
+		return nil, false, nil
+	}
+	return s.sweep.Unlock, true, nil
+}
