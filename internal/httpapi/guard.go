@@ -29,13 +29,17 @@ var longPollPaths = map[string]bool{
 	apiPrefix + "workflow/rpc":                    true,
 }
 
+// healthPath is answered whatever the Host: probes send an address.
+const healthPath = "/info/healthcheck"
+
 // hostGuard answers 421 Misdirected Request to a request whose Host header
 // the policy does not allow: a page of another domain that DNS resolves to
-// this server (DNS rebinding).
+// this server (DNS rebinding). The health check is answered to any host,
+// for load balancers and probes that send the server's address.
 func hostGuard(hosts *auth.HostPolicy) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !hosts.Allows(r.Host) {
+			if r.URL.Path != healthPath && !hosts.Allows(r.Host) {
 				writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf(
 					"host %.100s is not served here: this server answers only to localhost, loopback addresses "+
 						"and its allowed-hosts setting (see docs/security.md)", r.Host))

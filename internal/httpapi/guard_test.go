@@ -123,9 +123,9 @@ func TestHostGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := newTestServer(t, httpapi.Options{Hosts: hosts, Extra: uiStub, ExtraPrefix: "/ui/"})
+	s := newTestServer(t, httpapi.Options{Hosts: hosts, Extra: uiStub, ExtraPrefix: "/ui/", Metrics: func(w io.Writer) error { return nil }})
 	for _, host := range []string{"rebind.attacker.example", "rebind.attacker.example:8801", "corp.example", "evilcorp.example", "10.0.0.6:8801", "iwf.example.com.evil"} {
-		for _, path := range []string{signalPath, "/ui/", "/info/healthcheck"} {
+		for _, path := range []string{signalPath, "/ui/", "/metrics"} {
 			body := ""
 			method := http.MethodGet
 			if path == signalPath {
@@ -140,6 +140,10 @@ func TestHostGuard(t *testing.T) {
 	}
 	if c := s.svc.lastCall(); c != nil {
 		t.Fatalf("a request for another host reached the service: %#v", c)
+	}
+	// Probes send an address: the health check answers any host.
+	if resp := s.doHost(t, http.MethodGet, "/info/healthcheck", "10.1.2.3:8801", "", nil); resp.status != 200 {
+		t.Errorf("healthcheck for another host: got %d %s", resp.status, resp.body)
 	}
 	for _, host := range []string{"localhost", "localhost:8801", "LOCALHOST:1", "127.0.0.1:8801", "127.0.0.2", "[::1]:8801", "[::1]",
 		"iwf.example.com", "iwf.example.com:443", "IWF.example.com.", "a.corp.example", "b.a.corp.example:8801", "10.0.0.5:8801"} {
