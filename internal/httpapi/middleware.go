@@ -84,7 +84,10 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 					status = http.StatusOK
 				}
 				ev := log.Info()
-				if status >= 500 {
+				switch {
+				case status == http.StatusGatewayTimeout:
+					ev = log.Warn() // past its deadline: slow, not broken
+				case status >= 500:
 					ev = log.Error()
 				}
 				if !ev.Enabled() {
