@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/server"
@@ -79,6 +80,16 @@ type Config struct {
 	// ShutdownGrace bounds how long a shutdown waits for in-flight
 	// requests and worker calls before cancelling them.
 	ShutdownGrace time.Duration
+	// RequestTimeout is the deadline of each API request and console page
+	// that is not a long poll; long polls get MaxWait plus it. It must be
+	// shorter than WriteTimeout, so that its 504 reaches the client.
+	RequestTimeout time.Duration
+	// AllowedHosts are the host names served besides localhost and the
+	// loopback addresses when listening on a loopback address; set, they
+	// restrict any listener to them.
+	AllowedHosts []string
+	// ConsoleSessionTTL is how long a console sign-in lasts.
+	ConsoleSessionTTL time.Duration
 }
 
 // DefaultShutdownGrace is how long a SIGTERM waits for in-flight work.
@@ -96,19 +107,21 @@ const (
 // DefaultConfig returns the configuration used when nothing else is set.
 func DefaultConfig() Config {
 	return Config{
-		Addr:             "127.0.0.1:8801",
-		DB:               "sqlite://iwf.db",
-		LogLevel:         "info",
-		MaxWait:          engine.DefaultMaxWait,
-		MaxBodyBytes:     httpapi.DefaultMaxBodyBytes,
-		ReadTimeout:      DefaultReadTimeout,
-		DBConnectTimeout: server.DefaultConnectTimeout,
-		WriteTimeout:     DefaultWriteTimeout,
-		LeaseDuration:    engine.DefaultLeaseDuration,
-		PollInterval:     engine.DefaultPollInterval,
-		Concurrency:      engine.DefaultConcurrency,
-		UI:               true,
-		ShutdownGrace:    DefaultShutdownGrace,
+		Addr:              "127.0.0.1:8801",
+		DB:                "sqlite://iwf.db",
+		LogLevel:          "info",
+		MaxWait:           engine.DefaultMaxWait,
+		MaxBodyBytes:      httpapi.DefaultMaxBodyBytes,
+		ReadTimeout:       DefaultReadTimeout,
+		DBConnectTimeout:  server.DefaultConnectTimeout,
+		WriteTimeout:      DefaultWriteTimeout,
+		LeaseDuration:     engine.DefaultLeaseDuration,
+		PollInterval:      engine.DefaultPollInterval,
+		Concurrency:       engine.DefaultConcurrency,
+		UI:                true,
+		ShutdownGrace:     DefaultShutdownGrace,
+		RequestTimeout:    httpapi.DefaultRequestTimeout,
+		ConsoleSessionTTL: auth.DefaultSessionTTL,
 	}
 }
 
@@ -136,7 +149,7 @@ func (c Config) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"max-wait": c.MaxWait, "lease-duration": c.LeaseDuration, "poll-interval": c.PollInterval,
 		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "db-connect-timeout": c.DBConnectTimeout,
-		"shutdown-grace": c.ShutdownGrace,
+		"shutdown-grace": c.ShutdownGrace, "request-timeout": c.RequestTimeout, "console-session-ttl": c.ConsoleSessionTTL,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
@@ -144,6 +157,12 @@ func (c Config) Validate() error {
 	}
 	if c.WriteTimeout <= c.MaxWait {
 		return fmt.Errorf("write-timeout (%s) must exceed max-wait (%s): long polls answer within max-wait", c.WriteTimeout, c.MaxWait)
+	}
+	if c.RequestTimeout >= c.WriteTimeout {
+		return fmt.Errorf("request-timeout (%s) must be shorter than write-timeout (%s): a request past its deadline is answered within the write timeout", c.RequestTimeout, c.WriteTimeout)
+	}
+	if _, err := auth.NewHostPolicy(c.AllowedHosts); err != nil {
+		return err
 	}
 	if c.LeaseDuration < 100*time.Millisecond {
 		return fmt.Errorf("lease-duration must be at least 100ms, got %s", c.LeaseDuration)
@@ -314,6 +333,8 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.ReadTimeout }),
 	durationSetting("write-timeout", "IWF_WRITE_TIMEOUT", "how long a request may take to be answered after its headers; must exceed max-wait",
 		func(c *Config) *time.Duration { return &c.WriteTimeout }),
+	durationSetting("request-timeout", "IWF_REQUEST_TIMEOUT", "deadline of each API request and console page that is not a long poll (long polls: max-wait plus it); past it the request's queries are cancelled and it answers 504",
+		func(c *Config) *time.Duration { return &c.RequestTimeout }),
 	{
 		key: "worker-header", env: "IWF_WORKER_HEADERS", multi: true,
 		usage:    "`Name: value` header sent with every worker call (repeatable)",
@@ -411,6 +432,25 @@ var securitySettings = []setting{
 		func(c *Config) *string { return &c.TLSKeyFile }),
 	stringSetting("tls-client-ca-file", "IWF_TLS_CLIENT_CA_FILE", "require client certificates signed by the CAs of this PEM `file` (mutual TLS); re-read on SIGHUP",
 		func(c *Config) *string { return &c.TLSClientCAFile }),
+	{
+		key: "allowed-hosts", env: "IWF_ALLOWED_HOSTS", multi: true,
+		usage:    "host `names` served besides localhost and loopback addresses when listening on loopback (comma-separated or repeated; *.domain, IP addresses, * for any); set, they restrict any listener",
+		splitEnv: func(s string) []string { return splitList(s, ",\n") },
+		apply: func(c *Config, e []string) error {
+			var hosts []string
+			for _, entry := range e {
+				hosts = append(hosts, splitList(entry, ",")...)
+			}
+			if _, err := auth.NewHostPolicy(hosts); err != nil {
+				return err
+			}
+			c.AllowedHosts = hosts
+			return nil
+		},
+		def: func(Config) string { return "" },
+	},
+	durationSetting("console-session-ttl", "IWF_CONSOLE_SESSION_TTL", "how long a console sign-in lasts; the server ends the session then",
+		func(c *Config) *time.Duration { return &c.ConsoleSessionTTL }),
 	listSetting("worker-url-allow", "IWF_WORKER_URL_ALLOW", "allow worker URLs matching `pattern`: scheme://host[:port][/path] (* in host or port) or a CIDR (repeatable; default: any)",
 		func(c *Config) *[]string { return &c.WorkerURLAllow }),
 }

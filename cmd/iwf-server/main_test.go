@@ -197,6 +197,11 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown command", []string{"serv"}, nil, "", `unknown command "serv"`},
 		{"stray argument", []string{"--addr", ":1", "extra"}, nil, "", `unexpected argument "extra"`},
 		{"unknown flag", []string{"--nope"}, nil, "", "nope"},
+		{"request timeout not below write timeout", []string{"--request-timeout", "2m", "--write-timeout", "2m"}, nil, "", "request-timeout (2m0s) must be shorter than write-timeout (2m0s)"},
+		{"zero request timeout", []string{"--request-timeout", "0s"}, nil, "", "request-timeout must be positive"},
+		{"zero session ttl", nil, env{"IWF_CONSOLE_SESSION_TTL": "0s"}, "", "console-session-ttl must be positive"},
+		{"allowed host with scheme", []string{"--allowed-hosts", "http://iwf.example.com"}, nil, "", `allowed-hosts: "http://iwf.example.com" is not a host name`},
+		{"allowed host with port", nil, nil, "allowed-hosts: [iwf.example.com:8801]\n", "is not a host name"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -480,7 +485,7 @@ func TestMainDisconnectsSlowClients(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /api/v1/workflow/get HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+	fmt.Fprintf(conn, "POST /api/v1/workflow/get HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
 	// The failure deadline is far above the 1 s timeout; the server must
 	// close the connection (EOF, possibly after an error answer) first.
 	conn.SetReadDeadline(time.Now().Add(60 * time.Second))

@@ -120,15 +120,19 @@ func (m *Main) Run(ctx context.Context) error {
 			Concurrency:          m.Config.Concurrency,
 			SearchAttributeTypes: m.Config.SearchAttributes,
 		},
-		WorkerHeaders:  m.Config.WorkerHeaders,
-		WorkerURLAllow: m.Config.WorkerURLAllow,
-		Auth:           m.tokens,
-		AuthMetrics:    m.Config.AuthMetrics,
-		SecureCookies:  m.tls != nil,
-		NoUI:           !m.Config.UI,
-		Logger:         &m.logger,
-		MaxBodyBytes:   m.Config.MaxBodyBytes,
-		ConnectTimeout: m.Config.DBConnectTimeout,
+		WorkerHeaders:     m.Config.WorkerHeaders,
+		WorkerURLAllow:    m.Config.WorkerURLAllow,
+		Auth:              m.tokens,
+		AuthMetrics:       m.Config.AuthMetrics,
+		SecureCookies:     m.tls != nil,
+		NoUI:              !m.Config.UI,
+		Logger:            &m.logger,
+		MaxBodyBytes:      m.Config.MaxBodyBytes,
+		ConnectTimeout:    m.Config.DBConnectTimeout,
+		RequestTimeout:    m.Config.RequestTimeout,
+		RestrictHosts:     auth.IsLoopbackAddr(m.Config.Addr),
+		AllowedHosts:      m.Config.AllowedHosts,
+		ConsoleSessionTTL: m.Config.ConsoleSessionTTL,
 	})
 	if err != nil {
 		return err
@@ -174,6 +178,9 @@ func (m *Main) Run(ctx context.Context) error {
 		Bool("auth", m.tokens != nil).Bool("mtls", m.Config.TLSClientCAFile != "")
 	if len(m.Config.WorkerURLAllow) > 0 {
 		ev = ev.Strs("workerUrlAllow", m.Config.WorkerURLAllow)
+	}
+	if auth.IsLoopbackAddr(m.Config.Addr) || len(m.Config.AllowedHosts) > 0 {
+		ev = ev.Strs("allowedHosts", append([]string{"localhost", "loopback addresses"}, m.Config.AllowedHosts...))
 	}
 	ev.Msg("iwf-server listening")
 	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)

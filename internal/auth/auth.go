@@ -1,7 +1,10 @@
 // Package auth guards the HTTP API with bearer tokens. It owns the token
 // set (read from a file and the environment, re-read on demand), the
 // middleware that checks every request, and the web console's sign-in
-// page, which keeps the token in a cookie scoped to the console.
+// page, which starts a console session (session.go): the browser keeps a
+// random session id in a cookie scoped to the console, never the token.
+// SameOrigin and HostPolicy (origin.go) say which requests a browser may
+// make.
 //
 // A request carries its token as "Authorization: Bearer <token>". Tokens
 // are compared in constant time, and never logged. Paths that stay open:
@@ -21,14 +24,12 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 )
 
 // MinTokenLength is the shortest token accepted: a shorter one is a typo
 // or too easy to guess.
 const MinTokenLength = 16
-
-// ConsoleCookie is the cookie in which the web console keeps the token.
-const ConsoleCookie = "iwf_console_token"
 
 // Tokens is the set of accepted API tokens. It is safe for concurrent use;
 // Reload replaces the whole set at once.
@@ -36,6 +37,9 @@ type Tokens struct {
 	file   string
 	inline []string
 	hashes atomic.Pointer[[][sha256.Size]byte]
+	// sessions are the console's sessions; a Reload ends those whose token
+	// it removed.
+	sessions sessions
 }
 
 // Load reads the tokens of file (one per line; blank lines and lines
@@ -90,6 +94,9 @@ func (t *Tokens) Reload() error {
 		hashes[i] = sha256.Sum256([]byte(tok))
 	}
 	t.hashes.Store(&hashes)
+	t.sessions.mu.Lock()
+	t.sessions.pruneLocked(time.Time{}, t.hasHash)
+	t.sessions.mu.Unlock()
 	return nil
 }
 
@@ -128,11 +135,30 @@ type Options struct {
 	// ProtectMetrics requires a token for GET /metrics too.
 	ProtectMetrics bool
 	// ConsolePrefix is where the web console is served ("/ui/"); its pages
-	// accept the token from ConsoleCookie and send a browser without one
+	// accept a session from SessionCookie and send a browser without one
 	// to the sign-in page. Empty means no console.
 	ConsolePrefix string
 	// SecureCookie marks the console cookie Secure (set when serving TLS).
 	SecureCookie bool
+	// SessionTTL is how long a console session lasts after sign-in
+	// (default DefaultSessionTTL).
+	SessionTTL time.Duration
+	// Now is the clock of session expiry (default time.Now).
+	Now func() time.Time
+}
+
+func (o Options) now() time.Time {
+	if o.Now != nil {
+		return o.Now()
+	}
+	return time.Now()
+}
+
+func (o Options) sessionTTL() time.Duration {
+	if o.SessionTTL > 0 {
+		return o.SessionTTL
+	}
+	return DefaultSessionTTL
 }
 
 // Paths that never need a token.
@@ -162,17 +188,22 @@ func (t *Tokens) Middleware(opts Options) func(http.Handler) http.Handler {
 				return
 			}
 			tok, hasHeader := bearer(r)
-			if !hasHeader && console {
-				if c, err := r.Cookie(ConsoleCookie); err == nil {
-					tok = c.Value
-				}
+			if !hasHeader && console && t.validSession(r, opts) {
+				next.ServeHTTP(w, r)
+				return
 			}
 			if t.Valid(tok) {
 				next.ServeHTTP(w, r)
 				return
 			}
-			if console && !hasHeader && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-				http.Redirect(w, r, opts.ConsolePrefix+LoginPath+"?next="+urlQueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			if console && !hasHeader {
+				// A page goes back to itself after sign-in; an action (a
+				// POST whose session ended) goes to the console's start.
+				next := opts.ConsolePrefix
+				if r.Method == http.MethodGet || r.Method == http.MethodHead {
+					next = r.URL.RequestURI()
+				}
+				http.Redirect(w, r, opts.ConsolePrefix+LoginPath+"?next="+urlQueryEscape(next), http.StatusSeeOther)
 				return
 			}
 			detail := "missing bearer token: send Authorization: Bearer <token>"

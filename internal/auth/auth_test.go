@@ -121,7 +121,8 @@ func TestMiddleware(t *testing.T) {
 			{"POST", "/anything/else", "", 401},
 			{"GET", "/ui/", "", 303},
 			{"GET", "/ui/", "Bearer " + tokA, 200},
-			{"POST", "/ui/workflows/x/signal", "", 401},
+			{"POST", "/ui/workflows/x/signal", "", 303},
+			{"POST", "/ui/workflows/x/signal", "Bearer " + tokB, 401},
 			{"GET", "/ui/login", "", 200},
 		} {
 			req := httptest.NewRequest(tc.method, tc.path, nil)
@@ -150,8 +151,9 @@ func TestMiddleware(t *testing.T) {
 	}
 }
 
-// The console's sign-in page sets a cookie that its pages accept; a wrong
-// token, a cross-site post and an outside destination are refused.
+// The console's sign-in page sets a session cookie, not the token, that
+// its pages accept; a wrong token, a cross-site post and an outside
+// destination are refused.
 func TestConsoleSignIn(t *testing.T) {
 	toks, err := auth.Load("", []string{tokA})
 	if err != nil {
@@ -186,13 +188,17 @@ func TestConsoleSignIn(t *testing.T) {
 		t.Fatalf("sign-in from another origin: %d", rec.Code)
 	}
 	rec = post(url.Values{"token": {tokA}, "next": {"/ui/workflows/w1?run=r"}}, http.Header{"Origin": {"http://example.com"}})
-	cookies := rec.Result().Cookies()
-	if rec.Code != 303 || rec.Header().Get("Location") != "/ui/workflows/w1?run=r" || len(cookies) != 1 {
-		t.Fatalf("sign-in: %d %q %v", rec.Code, rec.Header().Get("Location"), cookies)
+	if rec.Code != 303 || rec.Header().Get("Location") != "/ui/workflows/w1?run=r" {
+		t.Fatalf("sign-in: %d %q", rec.Code, rec.Header().Get("Location"))
 	}
-	c := cookies[0]
-	if c.Name != auth.ConsoleCookie || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/ui/" {
+	c := sessionCookie(t, rec)
+	if !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/ui/" || c.MaxAge != 12*3600 {
 		t.Fatalf("cookie %+v", c)
+	}
+	for _, h := range rec.Result().Header.Values("Set-Cookie") {
+		if strings.Contains(h, tokA) || strings.Contains(h, strings.TrimPrefix(tokA, "token-")) {
+			t.Fatalf("a cookie holds the token: %s", h)
+		}
 	}
 	// The cookie opens console pages, and only console pages.
 	for path, want := range map[string]int{"/ui/workflows/w1": 200, "/api/v1/workflow/get": 401} {

@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"crypto/sha256"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -35,8 +36,9 @@ type loginData struct {
 }
 
 // serveLogin shows the sign-in form (GET) and checks a submitted token
-// (POST): a valid one is kept in an HttpOnly, SameSite=Strict cookie
-// scoped to the console, and the browser goes on to the page it asked for.
+// (POST): a valid one starts a session, whose id (never the token) the
+// browser keeps in an HttpOnly, SameSite=Strict cookie scoped to the
+// console, and the browser goes on to the page it asked for.
 func (t *Tokens) serveLogin(w http.ResponseWriter, r *http.Request, opts Options) {
 	action := opts.ConsolePrefix + LoginPath
 	next := safeNext(r.FormValue("next"), opts.ConsolePrefix)
@@ -46,7 +48,7 @@ func (t *Tokens) serveLogin(w http.ResponseWriter, r *http.Request, opts Options
 	case http.MethodGet, http.MethodHead:
 		_ = loginPage.Execute(w, loginData{Action: action, Next: next})
 	case http.MethodPost:
-		if !sameOrigin(r) {
+		if SameOrigin(r) != nil {
 			w.WriteHeader(http.StatusForbidden)
 			_ = loginPage.Execute(w, loginData{Action: action, Next: next, Error: "cross-site sign-in refused"})
 			return
@@ -57,10 +59,19 @@ func (t *Tokens) serveLogin(w http.ResponseWriter, r *http.Request, opts Options
 			_ = loginPage.Execute(w, loginData{Action: action, Next: next, Error: "That token is not valid."})
 			return
 		}
+		now := opts.now()
+		expires := now.Add(opts.sessionTTL())
+		id, err := t.sessions.start(sha256.Sum256([]byte(tok)), expires, now)
+		if err != nil {
+			w.WriteHeader(http.StatusInternalServerError)
+			_ = loginPage.Execute(w, loginData{Action: action, Next: next, Error: "Cannot start a session; try again."})
+			return
+		}
+		clearCookies(w, opts, legacyTokenCookie)
 		http.SetCookie(w, &http.Cookie{
-			Name: ConsoleCookie, Value: tok, Path: opts.ConsolePrefix,
+			Name: SessionCookie, Value: id, Path: opts.ConsolePrefix,
 			HttpOnly: true, Secure: opts.SecureCookie, SameSite: http.SameSiteStrictMode,
-			Expires: time.Now().Add(12 * time.Hour),
+			MaxAge: int(opts.sessionTTL() / time.Second),
 		})
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	default:
@@ -78,20 +89,6 @@ func safeNext(next, prefix string) string {
 		return prefix
 	}
 	return u.RequestURI()
-}
-
-// sameOrigin reports whether a form post comes from a page of this server:
-// Sec-Fetch-Site when the browser sends it, else Origin against Host.
-func sameOrigin(r *http.Request) bool {
-	if s := r.Header.Get("Sec-Fetch-Site"); s != "" {
-		return s == "same-origin" || s == "none"
-	}
-	o := r.Header.Get("Origin")
-	if o == "" || o == "null" {
-		return o == ""
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }

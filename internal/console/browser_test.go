@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,8 +11,12 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/internal/auth"
+	iwfserver "github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 )
 
 // chromiumPath is where Debian's chromium package installs the browser.
@@ -161,4 +166,61 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestBrowserSignInAndOut drives the sign-in page, the console behind it
+// and its sign-out button in a real browser, through the server's whole
+// handler (tokens on, hosts restricted): the browser's own Sec-Fetch-Site,
+// Origin and cookies pass the same-origin and CSRF checks; after sign-out
+// the console asks for the token again.
+func TestBrowserSignInAndOut(t *testing.T) {
+	browser := newBrowser(t)
+	const token = "browser-token-0123456789"
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := auth.Load("", []string{token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	srv, err := iwfserver.New(st, iwfserver.Options{Auth: toks, RestrictHosts: true, NoMetrics: true, Logger: &logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler)
+	t.Cleanup(hs.Close)
+
+	tab, cancelTab := chromedp.NewContext(browser)
+	defer cancelTab()
+	if err := chromedp.Do(tab); err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancelB := context.WithTimeout(tab, 60*time.Second)
+	defer cancelB()
+	css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+	do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+		t.Helper()
+		if err := chromedp.Do(bctx, steps...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	do("the console sends to the sign-in page", chromedp.Navigate(hs.URL+"/ui/"), chromedp.WaitVisible(css(`#token`)))
+	do("sign in", chromedp.SendKeys(css(`#token`), token), chromedp.Click(css(`button[type=submit]`)),
+		chromedp.WaitVisible(css(`#signout`)))
+	if n := toks.Sessions(); n != 1 {
+		t.Fatalf("%d sessions after sign-in", n)
+	}
+	do("sign out", chromedp.Click(css(`#signout`)), chromedp.WaitVisible(css(`#token`)))
+	if n := toks.Sessions(); n != 0 {
+		t.Fatalf("%d sessions after sign-out", n)
+	}
+	do("the console asks again", chromedp.Navigate(hs.URL+"/ui/"), chromedp.WaitVisible(css(`#token`)))
 }

@@ -7,9 +7,11 @@
 // It owns no state and no storage: every page reads the engine through
 // Backend, which *engine.Engine satisfies, and every action is one engine
 // call. It imports the engine and the generated API types, never the
-// stores or the HTTP API package. Authentication is the caller's: mount the
-// handler behind it. Actions are POST only and refuse cross-site requests
-// (Sec-Fetch-Site and Origin checks plus a CSRF token).
+// stores or the HTTP API package, and shares the same-origin rule of
+// package auth. Authentication is the caller's: mount the handler behind
+// it, and give Options.SignOut to show a sign-out button. Actions are POST
+// only and refuse cross-site requests (Sec-Fetch-Site, Origin and Referer
+// checks plus a CSRF token).
 package console
 
 import (
@@ -28,6 +30,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
 // Backend is what the console needs from the engine; *engine.Engine
@@ -77,6 +80,10 @@ type Options struct {
 	MaxHistoryEvents int
 	// Now is the clock for relative times (default time.Now).
 	Now func() time.Time
+	// SignOut, when set, ends the request's session (auth.Tokens.SignOut):
+	// pages show a sign-out button that posts to <prefix>logout, which
+	// calls it and goes to the sign-in page.
+	SignOut func(w http.ResponseWriter, r *http.Request)
 }
 
 //go:embed templates/*.html static/*
@@ -139,6 +146,9 @@ func New(eng Backend, opts Options) (http.Handler, error) {
 	mux.HandleFunc("GET "+p+"{$}", c.list)
 	mux.HandleFunc("GET "+p+"workflows/{id...}", c.run)
 	mux.HandleFunc("POST "+p+"actions/{action}", c.action)
+	if opts.SignOut != nil {
+		mux.HandleFunc("POST "+p+"logout", c.signOut)
+	}
 	mux.HandleFunc("GET "+p+"static/", c.serveStatic)
 	mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, http.StatusNotFound, "page not found")
@@ -183,13 +193,15 @@ type page struct {
 	Flash   string
 	FlashOK bool
 	Refresh int // seconds; 0 means no auto-refresh control
+	SignOut bool
 	Now     time.Time
 	Data    any
 }
 
 // render writes a page with the layout.
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, refresh bool, data any) {
-	p := page{Title: title, Prefix: c.opts.Prefix, CSRF: c.csrfToken(w, r), Now: c.opts.Now(), Data: data}
+	p := page{Title: title, Prefix: c.opts.Prefix, CSRF: c.csrfToken(w, r), Now: c.opts.Now(), Data: data,
+		SignOut: c.opts.SignOut != nil}
 	p.Flash, p.FlashOK = c.takeFlash(w, r)
 	if refresh {
 		p.Refresh = max(1, int(c.opts.RefreshInterval.Round(time.Second)/time.Second))
@@ -230,8 +242,12 @@ func (c *console) failErr(w http.ResponseWriter, r *http.Request, err error) {
 // explain maps an engine error to a status and a message for a person.
 func explain(err error) (int, string) {
 	var ee *engine.Error
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return http.StatusServiceUnavailable, "the request was cancelled or timed out"
+	if errors.Is(err, context.DeadlineExceeded) {
+		// As the API answers a request past its deadline (httpapi).
+		return http.StatusGatewayTimeout, "the request did not finish within its deadline (request-timeout); narrow the query or try again"
+	}
+	if errors.Is(err, context.Canceled) {
+		return http.StatusServiceUnavailable, "the request was cancelled"
 	}
 	if !errors.As(err, &ee) {
 		return http.StatusInternalServerError, "internal error (see the server log)"
@@ -249,4 +265,21 @@ func explain(err error) (int, string) {
 		return http.StatusServiceUnavailable, ee.Message
 	}
 	return http.StatusInternalServerError, "internal error (see the server log)"
+}
+
+// signOut serves POST <prefix>logout: once the request is shown to come
+// from a console page (checkSameOrigin), it ends the session and sends the
+// browser to the sign-in page.
+func (c *console) signOut(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "cannot read the form: "+err.Error())
+		return
+	}
+	if err := c.checkSameOrigin(r); err != nil {
+		c.fail(w, r, http.StatusForbidden, err.Error())
+		return
+	}
+	c.opts.SignOut(w, r)
+	http.Redirect(w, r, c.opts.Prefix+auth.LoginPath, http.StatusSeeOther)
 }

@@ -4,8 +4,8 @@ package console
 // POST whose form carries a token: the HMAC, under the console's key, of a
 // random nonce kept in an HttpOnly, SameSite=Strict cookie (a signed
 // double-submit cookie). A request that a browser marks as coming from
-// another site (Sec-Fetch-Site) or whose Origin is not this host is refused
-// before the token is even looked at.
+// another site (Sec-Fetch-Site) or whose Origin or Referer is not this host
+// (auth.SameOrigin) is refused before the token is even looked at.
 
 import (
 	"crypto/hmac"
@@ -15,7 +15,8 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"strings"
+
+	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
 const (
@@ -55,24 +56,12 @@ func (c *console) sign(nonce string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// errCrossSite is why checkSameOrigin refused a request.
-var errCrossSite = errors.New("cross-site request refused")
-
-// checkSameOrigin refuses a state-changing request that a browser says
-// comes from another site, or whose Origin (or, without Origin, Referer)
-// names another host than the request's, and one without a valid token.
+// checkSameOrigin refuses a state-changing request that a browser sent
+// from another site (auth.SameOrigin, the rule the API shares), and one
+// without a valid CSRF token.
 func (c *console) checkSameOrigin(r *http.Request) error {
-	switch r.Header.Get("Sec-Fetch-Site") {
-	case "", "same-origin", "none":
-	default: // same-site, cross-site
-		return errCrossSite
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		if o == "null" || !sameHost(o, r.Host) {
-			return errCrossSite
-		}
-	} else if ref := r.Header.Get("Referer"); ref != "" && !sameHost(ref, r.Host) {
-		return errCrossSite
+	if err := auth.SameOrigin(r); err != nil {
+		return err
 	}
 	ck, err := r.Cookie(csrfCookie)
 	if err != nil || !validNonce(ck.Value) {
@@ -83,15 +72,6 @@ func (c *console) checkSameOrigin(r *http.Request) error {
 		return errors.New("invalid CSRF token: reload the page and try again")
 	}
 	return nil
-}
-
-// sameHost says whether a URL's host (with port) is host.
-func sameHost(rawURL, host string) bool {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	return strings.EqualFold(u.Host, host)
 }
 
 // setFlash leaves a message for the next page this browser renders.

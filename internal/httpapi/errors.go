@@ -84,7 +84,11 @@ func errorResponse(err error) (int, iwfapi.ErrorResponse) {
 func (h *handler) handleServiceError(w http.ResponseWriter, r *http.Request, err error) {
 	status, resp := errorResponse(err)
 	ev := h.log.Warn()
-	if status >= 500 {
+	if s, detail, ok := deadlineResponse(r.Context(), err); ok {
+		// Past the request's deadline or its client gone: neither the
+		// store's fault nor the server's bug.
+		status, resp = s, iwfapi.ErrorResponse{Detail: &detail, SubStatus: ptr(iwfapi.ErrorSubStatusUncategorized)}
+	} else if status >= 500 {
 		ev = h.log.Error()
 	}
 	ev.Err(err).Str("requestId", requestIDFrom(r.Context())).Str("path", r.URL.Path).

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -16,6 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
 // DefaultMaxBodyBytes is the request body limit when Options.MaxBodyBytes is 0.
@@ -44,6 +47,18 @@ type Options struct {
 	// console) behind the same middleware.
 	Extra       http.Handler
 	ExtraPrefix string
+	// Hosts, when set, is the set of host names served: a request whose
+	// Host header it does not allow is answered 421 (see auth.HostPolicy).
+	Hosts *auth.HostPolicy
+	// RequestTimeout is the deadline of every request that is not a long
+	// poll, console pages included; a request past it is answered 504.
+	// Zero means DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// LongPollTimeout is the deadline of getWithWait,
+	// waitForStateCompletion and rpc, which wait up to the engine's
+	// MaxWait on purpose. Zero means engine.DefaultMaxWait plus
+	// RequestTimeout.
+	LongPollTimeout time.Duration
 }
 
 // handler holds what the middleware and the error handlers share.
@@ -65,6 +80,15 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+	if opts.RequestTimeout < 0 || opts.LongPollTimeout < 0 {
+		return nil, errors.New("httpapi: RequestTimeout and LongPollTimeout must not be negative")
+	}
+	if opts.RequestTimeout == 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.LongPollTimeout == 0 {
+		opts.LongPollTimeout = engine.DefaultMaxWait + opts.RequestTimeout
+	}
 	spec, err := iwfapi.GetSwagger()
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: load the embedded spec: %w", err)
@@ -82,10 +106,18 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 
 	r := chi.NewRouter()
 	r.Use(requestID, accessLog(h.log), recoverer(h.log))
+	if opts.Hosts != nil {
+		r.Use(hostGuard(opts.Hosts))
+	}
+	uiPrefix := ""
+	if opts.Extra != nil {
+		uiPrefix = opts.ExtraPrefix
+	}
+	r.Use(sameOriginGuard(uiPrefix))
 	if opts.Guard != nil {
 		r.Use(opts.Guard)
 	}
-	r.Use(readBody(opts.MaxBodyBytes), unrouted, h.validate)
+	r.Use(readBody(opts.MaxBodyBytes), deadline(opts.RequestTimeout, opts.LongPollTimeout), unrouted, h.validate)
 	if opts.Extra != nil && opts.ExtraPrefix != "" {
 		r.Mount(strings.TrimSuffix(opts.ExtraPrefix, "/"), opts.Extra)
 	}
@@ -169,10 +201,13 @@ func (h *handler) validate(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		if route.Operation != nil && route.Operation.RequestBody != nil && !isJSON(r.Header.Get("Content-Type")) {
-			// iWF decodes every body as JSON whatever its Content-Type
-			// (curl -d sends application/x-www-form-urlencoded); so do we.
-			r.Header.Set("Content-Type", "application/json")
+		if route.Operation != nil && route.Operation.RequestBody != nil && r.ContentLength > 0 && !isJSON(r.Header.Get("Content-Type")) {
+			// iWF decodes every body as JSON whatever its Content-Type;
+			// we do not: a text/plain or form POST is what a page of
+			// another site can send without a CORS preflight. The SDKs
+			// send application/json.
+			writeError(w, http.StatusUnsupportedMediaType, unsupportedMediaDetail)
+			return
 		}
 		input := &openapi3filter.RequestValidationInput{
 			Request:    r,
@@ -188,9 +223,13 @@ func (h *handler) validate(next http.Handler) http.Handler {
 	})
 }
 
+// unsupportedMediaDetail explains the 415 of a body that is not declared
+// JSON.
+const unsupportedMediaDetail = "unsupported Content-Type: send the request body as JSON with Content-Type: application/json"
+
 func isJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
-	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+	return err == nil && mt == "application/json"
 }
 
 // validationDetail says in one line what is wrong with a request. It keeps

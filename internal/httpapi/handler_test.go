@@ -355,18 +355,43 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-func TestValidationAcceptsUnknownFieldsAndAnyContentType(t *testing.T) {
+func TestValidationAcceptsUnknownFields(t *testing.T) {
 	s := newTestServer(t, httpapi.Options{})
-	// Old SDKs send legacy fields; curl -d sends a form content type.
-	resp := s.do(t, http.MethodPost, signalPath,
-		strings.NewReader(`{"workflowId":"wf-1","signalChannelName":"ch","someLegacyField":true}`),
-		http.Header{"Content-Type": {"application/x-www-form-urlencoded"}})
+	// Old SDKs send legacy fields.
+	resp := s.post(t, signalPath, `{"workflowId":"wf-1","signalChannelName":"ch","someLegacyField":true}`)
 	if resp.status != 200 {
 		t.Fatalf("got %d %s", resp.status, resp.body)
 	}
-	resp = s.do(t, http.MethodPost, signalPath, strings.NewReader(signalBody), nil)
-	if resp.status != 200 {
-		t.Fatalf("without Content-Type: got %d %s", resp.status, resp.body)
+}
+
+// A body must be declared JSON: text/plain and form posts are what a page
+// of another site can send without a CORS preflight.
+func TestContentTypeMustBeJSON(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{})
+	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+		h := http.Header{}
+		if ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		resp := s.do(t, http.MethodPost, signalPath, strings.NewReader(signalBody), h)
+		d, _ := resp.errorResponse(t)["detail"].(string)
+		if resp.status != http.StatusUnsupportedMediaType || !strings.Contains(d, "Content-Type: application/json") {
+			t.Errorf("Content-Type %q: got %d %s", ct, resp.status, resp.body)
+		}
+	}
+	if c := s.svc.lastCall(); c != nil {
+		t.Errorf("service called with a non-JSON body: %#v", c)
+	}
+	for _, ct := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON"} {
+		resp := s.do(t, http.MethodPost, signalPath, strings.NewReader(signalBody), http.Header{"Content-Type": {ct}})
+		if resp.status != 200 {
+			t.Errorf("Content-Type %q: got %d %s", ct, resp.status, resp.body)
+		}
+	}
+	// Without a body, validation says what is missing.
+	resp := s.do(t, http.MethodPost, signalPath, nil, nil)
+	if d, _ := resp.errorResponse(t)["detail"].(string); resp.status != 400 || !strings.Contains(d, "body is required") {
+		t.Errorf("no body: got %d %s", resp.status, resp.body)
 	}
 }
 

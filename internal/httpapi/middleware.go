@@ -29,8 +29,9 @@ const requestInfoKey ctxKey = iota
 // requestInfo is what the middleware learns about a request, for the access
 // log and the error log.
 type requestInfo struct {
-	id   string
-	body []byte // the request body as read by readBody
+	id      string
+	body    []byte        // the request body as read by readBody
+	timeout time.Duration // the deadline the request was given
 }
 
 func infoFrom(ctx context.Context) *requestInfo {
@@ -83,7 +84,10 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 					status = http.StatusOK
 				}
 				ev := log.Info()
-				if status >= 500 {
+				switch {
+				case status == http.StatusGatewayTimeout:
+					ev = log.Warn() // past its deadline: slow, not broken
+				case status >= 500:
 					ev = log.Error()
 				}
 				if !ev.Enabled() {

@@ -67,6 +67,21 @@ type Options struct {
 	// ConnectTimeout bounds connecting to PostgreSQL in Open (default
 	// DefaultConnectTimeout).
 	ConnectTimeout time.Duration
+	// RestrictHosts serves only requests whose Host header names
+	// localhost, a loopback address or one of AllowedHosts, and answers
+	// others 421 (set when listening on a loopback address: it defeats DNS
+	// rebinding). A non-empty AllowedHosts restricts hosts too.
+	RestrictHosts bool
+	// AllowedHosts are the host names served besides the loopback ones
+	// (see auth.NewHostPolicy).
+	AllowedHosts []string
+	// RequestTimeout is the deadline of each request that is not a long
+	// poll (default httpapi.DefaultRequestTimeout); long polls get the
+	// engine's MaxWait plus RequestTimeout.
+	RequestTimeout time.Duration
+	// ConsoleSessionTTL is how long a console sign-in lasts (default
+	// auth.DefaultSessionTTL).
+	ConsoleSessionTTL time.Duration
 }
 
 // ConsolePrefix is where the web console is served.
@@ -113,19 +128,43 @@ func New(st engine.Store, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	ho := httpapi.Options{Logger: logger.With().Str("component", "http").Logger(), MaxBodyBytes: opts.MaxBodyBytes}
+	requestTimeout := opts.RequestTimeout
+	if requestTimeout <= 0 {
+		requestTimeout = httpapi.DefaultRequestTimeout
+	}
+	maxWait := opts.Engine.MaxWait
+	if maxWait <= 0 {
+		maxWait = engine.DefaultMaxWait
+	}
+	ho := httpapi.Options{
+		Logger:          logger.With().Str("component", "http").Logger(),
+		MaxBodyBytes:    opts.MaxBodyBytes,
+		RequestTimeout:  requestTimeout,
+		LongPollTimeout: maxWait + requestTimeout,
+	}
+	if opts.RestrictHosts || len(opts.AllowedHosts) > 0 {
+		if ho.Hosts, err = auth.NewHostPolicy(opts.AllowedHosts); err != nil {
+			return nil, err
+		}
+	}
 	if !opts.NoMetrics {
 		ho.Metrics = eng.WriteMetrics
 	}
+	ao := auth.Options{ProtectMetrics: opts.AuthMetrics, ConsolePrefix: ConsolePrefix, SecureCookie: opts.SecureCookies,
+		SessionTTL: opts.ConsoleSessionTTL}
 	if !opts.NoUI {
-		ui, err := console.New(eng, console.Options{Logger: logger.With().Str("component", "console").Logger(), Prefix: ConsolePrefix})
+		co := console.Options{Logger: logger.With().Str("component", "console").Logger(), Prefix: ConsolePrefix}
+		if opts.Auth != nil {
+			co.SignOut = opts.Auth.SignOut(ao)
+		}
+		ui, err := console.New(eng, co)
 		if err != nil {
 			return nil, err
 		}
 		ho.Extra, ho.ExtraPrefix = ui, ConsolePrefix
 	}
 	if opts.Auth != nil {
-		ho.Guard = opts.Auth.Middleware(auth.Options{ProtectMetrics: opts.AuthMetrics, ConsolePrefix: ConsolePrefix, SecureCookie: opts.SecureCookies})
+		ho.Guard = opts.Auth.Middleware(ao)
 	}
 	handler, err := httpapi.NewHandler(eng, ho)
 	if err != nil {
