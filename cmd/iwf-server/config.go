@@ -90,6 +90,11 @@ type Config struct {
 	AllowedHosts []string
 	// ConsoleSessionTTL is how long a console sign-in lasts.
 	ConsoleSessionTTL time.Duration
+	// Retention is how long a closed run is kept after it closed; 0 keeps
+	// closed runs forever.
+	Retention time.Duration
+	// RetentionFor overrides Retention per workflow type (0: forever).
+	RetentionFor map[string]time.Duration
 }
 
 // DefaultShutdownGrace is how long a SIGTERM waits for in-flight work.
@@ -122,6 +127,7 @@ func DefaultConfig() Config {
 		ShutdownGrace:     DefaultShutdownGrace,
 		RequestTimeout:    httpapi.DefaultRequestTimeout,
 		ConsoleSessionTTL: auth.DefaultSessionTTL,
+		Retention:         engine.DefaultRetention,
 	}
 }
 
@@ -163,6 +169,14 @@ func (c Config) Validate() error {
 	}
 	if _, err := auth.NewHostPolicy(c.AllowedHosts); err != nil {
 		return err
+	}
+	if c.Retention < 0 {
+		return fmt.Errorf("retention must not be negative (0 keeps closed runs forever), got %s", c.Retention)
+	}
+	for typ, d := range c.RetentionFor {
+		if typ == "" || d < 0 {
+			return fmt.Errorf("retention-for %s=%s: want a workflow type and a duration of 0 or more", typ, d)
+		}
 	}
 	if c.LeaseDuration < 100*time.Millisecond {
 		return fmt.Errorf("lease-duration must be at least 100ms, got %s", c.LeaseDuration)
@@ -243,6 +257,8 @@ type setting struct {
 	// noFlag settings are read from the environment and the config file
 	// only (secrets that a command line would show to every local user).
 	noFlag bool
+	// file, when set, is the setting's config-file key (see fileKey).
+	file string
 	// isBool settings are flags without a value (--auth-metrics).
 	isBool bool
 }
@@ -455,7 +471,64 @@ var securitySettings = []setting{
 		func(c *Config) *[]string { return &c.WorkerURLAllow }),
 }
 
+// parseRetention reads a retention: a Go duration (90m, 72h) or a number
+// of days with the suffix d (30d); 0 keeps closed runs forever.
+func parseRetention(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.ParseFloat(days, 64)
+		if err != nil || n < 0 || n > 100*365 {
+			return 0, fmt.Errorf("invalid retention %q (e.g. 30d, 72h, 0 for forever)", s)
+		}
+		return time.Duration(n * float64(24*time.Hour)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid retention %q (e.g. 30d, 72h, 0 for forever)", s)
+	}
+	return d, nil
+}
+
+// retentionSettings say how long closed runs are kept (docs/operations.md).
+var retentionSettings = []setting{
+	{
+		key: "retention", env: "IWF_RETENTION",
+		usage: "how long a closed run is kept after it closed, then deleted with its history (a `duration`: 30d, 72h; 0 keeps closed runs forever)",
+		apply: func(c *Config, e []string) error {
+			d, err := parseRetention(e[0])
+			c.Retention = d
+			return err
+		},
+		def: func(c Config) string { return engine.Config{Retention: c.Retention}.RetentionSummary() },
+	},
+	{
+		key: "retention-for", env: "IWF_RETENTION_FOR", multi: true, file: "retention-for",
+		usage:    "retention of one workflow type, `Type=DURATION` (7d, 12h; 0 keeps that type forever; repeatable)",
+		splitEnv: func(s string) []string { return splitList(s, ",; \t\n") },
+		joinKV:   func(k, v string) string { return k + "=" + v },
+		apply: func(c *Config, entries []string) error {
+			m := map[string]time.Duration{}
+			for _, e := range entries {
+				typ, ds, ok := strings.Cut(e, "=")
+				typ = strings.TrimSpace(typ)
+				if !ok || typ == "" {
+					return fmt.Errorf("invalid retention-for %q, want Type=DURATION", e)
+				}
+				d, err := parseRetention(ds)
+				if err != nil {
+					return fmt.Errorf("retention-for %s: %w", typ, err)
+				}
+				m[typ] = d
+			}
+			c.RetentionFor = m
+			return nil
+		},
+		def: func(Config) string { return "" },
+	},
+}
+
 func init() {
+	settings = append(settings, retentionSettings...)
 	settings = append(settings, securitySettings...)
 	settings = append(settings, durationSetting("shutdown-grace", "IWF_SHUTDOWN_GRACE",
 		"on SIGTERM, how long in-flight requests and worker calls may take to finish before they are cancelled and their work handed to other nodes",
@@ -467,6 +540,9 @@ func init() {
 // fileKeys are the config-file keys; they are the flag names, except that
 // the repeatable settings take plural keys.
 func fileKey(s setting) string {
+	if s.file != "" {
+		return s.file
+	}
 	if s.multi && !strings.HasSuffix(s.key, "s") {
 		return s.key + "s"
 	}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 )
@@ -137,6 +138,44 @@ search-attributes:
 	}
 }
 
+// TestConfigRetention: --retention takes Go durations and days, 0 keeps
+// runs forever; --retention-for is per type, from a flag, the environment
+// or a mapping in the file.
+func TestConfigRetention(t *testing.T) {
+	if got := DefaultConfig().Retention; got != 30*24*time.Hour {
+		t.Fatalf("default retention %s, want 30 days", got)
+	}
+	file := writeFile(t, "retention: 7d\nretention-for:\n  Order: 90d\n  Audit: 0\n")
+	m, err := parse(t, []string{"--config", file}, env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]time.Duration{"Order": 90 * 24 * time.Hour, "Audit": 0}
+	if m.Config.Retention != 7*24*time.Hour || !reflect.DeepEqual(m.Config.RetentionFor, want) {
+		t.Fatalf("from the file: %s %v", m.Config.Retention, m.Config.RetentionFor)
+	}
+	m, err = parse(t, []string{"--retention", "0", "--retention-for", "Order=2s", "--retention-for", "Cart=36h"}, env{"IWF_RETENTION": "1d", "IWF_RETENTION_FOR": "X=1d"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]time.Duration{"Order": 2 * time.Second, "Cart": 36 * time.Hour}
+	if m.Config.Retention != 0 || !reflect.DeepEqual(m.Config.RetentionFor, want) {
+		t.Fatalf("from flags: %s %v", m.Config.Retention, m.Config.RetentionFor)
+	}
+	m, err = parse(t, nil, env{"IWF_RETENTION": "12h", "IWF_RETENTION_FOR": "A=1d, B=0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]time.Duration{"A": 24 * time.Hour, "B": 0}
+	if m.Config.Retention != 12*time.Hour || !reflect.DeepEqual(m.Config.RetentionFor, want) {
+		t.Fatalf("from the environment: %s %v", m.Config.Retention, m.Config.RetentionFor)
+	}
+	summary := engine.Config{Retention: m.Config.Retention, RetentionByType: m.Config.RetentionFor}.RetentionSummary()
+	if summary != "12h0m0s (A=1d, B=forever)" {
+		t.Fatalf("summary %q", summary)
+	}
+}
+
 func TestConfigMigrateCommand(t *testing.T) {
 	m, err := parse(t, []string{"migrate", "--db", "sqlite:///var/lib/iwf/x.db"}, env{})
 	if err != nil {
@@ -197,6 +236,10 @@ func TestConfigErrors(t *testing.T) {
 		{"unknown command", []string{"serv"}, nil, "", `unknown command "serv"`},
 		{"stray argument", []string{"--addr", ":1", "extra"}, nil, "", `unexpected argument "extra"`},
 		{"unknown flag", []string{"--nope"}, nil, "", "nope"},
+		{"bad retention", []string{"--retention", "a month"}, nil, "", `invalid retention "a month"`},
+		{"negative retention", nil, env{"IWF_RETENTION": "-1h"}, "", `invalid retention "-1h"`},
+		{"bad retention-for", []string{"--retention-for", "Order"}, nil, "", "want Type=DURATION"},
+		{"bad retention-for duration", nil, nil, "retention-for:\n  Order: soon\n", `retention-for Order: invalid retention "soon"`},
 		{"request timeout not below write timeout", []string{"--request-timeout", "2m", "--write-timeout", "2m"}, nil, "", "request-timeout (2m0s) must be shorter than write-timeout (2m0s)"},
 		{"zero request timeout", []string{"--request-timeout", "0s"}, nil, "", "request-timeout must be positive"},
 		{"zero session ttl", nil, env{"IWF_CONSOLE_SESSION_TTL": "0s"}, "", "console-session-ttl must be positive"},

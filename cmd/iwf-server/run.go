@@ -119,6 +119,8 @@ func (m *Main) Run(ctx context.Context) error {
 			PollInterval:         m.Config.PollInterval,
 			Concurrency:          m.Config.Concurrency,
 			SearchAttributeTypes: m.Config.SearchAttributes,
+			Retention:            m.Config.Retention,
+			RetentionByType:      m.Config.RetentionFor,
 		},
 		WorkerHeaders:     m.Config.WorkerHeaders,
 		WorkerURLAllow:    m.Config.WorkerURLAllow,
@@ -179,11 +181,14 @@ func (m *Main) Run(ctx context.Context) error {
 	if len(m.Config.WorkerURLAllow) > 0 {
 		ev = ev.Strs("workerUrlAllow", m.Config.WorkerURLAllow)
 	}
+	retention := engine.Config{Retention: m.Config.Retention, RetentionByType: m.Config.RetentionFor}.RetentionSummary()
+	ev = ev.Str("retention", retention)
 	if auth.IsLoopbackAddr(m.Config.Addr) || len(m.Config.AllowedHosts) > 0 {
 		ev = ev.Strs("allowedHosts", append([]string{"localhost", "loopback addresses"}, m.Config.AllowedHosts...))
 	}
 	ev.Msg("iwf-server listening")
 	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
+	fmt.Fprintf(m.Stdout, "closed workflows are kept for %s after they close (retention)\n", retention)
 	if m.Config.UI {
 		fmt.Fprintf(m.Stdout, "web console: %s://%s%s\n", scheme, consoleHost(m.Addr()), server.ConsolePrefix)
 	}
