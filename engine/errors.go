@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -33,6 +34,12 @@ const (
 	// CodeUnavailable: the store cannot be reached or cannot take work
 	// now (503 with Retry-After); the same request may succeed later.
 	CodeUnavailable ErrorCode = "unavailable"
+	// CodeDeadlineExceeded: the request's time ran out while the store
+	// worked on it: its deadline passed or it was cancelled, and the store
+	// stopped the statement (or the statement timeout did). The store
+	// answered, so this is no outage (504, UNCATEGORIZED_SUB_STATUS, no
+	// Retry-After): the same request is likely to take as long again.
+	CodeDeadlineExceeded ErrorCode = "deadline_exceeded"
 	// CodeInternal: anything else (500, UNCATEGORIZED_SUB_STATUS). The
 	// message is logged; clients see a plain text.
 	CodeInternal ErrorCode = "internal"
@@ -116,4 +123,30 @@ func UnavailableStore(err error) string {
 		return u.Store
 	}
 	return ""
+}
+
+// InvalidRequestError returns the error a store reports when the database
+// refused a request because of what it asked, not because of its own state:
+// a value it cannot hold (a NUL character in a text, a number out of
+// range), a statement beyond its limits (too many parameters, an
+// expression too deep). message says what for the client; err is the
+// driver's error, logged. The API answers 400.
+func InvalidRequestError(message string, err error) *Error {
+	return &Error{Code: CodeInvalidArgument, Message: message, Err: err}
+}
+
+// DeadlineExceededError returns the error a store reports when the
+// request's time ran out while a statement ran: ctxErr is the context's
+// error (context.DeadlineExceeded or context.Canceled) when the context
+// ended, nil when the database's statement timeout ended the statement
+// first; err is the driver's error. errors.Is matches both.
+func DeadlineExceededError(store string, ctxErr, err error) *Error {
+	msg := "the request ran out of time in the store (" + store + ")"
+	if errors.Is(ctxErr, context.Canceled) {
+		msg = "the request was cancelled while the store (" + store + ") worked on it"
+	}
+	if ctxErr != nil {
+		err = fmt.Errorf("%w: %w", ctxErr, err)
+	}
+	return &Error{Code: CodeDeadlineExceeded, Message: msg, Err: err}
 }

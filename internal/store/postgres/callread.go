@@ -65,7 +65,7 @@ func (s *Store) ReadForCall(ctx context.Context, runID, executionID string) (*en
 	}
 	s.gate.leave()
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("postgres: ReadForCall: %w", err))
+		return nil, classify(ctx, fmt.Errorf("postgres: ReadForCall: %w", err))
 	}
 	return out, nil
 }
@@ -89,7 +89,7 @@ func (s *Store) ReadRun(ctx context.Context, workflowID, runID string) (*engine.
 	r, err := scanRun(row)
 	s.gate.leave()
 	if err != nil && !errors.Is(err, engine.ErrNotFound) {
-		return nil, unavailable(fmt.Errorf("postgres: ReadRun: %w", err))
+		return nil, classify(ctx, fmt.Errorf("postgres: ReadRun: %w", err))
 	}
 	return r, err
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/iwf-server/iwf-server/engine"
 )
 
 // FlushChanges waits until the change announcements s published so far
@@ -76,3 +78,22 @@ func CombinerStats(s *Store) (batches, combined int64) {
 // OnCombinerFlush has fn called by each commit of blind transactions
 // before it sends anything. Set it before the store is used.
 func OnCombinerFlush(s *Store, fn func()) { s.combiner.onFlush = fn }
+
+// ViewQuery runs sql in a View of s, in the transaction's pipe, and
+// returns the first column of its first row.
+func ViewQuery(ctx context.Context, s *Store, sql string, args ...any) (string, error) {
+	var out string
+	err := s.View(ctx, func(ctx context.Context, tx engine.ReadTx) error {
+		return tx.(*txn).tx.QueryRow(ctx, sql, args...).Scan(&out)
+	})
+	return out, err
+}
+
+// UpdateQuery is ViewQuery in an Update.
+func UpdateQuery(ctx context.Context, s *Store, sql string, args ...any) (string, error) {
+	var out string
+	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+		return tx.(*txn).tx.QueryRow(ctx, sql, args...).Scan(&out)
+	})
+	return out, err
+}

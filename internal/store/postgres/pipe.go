@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,6 +48,9 @@ type pipe struct {
 	gated bool
 	// begin is the BEGIN statement still to send; "" once sent.
 	begin string
+	// timeout, when not 0, is the transaction's statement_timeout, set
+	// right after BEGIN in the same round trip.
+	timeout time.Duration
 	// queued are the writes not sent yet, in issue order.
 	queued []queuedStmt
 	// started is set once BEGIN went out: from then on the transaction
@@ -112,10 +117,11 @@ func (e *earlierWriteError) Unwrap() error {
 }
 
 // beginPipe starts a transaction that begins with the statement begin,
-// once the gate admits it at ctx's priority. Its connection is taken when
+// with a statement_timeout of timeout when that is not 0, once the gate
+// admits it at ctx's priority. Its connection is taken when
 // its first statement goes out (acquire).
-func (s *Store) beginPipe(ctx context.Context, begin string) (*pipe, error) {
-	p := &pipe{pool: s.pool, gate: s.gate, begin: begin}
+func (s *Store) beginPipe(ctx context.Context, begin string, timeout time.Duration) (*pipe, error) {
+	p := &pipe{pool: s.pool, gate: s.gate, begin: begin, timeout: timeout}
 	if err := p.enterGate(ctx); err != nil {
 		return nil, err
 	}
@@ -201,10 +207,16 @@ func (p *pipe) sendWithTail(ctx context.Context, tail []queuedStmt, last string,
 	if err := p.acquire(ctx); err != nil {
 		return nil, err
 	}
+	if err := checkParams(args); err != nil {
+		return nil, err
+	}
 	b := &pgx.Batch{}
 	begin := p.begin
 	if begin != "" {
 		b.Queue(begin)
+		if p.timeout > 0 {
+			b.Queue(sqlSetTimeout, timeoutSetting(p.timeout))
+		}
 	}
 	queued := p.queued
 	for _, q := range queued {
@@ -221,6 +233,12 @@ func (p *pipe) sendWithTail(ctx context.Context, tail []queuedStmt, last string,
 		if _, err := br.Exec(); err != nil {
 			br.Close()
 			return nil, err
+		}
+		if p.timeout > 0 {
+			if _, err := br.Exec(); err != nil {
+				br.Close()
+				return nil, err
+			}
 		}
 	}
 	for _, q := range queued {
@@ -256,8 +274,22 @@ func runQueued(br pgx.BatchResults, q queuedStmt) error {
 	return err
 }
 
+// sqlSetTimeout sets the statement_timeout of the transaction (is_local):
+// a statement of its own, which travels with BEGIN.
+const sqlSetTimeout = `SELECT set_config('statement_timeout', $1, true)`
+
+// timeoutSetting is d as a statement_timeout value: whole milliseconds,
+// rounded up, at least 1 (0 would mean none).
+func timeoutSetting(d time.Duration) string {
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return strconv.FormatInt(max(int64(ms), 1), 10)
+}
+
 // Query runs a statement that returns rows, after whatever is pending.
 func (p *pipe) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if err := checkParams(args); err != nil {
+		return nil, err
+	}
 	if !p.pending() && p.conn != nil {
 		return p.conn.Query(ctx, sql, args...)
 	}
@@ -282,6 +314,9 @@ func (p *pipe) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 // Exec runs a statement whose command tag the caller needs now, after
 // whatever is pending.
 func (p *pipe) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if err := checkParams(args); err != nil {
+		return pgconn.CommandTag{}, err
+	}
 	if !p.pending() && p.conn != nil {
 		return p.conn.Exec(ctx, sql, args...)
 	}

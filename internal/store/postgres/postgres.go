@@ -25,15 +25,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/iwf-server/iwf-server/engine"
@@ -43,10 +41,13 @@ import (
 // Store is the PostgreSQL implementation of engine.Store, on a pgx
 // connection pool. It is safe for concurrent use.
 type Store struct {
-	pool   *pgxpool.Pool
-	gate   *gate
-	schema string
-	feed   *feed
+	pool *pgxpool.Pool
+	// readTimeout bounds each statement of a View whose context has no
+	// deadline, or a later one (see statementTimeout).
+	readTimeout time.Duration
+	gate        *gate
+	schema      string
+	feed        *feed
 	// combiner commits blind transactions, several in one PostgreSQL
 	// transaction when they wait at once.
 	combiner *combiner
@@ -61,9 +62,37 @@ var (
 type Option func(*options)
 
 type options struct {
-	schema string
-	tracer pgx.QueryTracer // tests count round trips with it
+	schema      string
+	tracer      pgx.QueryTracer // tests count round trips with it
+	readTimeout time.Duration
 }
+
+// DefaultReadTimeout is the statement timeout of View transactions whose
+// context carries no earlier deadline.
+const DefaultReadTimeout = 30 * time.Second
+
+// WithReadTimeout sets the statement timeout of View transactions (reads:
+// searches, gets, the console) whose context has no earlier deadline;
+// DefaultReadTimeout without it. d <= 0 leaves such reads without a
+// timeout of the store's (the database's statement_timeout applies).
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			d = -1
+		}
+		o.readTimeout = d
+	}
+}
+
+// cancelDelay is how long after a statement's context ends the store sends
+// PostgreSQL a cancel request for it: at once, so that an abandoned query
+// frees its backend and its connection. deadlineDelay is how long after
+// that the connection waits for the server's answer before it gives up on
+// the socket (and the pool drops the connection).
+const (
+	cancelDelay   = 0
+	deadlineDelay = 3 * time.Second
+)
 
 // WithSchema keeps the store's tables in the given schema: every connection
 // of the pool gets it as its only search_path, and Migrate creates the schema
@@ -96,6 +125,19 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if o.tracer != nil {
 		cfg.ConnConfig.Tracer = o.tracer
 	}
+	// The change feed's connections wait for notifications under contexts
+	// that end routinely: they keep pgx's default, which only unblocks the
+	// socket.
+	feedCfg := cfg.ConnConfig.Copy()
+	// When a statement's context ends, PostgreSQL is asked to cancel it
+	// (pgx's default only sets a deadline on the socket, which closes the
+	// connection while the backend goes on running the statement): the
+	// backend stops, and the connection goes back to the pool usable. Should
+	// the server not answer the cancel request in time, the socket's
+	// deadline ends the wait.
+	cfg.ConnConfig.BuildContextWatcherHandler = func(c *pgconn.PgConn) ctxwatch.Handler {
+		return &pgconn.CancelRequestContextWatcherHandler{Conn: c, CancelRequestDelay: cancelDelay, DeadlineDelay: deadlineDelay}
+	}
 	if !strings.Contains(url, "pool_max_conns") {
 		// pgx's default (4 on a small machine) starves an engine that runs
 		// hundreds of tasks at once; transactions are short, so more
@@ -117,7 +159,14 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if feedSchema == "" && schema != nil {
 		feedSchema = *schema
 	}
-	s := &Store{pool: pool, gate: newGate(int(cfg.MaxConns)), schema: o.schema, feed: newFeed(cfg.ConnConfig.Copy(), feedSchema)}
+	readTimeout := o.readTimeout
+	switch {
+	case readTimeout == 0:
+		readTimeout = DefaultReadTimeout
+	case readTimeout < 0:
+		readTimeout = 0
+	}
+	s := &Store{pool: pool, readTimeout: readTimeout, gate: newGate(int(cfg.MaxConns)), schema: o.schema, feed: newFeed(feedCfg, feedSchema)}
 	s.combiner = newCombiner(s.pool)
 	return s, nil
 }
@@ -180,12 +229,16 @@ func retry(ctx context.Context, op func() error) error {
 }
 
 // Update runs fn in a READ COMMITTED transaction and commits it when fn
-// returns nil. When the transaction fails with a deadlock or serialization
+// returns nil. When ctx has a deadline, each statement runs with a
+// statement_timeout of the time left until it (set with BEGIN, in the same
+// round trip); when ctx ends, the statement under way is cancelled on the
+// server. A transaction that only writes, committed by the combiner, is
+// bounded by ctx alone. When the transaction fails with a deadlock or serialization
 // failure, Update rolls it back and runs fn again, up to a few times; fn must
 // therefore have no effects outside tx. A panic in fn rolls the transaction
 // back and propagates.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	return unavailable(unexpected(retry(ctx, func() error { return s.update(ctx, fn) })))
+	return classify(ctx, unexpected(retry(ctx, func() error { return s.update(ctx, fn) })))
 }
 
 // unexpected reports a failed check of TaskTakeExpecting or
@@ -205,38 +258,34 @@ func unexpected(err error) error {
 	return err
 }
 
-// unavailable marks the errors that say PostgreSQL cannot be reached or
-// cannot take work now as *engine.UnavailableError: no connection, a
-// connection lost, the server shutting down or starting, too many
-// connections, a full disk, a closed pool. The operation may succeed when
-// retried later.
-func unavailable(err error) error {
-	if err == nil || engine.IsUnavailable(err) {
-		return err
+// statementTimeout is the statement_timeout of a transaction that begins
+// now under ctx: the time left until ctx's deadline, for a View no more
+// than the store's read timeout (also when ctx has no deadline); 0, none
+// of the store's, for an Update without a deadline (the engine's own work,
+// bounded by what it does, which must not fail half-way for want of
+// time). A deadline already past is ctx's error.
+func (s *Store) statementTimeout(ctx context.Context, view bool) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
 	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case strings.HasPrefix(pgErr.Code, "08"), // connection_exception
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // admin/crash shutdown, cannot_connect_now
-			pgErr.Code == "53100", pgErr.Code == "53200", pgErr.Code == "53300": // disk_full, out_of_memory, too_many_connections
-			return &engine.UnavailableError{Store: "PostgreSQL", Err: err}
+	var d time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if d = time.Until(dl); d <= 0 {
+			return 0, context.DeadlineExceeded
 		}
-		return err
 	}
-	var connErr *pgconn.ConnectError
-	var netErr net.Error
-	if errors.As(err, &connErr) || errors.As(err, &netErr) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "closed pool") {
-		return &engine.UnavailableError{Store: "PostgreSQL", Err: err}
+	if view && s.readTimeout > 0 && (d == 0 || d > s.readTimeout) {
+		d = s.readTimeout
 	}
-	return err
+	return d, nil
 }
 
 func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	p, err := s.beginPipe(ctx, "begin")
+	timeout, err := s.statementTimeout(ctx, false)
+	if err != nil {
+		return err
+	}
+	p, err := s.beginPipe(ctx, "begin", timeout)
 	if err != nil {
 		return err
 	}
@@ -278,14 +327,21 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 }
 
 // View runs fn in a REPEATABLE READ, READ ONLY transaction: every read sees
-// the same snapshot.
+// the same snapshot. Each statement runs with a statement_timeout of the
+// time left until ctx's deadline, and no more than the store's read
+// timeout (WithReadTimeout); when ctx ends, the statement under way is
+// cancelled on the server.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
-	p, err := s.beginPipe(ctx, "begin isolation level repeatable read read only")
+	timeout, err := s.statementTimeout(ctx, true)
 	if err != nil {
-		return unavailable(err)
+		return classify(ctx, err)
+	}
+	p, err := s.beginPipe(ctx, "begin isolation level repeatable read read only", timeout)
+	if err != nil {
+		return classify(ctx, err)
 	}
 	defer p.end(context.WithoutCancel(ctx), false)
-	return unavailable(fn(ctx, &txn{tx: p}))
+	return classify(ctx, fn(ctx, &txn{tx: p}))
 }
 
 // $1 owner, $2 now, $3 lease duration, $4 due before, $5 limit (NULL: none).
@@ -337,7 +393,7 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 		return err
 	})
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("postgres: TaskClaim: %w", err))
+		return nil, classify(ctx, fmt.Errorf("postgres: TaskClaim: %w", err))
 	}
 	rowfmt.SortTasks(tasks)
 	return tasks, nil
@@ -367,7 +423,7 @@ func (s *Store) TaskRenewLeases(ctx context.Context, owner string, ids []int64, 
 		return err
 	})
 	if err != nil {
-		return 0, unavailable(fmt.Errorf("postgres: TaskRenewLeases: %w", err))
+		return 0, classify(ctx, fmt.Errorf("postgres: TaskRenewLeases: %w", err))
 	}
 	return n, nil
 }
@@ -384,7 +440,7 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 		return err
 	})
 	if err != nil {
-		return 0, unavailable(fmt.Errorf("postgres: TaskReleaseLeases: %w", err))
+		return 0, classify(ctx, fmt.Errorf("postgres: TaskReleaseLeases: %w", err))
 	}
 	return n, nil
 }
@@ -410,7 +466,7 @@ func (s *Store) TaskRelease(ctx context.Context, owner string, ids []int64, bump
 		return err
 	})
 	if err != nil {
-		return 0, unavailable(fmt.Errorf("postgres: TaskRelease: %w", err))
+		return 0, classify(ctx, fmt.Errorf("postgres: TaskRelease: %w", err))
 	}
 	return n, nil
 }

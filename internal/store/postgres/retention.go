@@ -64,18 +64,18 @@ func (s *Store) RunsExpired(ctx context.Context, e engine.RunExpiry) ([]string, 
 	rows, err := s.pool.Query(ctx, `SELECT run_id FROM runs WHERE `+expiredWhere+` ORDER BY closed_at LIMIT $4`,
 		append(expiryArgs(e), e.Limit)...)
 	if err != nil {
-		return nil, unavailable(wrap("RunsExpired", err))
+		return nil, classify(ctx, wrap("RunsExpired", err))
 	}
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, unavailable(wrap("RunsExpired", err))
+			return nil, classify(ctx, wrap("RunsExpired", err))
 		}
 		ids = append(ids, id)
 	}
-	return ids, unavailable(wrap("RunsExpired", rows.Err()))
+	return ids, classify(ctx, wrap("RunsExpired", rows.Err()))
 }
 
 // RunsExpiredCount implements engine.Store.
@@ -86,7 +86,7 @@ func (s *Store) RunsExpiredCount(ctx context.Context, e engine.RunExpiry) (int, 
 	var n int
 	err := s.pool.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM runs WHERE `+expiredWhere+` LIMIT $4) AS e`,
 		append(expiryArgs(e), e.Limit)...).Scan(&n)
-	return n, unavailable(wrap("RunsExpiredCount", err))
+	return n, classify(ctx, wrap("RunsExpiredCount", err))
 }
 
 // RunsDelete implements engine.Store.
@@ -96,7 +96,7 @@ func (s *Store) RunsDelete(ctx context.Context, runIDs []string) (int, error) {
 	}
 	var n int
 	err := retry(ctx, func() error { return s.pool.QueryRow(ctx, sqlRunsDelete, runIDs).Scan(&n) })
-	return n, unavailable(wrap("RunsDelete", err))
+	return n, classify(ctx, wrap("RunsDelete", err))
 }
 
 // retentionLockKey is the key of the advisory lock that one process of
@@ -113,13 +113,13 @@ func (s *Store) retentionLockKey() int64 {
 func (s *Store) RetentionLock(ctx context.Context) (func(), bool, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return nil, false, unavailable(wrap("RetentionLock", err))
+		return nil, false, classify(ctx, wrap("RetentionLock", err))
 	}
 	key := s.retentionLockKey()
 	var ok bool
 	if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil || !ok {
 		conn.Release()
-		return nil, false, unavailable(wrap("RetentionLock", err))
+		return nil, false, classify(ctx, wrap("RetentionLock", err))
 	}
 	release := func() {
 		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -43,7 +43,7 @@ func (s *Store) ReadForCall(ctx context.Context, runID, executionID string) (*en
 	// index lookups, is over about as soon as they are scheduled.
 	out, err := s.readForCall(context.WithoutCancel(ctx), rst, runID, executionID)
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("sqlite: ReadForCall: %w", err))
+		return nil, classify(ctx, fmt.Errorf("sqlite: ReadForCall: %w", err))
 	}
 	return out, nil
 }

@@ -43,19 +43,19 @@ func (s *Store) RunsExpired(ctx context.Context, e engine.RunExpiry) ([]string, 
 	}
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("sqlite: RunsExpired: %w", err))
+		return nil, classify(ctx, fmt.Errorf("sqlite: RunsExpired: %w", err))
 	}
 	defer rows.Close()
 	var ids []string
 	for rows.Next() {
 		var id string
 		if err := rows.Scan(&id); err != nil {
-			return nil, unavailable(fmt.Errorf("sqlite: RunsExpired: %w", err))
+			return nil, classify(ctx, fmt.Errorf("sqlite: RunsExpired: %w", err))
 		}
 		ids = append(ids, id)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, unavailable(fmt.Errorf("sqlite: RunsExpired: %w", err))
+		return nil, classify(ctx, fmt.Errorf("sqlite: RunsExpired: %w", err))
 	}
 	return ids, nil
 }
@@ -71,7 +71,7 @@ func (s *Store) RunsExpiredCount(ctx context.Context, e engine.RunExpiry) (int, 
 	}
 	var n int
 	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&n); err != nil {
-		return 0, unavailable(fmt.Errorf("sqlite: RunsExpiredCount: %w", err))
+		return 0, classify(ctx, fmt.Errorf("sqlite: RunsExpiredCount: %w", err))
 	}
 	return n, nil
 }

@@ -29,13 +29,13 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 
-	"modernc.org/sqlite" // also registers the "sqlite" database/sql driver
-	sqlite3 "modernc.org/sqlite/lib"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // MemoryDSN is the dsn of a private in-memory database, for tests only:
@@ -62,6 +62,9 @@ type Store struct {
 	closeOnce sync.Once
 	ckpt      *checkpointer // background checkpoints (nil in memory)
 	sweep     sync.Mutex    // held by a retention sweep (RetentionLock)
+	// readTimeout (a time.Duration) bounds the statements of a View whose
+	// context has no earlier deadline; 0: no bound.
+	readTimeout atomic.Int64
 }
 
 // maxBatch bounds how many Update calls share one transaction.
@@ -81,6 +84,7 @@ func (p *panicError) Error() string { return fmt.Sprint("panic in Update: ", p.v
 
 func newStore(w, r *sql.DB) *Store {
 	s := &Store{w: w, r: r, writes: newWriteQueue(), closing: make(chan struct{}), writerEnd: make(chan struct{})}
+	s.readTimeout.Store(int64(DefaultReadTimeout))
 	go s.writer()
 	return s
 }
@@ -300,10 +304,10 @@ func (s *Store) statements(ctx context.Context) (wst, rst []*sql.Stmt, err error
 // back and propagates to the caller.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
 	if _, _, err := s.statements(ctx); err != nil {
-		return err
+		return classify(ctx, err)
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return classify(ctx, err)
 	}
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
 	if err := s.writes.push(req); err != nil {
@@ -313,25 +317,7 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 	if p, ok := err.(*panicError); ok {
 		panic(p.v)
 	}
-	return unavailable(err)
-}
-
-// unavailable marks the errors after which SQLite cannot take work for now
-// (the disk is full, an I/O error, the file cannot be opened or written,
-// the database stayed locked past the busy timeout) as
-// *engine.UnavailableError, so that callers retry later instead of
-// treating them as bugs.
-func unavailable(err error) error {
-	var se *sqlite.Error
-	if err == nil || !errors.As(err, &se) {
-		return err
-	}
-	switch se.Code() & 0xff {
-	case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_BUSY,
-		sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_NOMEM:
-		return &engine.UnavailableError{Store: "SQLite", Err: err}
-	}
-	return err
+	return classify(ctx, err)
 }
 
 // writer runs the queued Update functions, in batches of the most urgent
@@ -461,19 +447,38 @@ func runFn(r *writeReq, t *txn) (err error) {
 }
 
 // View runs fn in a read-only transaction on its own snapshot of the
-// database, which concurrent writers do not change.
+// database, which concurrent writers do not change. Its statements run
+// until ctx's deadline, and no longer than the store's read timeout
+// (SetReadTimeout): when ctx ends, the driver interrupts the statement
+// under way (sqlite3_interrupt), and the connection goes back to the pool.
 func (s *Store) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
 	_, rst, err := s.statements(ctx)
 	if err != nil {
-		return err
+		return classify(ctx, err)
+	}
+	if d := time.Duration(s.readTimeout.Load()); d > 0 {
+		if dl, ok := ctx.Deadline(); !ok || time.Until(dl) > d {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
 	}
 	sqlTx, err := s.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("sqlite: begin: %w", err)
+		return classify(ctx, fmt.Errorf("sqlite: begin: %w", err))
 	}
 	defer sqlTx.Rollback()
-	return unavailable(fn(ctx, &txn{tx: sqlTx, st: rst}))
+	return classify(ctx, fn(ctx, &txn{tx: sqlTx, st: rst}))
 }
+
+// DefaultReadTimeout bounds the statements of a View whose context has no
+// earlier deadline.
+const DefaultReadTimeout = 30 * time.Second
+
+// SetReadTimeout sets how long the statements of a View whose context has
+// no earlier deadline may run (DefaultReadTimeout until set); d <= 0: as
+// long as they take.
+func (s *Store) SetReadTimeout(d time.Duration) { s.readTimeout.Store(int64(max(d, 0))) }
 
 // TaskClaim leases due tasks to params.Owner and returns them oldest due
 // first. When more tasks are claimable than params.Limit (<= 0: no limit),
@@ -493,11 +498,11 @@ func (s *Store) TaskClaim(ctx context.Context, p engine.TaskClaimParams) ([]*eng
 	now := rowfmt.ToMs(p.Now)
 	rows, err := wst[qTaskClaim].QueryContext(ctx, p.Owner, now, p.LeaseDuration.Milliseconds(), rowfmt.ToMs(p.DueBefore), limit)
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("sqlite: TaskClaim: %w", err))
+		return nil, classify(ctx, fmt.Errorf("sqlite: TaskClaim: %w", err))
 	}
 	tasks, err := scanTasks(rows)
 	if err != nil {
-		return nil, unavailable(fmt.Errorf("sqlite: TaskClaim: %w", err))
+		return nil, classify(ctx, fmt.Errorf("sqlite: TaskClaim: %w", err))
 	}
 	rowfmt.SortTasks(tasks)
 	return tasks, nil
@@ -516,7 +521,7 @@ func (s *Store) TaskRenewLeases(ctx context.Context, owner string, ids []int64, 
 	list, _ := json.Marshal(ids)
 	res, err := wst[qTaskRenew].ExecContext(ctx, rowfmt.ToMs(now), duration.Milliseconds(), owner, string(list))
 	if err != nil {
-		return 0, unavailable(fmt.Errorf("sqlite: TaskRenewLeases: %w", err))
+		return 0, classify(ctx, fmt.Errorf("sqlite: TaskRenewLeases: %w", err))
 	}
 	return res.RowsAffected()
 }
@@ -531,7 +536,7 @@ func (s *Store) TaskReleaseLeases(ctx context.Context, keepOwner string) (int64,
 	}
 	res, err := wst[qTaskRelease].ExecContext(ctx, keepOwner)
 	if err != nil {
-		return 0, unavailable(fmt.Errorf("sqlite: TaskReleaseLeases: %w", err))
+		return 0, classify(ctx, fmt.Errorf("sqlite: TaskReleaseLeases: %w", err))
 	}
 	return res.RowsAffected()
 }
@@ -560,7 +565,7 @@ func (s *Store) TaskRelease(ctx context.Context, owner string, ids []int64, bump
 	}
 	res, err := wst[qTaskReleaseOwned].ExecContext(ctx, owner, list, bump)
 	if err != nil {
-		return 0, unavailable(fmt.Errorf("sqlite: TaskRelease: %w", err))
+		return 0, classify(ctx, fmt.Errorf("sqlite: TaskRelease: %w", err))
 	}
 	return res.RowsAffected()
 }

@@ -74,7 +74,9 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"ReadForCall", testReadForCall},
 		{"TaskTake", testTaskTake},
 	}
-	for _, tc := range append(append(tests, searchTests...), retentionTests...) {
+	tests = append(tests, limitTests...)
+	tests = append(tests, searchTests...)
+	for _, tc := range append(tests, retentionTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.fn(t, newStore(t))
 		})
