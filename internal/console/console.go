@@ -253,6 +253,8 @@ func explain(err error) (int, string) {
 		return http.StatusInternalServerError, "internal error (see the server log)"
 	}
 	switch ee.Code {
+	case engine.CodeDeadlineExceeded:
+		return http.StatusGatewayTimeout, ee.Message
 	case engine.CodeInvalidArgument, engine.CodeLocked, engine.CodeAlreadyStarted:
 		return http.StatusBadRequest, ee.Message
 	case engine.CodeWorkflowNotExists:

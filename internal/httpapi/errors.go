@@ -35,6 +35,7 @@ var errorTable = map[engine.ErrorCode]errorMapping{
 	engine.CodeLocked:            {statusLocked, iwfapi.ErrorSubStatusWorkerApiError},
 	engine.CodeUnimplemented:     {http.StatusNotImplemented, iwfapi.ErrorSubStatusUncategorized},
 	engine.CodeUnavailable:       {http.StatusServiceUnavailable, iwfapi.ErrorSubStatusUncategorized},
+	engine.CodeDeadlineExceeded:  {http.StatusGatewayTimeout, iwfapi.ErrorSubStatusUncategorized},
 	engine.CodeInternal:          {http.StatusInternalServerError, iwfapi.ErrorSubStatusUncategorized},
 }
 

@@ -130,7 +130,7 @@ const statusClientClosed = 499
 // the store may be fine (not 503).
 func deadlineResponse(ctx context.Context, err error) (status int, detail string, ok bool) {
 	switch code := engine.CodeOf(err); {
-	case code != engine.CodeInternal && code != engine.CodeUnavailable:
+	case code != engine.CodeInternal && code != engine.CodeUnavailable && code != engine.CodeDeadlineExceeded:
 		return 0, "", false
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		d := infoFrom(ctx).timeout

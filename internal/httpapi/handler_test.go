@@ -231,6 +231,10 @@ func TestErrorTable(t *testing.T) {
 		{"internal", &engine.Error{Code: engine.CodeInternal, Message: "db exploded", Err: errors.New("secret dsn")},
 			500, "UNCATEGORIZED_SUB_STATUS", "internal server error", nil},
 		{"plain error", errors.New("pq: password authentication failed"), 500, "UNCATEGORIZED_SUB_STATUS", "internal server error", nil},
+		{"statement timeout", engine.DeadlineExceededError("PostgreSQL", nil, errors.New("canceling statement due to statement timeout")),
+			504, "UNCATEGORIZED_SUB_STATUS", engine.DeadlineExceededError("PostgreSQL", nil, nil).Message, nil},
+		{"invalid for the store", engine.InvalidRequestError("a text holds the character U+0000 (NUL)", errors.New("SQLSTATE 22021")),
+			400, "UNCATEGORIZED_SUB_STATUS", "a text holds the character U+0000 (NUL)", nil},
 		{"wrapped engine error", fmt.Errorf("context: %w", engine.Errorf(engine.CodeWorkflowNotExists, "gone")),
 			400, "WORKFLOW_NOT_EXISTS_SUB_STATUS", "gone", nil},
 	}
