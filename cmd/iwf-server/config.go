@@ -23,6 +23,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 	"github.com/iwf-server/iwf-server/internal/workerpolicy"
 )
 
@@ -95,6 +96,9 @@ type Config struct {
 	Retention time.Duration
 	// RetentionFor overrides Retention per workflow type (0: forever).
 	RetentionFor map[string]time.Duration
+	// SQLiteSynchronous is the durability of the SQLite store's commits:
+	// normal (survives a process crash) or full (survives a power loss).
+	SQLiteSynchronous sqlite.Synchronous
 }
 
 // DefaultShutdownGrace is how long a SIGTERM waits for in-flight work.
@@ -128,6 +132,7 @@ func DefaultConfig() Config {
 		RequestTimeout:    httpapi.DefaultRequestTimeout,
 		ConsoleSessionTTL: auth.DefaultSessionTTL,
 		Retention:         engine.DefaultRetention,
+		SQLiteSynchronous: sqlite.SyncNormal,
 	}
 }
 
@@ -333,6 +338,16 @@ var settings = []setting{
 		func(c *Config) *string { return &c.Addr }),
 	stringSetting("db", "IWF_DB", "store `URL`: sqlite://<path> or postgres://user:pass@host:5432/db",
 		func(c *Config) *string { return &c.DB }),
+	{
+		key: "sqlite-synchronous", env: "IWF_SQLITE_SYNCHRONOUS",
+		usage: "durability of the SQLite store's commits, `level` normal (a commit survives a crash of the process) or full (it also survives an OS crash or a power loss, at the price of an fsync per commit)",
+		apply: func(c *Config, e []string) error {
+			v, err := sqlite.ParseSynchronous(e[0])
+			c.SQLiteSynchronous = v
+			return err
+		},
+		def: func(c Config) string { return string(c.SQLiteSynchronous) },
+	},
 	{
 		key: "log-format", env: "IWF_LOG_FORMAT",
 		usage: "log `format`: json or console (default: console when stderr is a terminal, else json)",

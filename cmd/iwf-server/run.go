@@ -90,7 +90,7 @@ func (m *Main) Run(ctx context.Context) error {
 		m.logger.Info().Str("file", m.ConfigFile).Msg("read config file")
 	}
 	if m.Command == CommandMigrate {
-		st, err := server.OpenStore(ctx, target, m.Config.DBConnectTimeout)
+		st, err := server.OpenStore(ctx, target, server.StoreOptions{ConnectTimeout: m.Config.DBConnectTimeout, SQLiteSynchronous: m.Config.SQLiteSynchronous})
 		if err != nil {
 			return err
 		}
@@ -131,6 +131,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:            &m.logger,
 		MaxBodyBytes:      m.Config.MaxBodyBytes,
 		ConnectTimeout:    m.Config.DBConnectTimeout,
+		SQLiteSynchronous: m.Config.SQLiteSynchronous,
 		RequestTimeout:    m.Config.RequestTimeout,
 		RestrictHosts:     auth.IsLoopbackAddr(m.Config.Addr),
 		AllowedHosts:      m.Config.AllowedHosts,

@@ -67,6 +67,9 @@ type Options struct {
 	// ConnectTimeout bounds connecting to PostgreSQL in Open (default
 	// DefaultConnectTimeout).
 	ConnectTimeout time.Duration
+	// SQLiteSynchronous is the durability of a SQLite store's commits
+	// (default sqlite.SyncNormal; see docs/reliability.md).
+	SQLiteSynchronous sqlite.Synchronous
 	// RestrictHosts serves only requests whose Host header names
 	// localhost, a loopback address or one of AllowedHosts, and answers
 	// others 421 (set when listening on a loopback address: it defeats DNS
@@ -182,12 +185,23 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, target, opts.ConnectTimeout)
+	st, err := OpenStore(ctx, target, StoreOptions{ConnectTimeout: opts.ConnectTimeout, SQLiteSynchronous: opts.SQLiteSynchronous})
 	if err != nil {
 		return nil, err
 	}
 	if target.Kind == SQLite {
 		opts.Engine.ReleaseLeasesOnStart = true
+	}
+	if d, ok := st.(interface {
+		DurabilityWarnings(context.Context) ([]string, error)
+	}); ok && opts.Logger != nil {
+		warnings, err := d.DurabilityWarnings(ctx)
+		if err != nil {
+			opts.Logger.Warn().Err(err).Msg("could not read the database's durability settings")
+		}
+		for _, w := range warnings {
+			opts.Logger.Warn().Str("data", target.String()).Msg("the database does not keep every commit: " + w)
+		}
 	}
 	s, err := New(st, opts)
 	if err != nil {
@@ -307,13 +321,24 @@ func redactURL(s string) string {
 // to connect when the caller sets no other limit.
 const DefaultConnectTimeout = 10 * time.Second
 
+// StoreOptions configure OpenStore. The zero value of each field selects
+// its default.
+type StoreOptions struct {
+	// ConnectTimeout bounds connecting to PostgreSQL (default
+	// DefaultConnectTimeout).
+	ConnectTimeout time.Duration
+	// SQLiteSynchronous is the durability of a SQLite store's commits.
+	SQLiteSynchronous sqlite.Synchronous
+}
+
 // OpenStore opens the database d names and applies its migrations. The
 // directory of a SQLite file is created when missing. Connecting to
-// PostgreSQL may take at most connectTimeout (DefaultConnectTimeout when
+// PostgreSQL may take at most o.ConnectTimeout (DefaultConnectTimeout when
 // 0); the migrations are not limited by it. Errors say in one line what is
 // wrong: a server that does not answer, a missing database, refused
 // credentials.
-func OpenStore(ctx context.Context, d DB, connectTimeout time.Duration) (Store, error) {
+func OpenStore(ctx context.Context, d DB, o StoreOptions) (Store, error) {
+	connectTimeout := o.ConnectTimeout
 	if connectTimeout <= 0 {
 		connectTimeout = DefaultConnectTimeout
 	}
@@ -326,7 +351,11 @@ func OpenStore(ctx context.Context, d DB, connectTimeout time.Duration) (Store, 
 				return nil, fmt.Errorf("create the directory of %s: %w", d, err)
 			}
 		}
-		st, err = sqlite.Open(ctx, d.Path)
+		var opts []sqlite.Option
+		if o.SQLiteSynchronous != "" {
+			opts = append(opts, sqlite.WithSynchronous(o.SQLiteSynchronous))
+		}
+		st, err = sqlite.Open(ctx, d.Path, opts...)
 	case Postgres:
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
 		st, err = postgres.Open(cctx, d.URL)

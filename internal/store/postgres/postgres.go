@@ -478,3 +478,29 @@ func nullString(s string) *string {
 	}
 	return &s
 }
+
+// DurabilityWarnings names the server settings under which a commit that
+// PostgreSQL acknowledged can be lost to a crash of the database server or
+// its machine, as this store's sessions see them: fsync or
+// full_page_writes off (the server's), synchronous_commit off (also per
+// database, role or connection). Empty means the server keeps what it
+// acknowledges (docs/reliability.md).
+func (s *Store) DurabilityWarnings(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT name, setting FROM pg_settings
+		WHERE name IN ('fsync', 'full_page_writes', 'synchronous_commit') ORDER BY name`)
+	if err != nil {
+		return nil, classify(ctx, fmt.Errorf("postgres: DurabilityWarnings: %w", err))
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var name, setting string
+		if err := rows.Scan(&name, &setting); err != nil {
+			return nil, err
+		}
+		if setting == "off" {
+			out = append(out, name+"=off: a commit the database acknowledged can be lost if its server or machine crashes")
+		}
+	}
+	return out, rows.Err()
+}

@@ -21,9 +21,11 @@ package sqlite
 // earlier trial with no checkpoint on the writer at all saw the WAL grow
 // to 2 GB); the writer's own checkpoint at walSafetyPages then has little
 // left to copy, and the transaction after it starts the WAL over, so the
-// WAL stays under about 40 MB. The durability of a commit is that of
-// synchronous=NORMAL either way: a checkpoint is when the WAL reaches the
-// disk.
+// WAL stays under about 40 MB. The durability of a commit is that of the
+// store's synchronous level either way: with NORMAL a checkpoint is when
+// the WAL reaches the disk; with FULL each commit has already fsynced it,
+// and the checkpointer's connection, which has the same level, also syncs
+// the database file after copying.
 
 import (
 	"context"

@@ -6,9 +6,11 @@
 // between engine rows and SQLite values. It imports the engine package for
 // the contract and nothing else of this module.
 //
-// The database runs in WAL mode with synchronous=NORMAL: a committed
-// transaction survives a crash of the process (kill -9); after a power loss
-// the last transactions before the crash may be lost. All writes go through
+// The database runs in WAL mode with synchronous=NORMAL by default: a
+// committed transaction survives a crash of the process (kill -9); after a
+// power loss or an OS crash the last transactions before it may be lost.
+// With synchronous=FULL (WithSynchronous) every commit is on disk before
+// Update returns (docs/reliability.md). All writes go through
 // one connection whose transactions begin IMMEDIATE, so writers queue in Go
 // instead of failing with SQLITE_BUSY; View transactions use a separate pool
 // of read-only connections and see a consistent snapshot without blocking the
@@ -37,6 +39,44 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
+
+// Synchronous is how far a commit goes before Update returns: SQLite's
+// PRAGMA synchronous, in WAL mode.
+type Synchronous string
+
+const (
+	// SyncNormal: a commit is in the WAL file, in the operating system's
+	// cache; it reaches the disk at the next checkpoint, which the
+	// checkpointer runs at most checkpointPause after a commit. A process
+	// crash loses nothing committed; an OS crash or a power loss may lose
+	// the commits since the last checkpoint, normally the last fraction of
+	// a second.
+	SyncNormal Synchronous = "normal"
+	// SyncFull: each commit's WAL frames are fsynced before it returns;
+	// nothing committed is lost to an OS crash or a power loss.
+	SyncFull Synchronous = "full"
+)
+
+func (s Synchronous) valid() bool { return s == SyncNormal || s == SyncFull }
+
+// ParseSynchronous reads "normal" or "full" (any case).
+func ParseSynchronous(s string) (Synchronous, error) {
+	v := Synchronous(strings.ToLower(strings.TrimSpace(s)))
+	if !v.valid() {
+		return "", fmt.Errorf("invalid synchronous level %q: want normal or full", s)
+	}
+	return v, nil
+}
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	sync Synchronous
+}
+
+// WithSynchronous sets the durability of commits (default SyncNormal).
+func WithSynchronous(s Synchronous) Option { return func(o *options) { o.sync = s } }
 
 // MemoryDSN is the dsn of a private in-memory database, for tests only:
 // nothing survives Close, and reads and writes share a single connection.
@@ -97,7 +137,14 @@ var _ engine.Store = (*Store)(nil)
 // error wrapping ErrInUse that names the owner's pid. MemoryDSN opens a
 // private in-memory database, for tests only. Open does not create the
 // schema: call Migrate before using the store.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	o := options{sync: SyncNormal}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if !o.sync.valid() {
+		return nil, fmt.Errorf("sqlite: synchronous %q: want normal or full", o.sync)
+	}
 	if dsn == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
@@ -129,7 +176,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := openFile(ctx, dsn)
+	s, err := openFile(ctx, dsn, o)
 	if err != nil {
 		lock.release()
 		return nil, err
@@ -140,10 +187,13 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 
 // openFile opens the database file at dsn: one write connection in WAL
 // mode and a pool of read-only connections.
-func openFile(ctx context.Context, dsn string) (*Store, error) {
+func openFile(ctx context.Context, dsn string, o options) (*Store, error) {
+	// Every connection gets the synchronous level: the writer's commits
+	// follow it, and so do the checkpoints of the checkpointer's.
+	sync := "&_synchronous=" + strings.ToUpper(string(o.sync))
 	// The writer opens the file first and switches it to WAL, which is a
 	// property of the file that the readers then share.
-	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_synchronous=NORMAL&_foreign_keys=0&_txlock=immediate"+
+	w, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_journal_mode=WAL&_foreign_keys=0&_txlock=immediate"+sync+
 		fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walSafetyPages))
 	if err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
@@ -156,7 +206,7 @@ func openFile(ctx context.Context, dsn string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 	}
-	r, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_query_only=1")
+	r, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000&_query_only=1"+sync)
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
@@ -169,7 +219,7 @@ func openFile(ctx context.Context, dsn string) (*Store, error) {
 		r.Close()
 		return nil, fmt.Errorf("sqlite: open %s: %w", dsn, err)
 	}
-	c, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000")
+	c, err := sql.Open("sqlite", dsn+"?_busy_timeout=10000"+sync)
 	if err == nil {
 		c.SetMaxOpenConns(1)
 		c.SetMaxIdleConns(1)
