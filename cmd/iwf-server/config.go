@@ -96,6 +96,8 @@ type Config struct {
 	Retention time.Duration
 	// RetentionFor overrides Retention per workflow type (0: forever).
 	RetentionFor map[string]time.Duration
+	// RetentionInterval is how often a node deletes expired runs.
+	RetentionInterval time.Duration
 	// SQLiteSynchronous is the durability of the SQLite store's commits:
 	// normal (survives a process crash) or full (survives a power loss).
 	SQLiteSynchronous sqlite.Synchronous
@@ -132,6 +134,7 @@ func DefaultConfig() Config {
 		RequestTimeout:    httpapi.DefaultRequestTimeout,
 		ConsoleSessionTTL: auth.DefaultSessionTTL,
 		Retention:         engine.DefaultRetention,
+		RetentionInterval: engine.DefaultSweepInterval,
 		SQLiteSynchronous: sqlite.SyncNormal,
 	}
 }
@@ -161,6 +164,7 @@ func (c Config) Validate() error {
 		"max-wait": c.MaxWait, "lease-duration": c.LeaseDuration, "poll-interval": c.PollInterval,
 		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "db-connect-timeout": c.DBConnectTimeout,
 		"shutdown-grace": c.ShutdownGrace, "request-timeout": c.RequestTimeout, "console-session-ttl": c.ConsoleSessionTTL,
+		"retention-interval": c.RetentionInterval,
 	} {
 		if d <= 0 {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
@@ -540,6 +544,8 @@ var retentionSettings = []setting{
 		},
 		def: func(Config) string { return "" },
 	},
+	durationSetting("retention-interval", "IWF_RETENTION_INTERVAL", "how often a node deletes the closed runs past their retention (one node at a time on PostgreSQL)",
+		func(c *Config) *time.Duration { return &c.RetentionInterval }),
 }
 
 func init() {

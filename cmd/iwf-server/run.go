@@ -121,6 +121,7 @@ func (m *Main) Run(ctx context.Context) error {
 			SearchAttributeTypes: m.Config.SearchAttributes,
 			Retention:            m.Config.Retention,
 			RetentionByType:      m.Config.RetentionFor,
+			SweepInterval:        m.Config.RetentionInterval,
 		},
 		WorkerHeaders:     m.Config.WorkerHeaders,
 		WorkerURLAllow:    m.Config.WorkerURLAllow,
