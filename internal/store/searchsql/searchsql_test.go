@@ -309,3 +309,28 @@ func TestManySubqueriesTwoLevels(t *testing.T) {
 		}
 	}
 }
+
+// TestSQLiteProbesAreFenced: with counts, the per-run probes (conditions
+// counted as dense, or not counted) of the top-level AND end with the
+// SQLite dialect's LIMIT, which keeps SQLite from turning them into joins;
+// under an OR they are left as they are.
+func TestSQLiteProbesAreFenced(t *testing.T) {
+	terms := []search.Expr{
+		cond("I0", "INT", search.Eq, false, int64(1)), // counted small: a list
+		cond("I1", "INT", search.Eq, false, int64(1)), // counted dense: a probe
+		cond("K2", "KEYWORD", search.Eq, true, "x"),   // not countable: a probe, and NOT EXISTS
+		cond("I3", "INT", search.Eq, true, int64(1)),  // a probe
+		&search.Or{Terms: []search.Expr{cond("I4", "INT", search.Eq, false, int64(4)), cond("I5", "INT", search.Eq, false, int64(5))}},
+	}
+	counts := map[*search.Cond]int{terms[0].(*search.Cond): 5, terms[1].(*search.Cond): CountCap + 1}
+	st, err := Compile(&search.Query{Filter: &search.And{Terms: terms}, Limit: 10}, SQLite, counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(st.SQL, "EXISTS (SELECT 1 "); n != 6 { // I1, K2 (2), I3, I4, I5
+		t.Fatalf("%d EXISTS, want 6:\n%s", n, st.SQL)
+	}
+	if n := strings.Count(st.SQL, " LIMIT 1)"); n != 3 { // I1, K2's value, I3
+		t.Fatalf("%d fenced probes, want 3:\n%s", n, st.SQL)
+	}
+}
