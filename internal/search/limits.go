@@ -32,17 +32,17 @@ const (
 	MaxQueryTextWords = 100
 )
 
-// checkInput rejects, before lexing, a query longer than MaxQueryLength or
-// one that is not valid UTF-8. Positions count characters, each byte of an
-// invalid sequence as one, as the lexer does.
-func checkInput(query string) error {
-	if len(query) > MaxQueryLength {
-		cut := MaxQueryLength
+// checkInput rejects, before lexing, a query longer than maxLength bytes
+// (MaxQueryLength) or one that is not valid UTF-8. Positions count
+// characters, each byte of an invalid sequence as one, as the lexer does.
+func checkInput(query string, maxLength int) error {
+	if len(query) > maxLength {
+		cut := maxLength
 		for cut > 0 && !utf8.RuneStart(query[cut]) {
 			cut--
 		}
 		return searchError(utf8.RuneCountInString(query[:cut])+1,
-			"the query is %d bytes long, more than the limit of %d bytes", len(query), MaxQueryLength)
+			"the query is %d bytes long, more than the limit of %d bytes", len(query), maxLength)
 	}
 	pos := 1
 	for i := 0; i < len(query); pos++ {

@@ -47,9 +47,10 @@ type parser struct {
 	toks []token
 	i    int
 
-	depth  int // open parentheses and NOTs around the current token
-	preds  int // predicates read
-	values int // values read
+	maxDepth int
+	depth    int // open parentheses and NOTs around the current token
+	preds    int // predicates read
+	values   int // values read
 }
 
 // Parse parses a query:
@@ -72,15 +73,18 @@ type parser struct {
 // A query beyond MaxQueryLength, MaxDepth, MaxPredicates or MaxValues, or
 // one that is not valid UTF-8 or has a NUL character in a string or quoted
 // name, is an *Error.
-func Parse(query string) (*Parsed, error) {
-	if err := checkInput(query); err != nil {
+func Parse(query string) (*Parsed, error) { return parse(query, MaxQueryLength, MaxDepth) }
+
+// parse is Parse with other length and depth limits (for tests).
+func parse(query string, maxLength, maxDepth int) (*Parsed, error) {
+	if err := checkInput(query, maxLength); err != nil {
 		return nil, err
 	}
 	toks, err := lex(query)
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{toks: toks}
+	p := &parser{toks: toks, maxDepth: maxDepth}
 	q := &Parsed{}
 	if !p.isKeyword("ORDER") && p.peek().kind != tEOF {
 		if q.where, err = p.or(); err != nil {
@@ -208,8 +212,8 @@ func (p *parser) unary() (searchExpr, error) {
 // descend opens one level of nesting at t, a "(" or a NOT: the only
 // places where the parser recurses, so that MaxDepth bounds its stack.
 func (p *parser) descend(t token) error {
-	if p.depth == MaxDepth {
-		return searchError(t.pos, "the query nests parentheses and NOT deeper than the limit of %d levels", MaxDepth)
+	if p.depth == p.maxDepth {
+		return searchError(t.pos, "the query nests parentheses and NOT deeper than the limit of %d levels", p.maxDepth)
 	}
 	p.depth++
 	return nil
