@@ -64,6 +64,22 @@ func NotEqualSearchText(n int) string {
 	return strings.Join(parts, " AND ")
 }
 
+// OrSearchText is a query of n predicates joined by OR, on a KEYWORD and
+// an INT attribute by turns: CustomKeywordField = 'k-0' OR CustomIntField
+// = 1000 OR …; the runs of FillSearchLimitRuns whose number is a multiple
+// of 10 match it (when n is at least 20).
+func OrSearchText(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		if i%2 == 0 {
+			parts[i] = fmt.Sprintf("%s = 'k-%d'", saKeyword, 10*(i/2)%100)
+		} else {
+			parts[i] = fmt.Sprintf("%s = %d", saInt, 1000+i)
+		}
+	}
+	return strings.Join(parts, " OR ")
+}
+
 // WorstSearchText is the most expensive query the limits allow, as far as
 // the store's planning goes: search.MaxPredicates - 4 predicates of
 // NotEqualSearchText and 4 TEXT predicates whose literals have
