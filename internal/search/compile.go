@@ -43,11 +43,14 @@ type typer struct {
 	types  Resolver
 	now    time.Time
 	fields map[string]Field
+	words  int // TEXT words matched so far
 }
 
 // Compile resolves the attributes of a parsed query (built-ins,
 // system attributes, then types), converts its literals and checks its
-// operators. now anchors relative DATETIME literals such as '15m'.
+// operators. now anchors relative DATETIME literals such as '15m'. A TEXT
+// literal of more than MaxTextWords words, or TEXT literals of more than
+// MaxQueryTextWords words in all, are an *Error.
 func Compile(ctx context.Context, pq *Parsed, types Resolver, now time.Time) (*Query, error) {
 	t := &typer{ctx: ctx, types: types, now: now, fields: map[string]Field{}}
 	q := &Query{}
@@ -238,6 +241,12 @@ func (t *typer) predicate(p *predicate, neg bool) (Expr, error) {
 			words := Words(v.(string))
 			if len(words) == 0 {
 				return nil, searchError(p.values[i].pos, "a TEXT value to match needs at least one word, got %s", describe(p.values[i]))
+			}
+			if len(words) > MaxTextWords {
+				return nil, searchError(p.values[i].pos, "a TEXT value to match has %d words, more than the limit of %d", len(words), MaxTextWords)
+			}
+			if t.words += len(words); t.words > MaxQueryTextWords {
+				return nil, searchError(p.values[i].pos, "the query's TEXT values have more words than the limit of %d in all", MaxQueryTextWords)
 			}
 			conds := make([]Expr, 0, len(words))
 			for _, w := range words {

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -45,13 +46,61 @@ var searchSeeds = []string{
 	"ORDER BY CustomStringField",
 }
 
+// limitSeeds are queries at and beyond the limits: deep parentheses and
+// NOT chains, many predicates, long IN lists and TEXT literals, NUL bytes,
+// invalid UTF-8 and an overlong query.
+func limitSeeds() []string {
+	values := func(n int) string {
+		vs := make([]string, n)
+		for i := range vs {
+			vs[i] = fmt.Sprint(i)
+		}
+		return strings.Join(vs, ",")
+	}
+	words := func(n int) string {
+		ws := make([]string, n)
+		for i := range ws {
+			ws[i] = fmt.Sprintf("w%d", i)
+		}
+		return strings.Join(ws, " ")
+	}
+	return []string{
+		strings.Repeat("(", MaxDepth) + "A = 1" + strings.Repeat(")", MaxDepth),
+		strings.Repeat("(", MaxDepth+1) + "A = 1" + strings.Repeat(")", MaxDepth+1),
+		strings.Repeat("(", 4*MaxDepth),
+		strings.Repeat("NOT ", MaxDepth) + "CustomIntField = 1",
+		strings.Repeat("NOT ", MaxDepth+1) + "CustomIntField = 1",
+		strings.Repeat("NOT (", MaxDepth/2) + "CustomStringField = 'a b'" + strings.Repeat(")", MaxDepth/2),
+		strings.Repeat("CustomIntField = 1 OR ", MaxPredicates-1) + "CustomKeywordField = 'x'",
+		strings.Repeat("CustomIntField != 1 AND ", MaxPredicates) + "CustomKeywordField = 'x'",
+		"CustomIntField IN (" + values(MaxValues) + ")",
+		"CustomIntField NOT IN (" + values(MaxValues+1) + ")",
+		"CustomStringField = '" + words(MaxTextWords) + "'",
+		"CustomStringField != '" + words(MaxTextWords+1) + "'",
+		"CustomStringField IN ('" + words(MaxTextWords) + "', '" + words(MaxTextWords) + "', '" + words(MaxTextWords) + "', 'x y z a b')",
+		"A = 'x\x00y'",
+		"CustomKeywordField IN ('a', 'b\x00')",
+		"CustomKeywordField = \"\x00\"",
+		"`\x00` = 1",
+		"\x00",
+		"A = '\xff\xfe'",
+		"`\xc3` IS NULL",
+		strings.Repeat(" ", MaxQueryLength) + "A = 1",
+	}
+}
+
 // FuzzSearchQuery parses and compiles arbitrary queries. Invariants: no
 // panic; an error is a *Error (or, from Compile, a Resolver error) with a
 // non-empty one-line message and a position inside the query; an accepted
 // query, printed back by render, parses to the same syntax tree and
-// compiles to the same typed query.
+// compiles to the same typed query. (The printed form has more parentheses
+// and spaces, so it is parsed with the length and depth limits widened to
+// what render can add: twice the depth plus one, eight times the length.)
 func FuzzSearchQuery(f *testing.F) {
 	for _, s := range searchSeeds {
+		f.Add(s)
+	}
+	for _, s := range limitSeeds() {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, query string) {
@@ -61,7 +110,7 @@ func FuzzSearchQuery(f *testing.F) {
 			return
 		}
 		printed := render(pq)
-		again, err := Parse(printed)
+		again, err := parse(printed, 8*MaxQueryLength, 2*MaxDepth+1)
 		if err != nil {
 			t.Fatalf("%q printed as %q, which does not parse: %v", query, printed, err)
 		}

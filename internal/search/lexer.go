@@ -82,7 +82,8 @@ func describe(t token) string {
 	return t.text
 }
 
-// lex splits a query into tokens, ending with tEOF.
+// lex splits a query into tokens, ending with tEOF. The query has passed
+// checkInput: it is valid UTF-8 and at most MaxQueryLength bytes long.
 func lex(query string) ([]token, error) {
 	rs := []rune(query)
 	var out []token
@@ -179,6 +180,8 @@ func doubleQuoted(rs []rune, start int) (string, int, error) {
 			j++
 		case rs[j] == '"':
 			return b.String(), j + 1, nil
+		case rs[j] == 0:
+			return "", 0, nulError(j)
 		default:
 			b.WriteRune(rs[j])
 		}
@@ -193,6 +196,9 @@ func doubled(rs []rune, start int) (token, int, error) {
 	q := rs[start]
 	var b strings.Builder
 	for j := start + 1; j < len(rs); j++ {
+		if rs[j] == 0 {
+			return token{}, 0, nulError(j)
+		}
 		if rs[j] != q {
 			b.WriteRune(rs[j])
 			continue
@@ -213,6 +219,13 @@ func doubled(rs []rune, start int) (token, int, error) {
 		what = "quoted attribute name"
 	}
 	return token{}, 0, searchError(start+1, "unterminated %s", what)
+}
+
+// nulError is the error for a NUL character at rs[i] inside a string or a
+// quoted attribute name: no store can hold it (PostgreSQL's text cannot),
+// so no value or key can equal a literal that has one.
+func nulError(i int) error {
+	return searchError(i+1, "a string or quoted attribute name cannot contain the NUL character")
 }
 
 // number reads the number that starts at rs[start] (12, -3.5, 1e9) and

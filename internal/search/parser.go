@@ -46,6 +46,11 @@ type Parsed struct {
 type parser struct {
 	toks []token
 	i    int
+
+	maxDepth int
+	depth    int // open parentheses and NOTs around the current token
+	preds    int // predicates read
+	values   int // values read
 }
 
 // Parse parses a query:
@@ -64,12 +69,22 @@ type parser struct {
 //	attribute = name | `quoted name`
 //
 // Keywords are case-insensitive; attribute names are case-sensitive.
-func Parse(query string) (*Parsed, error) {
+//
+// A query beyond MaxQueryLength, MaxDepth, MaxPredicates or MaxValues, or
+// one that is not valid UTF-8 or has a NUL character in a string or quoted
+// name, is an *Error.
+func Parse(query string) (*Parsed, error) { return parse(query, MaxQueryLength, MaxDepth) }
+
+// parse is Parse with other length and depth limits (for tests).
+func parse(query string, maxLength, maxDepth int) (*Parsed, error) {
+	if err := checkInput(query, maxLength); err != nil {
+		return nil, err
+	}
 	toks, err := lex(query)
 	if err != nil {
 		return nil, err
 	}
-	p := &parser{toks: toks}
+	p := &parser{toks: toks, maxDepth: maxDepth}
 	q := &Parsed{}
 	if !p.isKeyword("ORDER") && p.peek().kind != tEOF {
 		if q.where, err = p.or(); err != nil {
@@ -163,13 +178,20 @@ func (p *parser) and() (searchExpr, error) {
 func (p *parser) unary() (searchExpr, error) {
 	switch t := p.peek(); {
 	case t.kind == tKeyword && t.text == "NOT":
+		if err := p.descend(t); err != nil {
+			return nil, err
+		}
 		p.next()
 		x, err := p.unary()
 		if err != nil {
 			return nil, err
 		}
+		p.depth--
 		return &notExpr{term: x}, nil
 	case t.kind == tLParen:
+		if err := p.descend(t); err != nil {
+			return nil, err
+		}
 		p.next()
 		x, err := p.or()
 		if err != nil {
@@ -179,6 +201,7 @@ func (p *parser) unary() (searchExpr, error) {
 			return nil, p.expected("')'")
 		}
 		p.next()
+		p.depth--
 		return x, nil
 	case t.kind == tIdent:
 		return p.predicate()
@@ -186,16 +209,34 @@ func (p *parser) unary() (searchExpr, error) {
 	return nil, p.expected("an attribute name, NOT or '('")
 }
 
+// descend opens one level of nesting at t, a "(" or a NOT: the only
+// places where the parser recurses, so that MaxDepth bounds its stack.
+func (p *parser) descend(t token) error {
+	if p.depth == p.maxDepth {
+		return searchError(t.pos, "the query nests parentheses and NOT deeper than the limit of %d levels", p.maxDepth)
+	}
+	p.depth++
+	return nil
+}
+
 func (p *parser) value() (token, error) {
 	t := p.peek()
 	switch {
 	case t.kind == tString, t.kind == tNumber, t.kind == tKeyword && (t.text == "TRUE" || t.text == "FALSE"):
+		if p.values == MaxValues {
+			return token{}, searchError(t.pos, "the query has more values than the limit of %d (IN lists included)", MaxValues)
+		}
+		p.values++
 		return p.next(), nil
 	}
 	return token{}, p.expected("a value ('string' or number)")
 }
 
 func (p *parser) predicate() (searchExpr, error) {
+	if p.preds == MaxPredicates {
+		return nil, searchError(p.peek().pos, "the query has more predicates than the limit of %d", MaxPredicates)
+	}
+	p.preds++
 	pr := &predicate{attr: p.next()}
 	t := p.peek()
 	pr.at = t.pos

@@ -8,10 +8,11 @@ import (
 )
 
 // RunSearch implements engine.ReadTx: the query compiled by searchsql, with
-// every literal bound as a parameter. Each condition on a search attribute
-// is a semi-join (IN subquery); PostgreSQL's planner sizes them from its
-// statistics and picks the plan, so no counts are needed (see
-// searchsql.Counts).
+// every literal bound as a parameter. Up to searchsql.PostgreSQLJoinable
+// conditions on search attributes are semi-joins (IN subqueries) that
+// PostgreSQL's planner sizes from its statistics, picking the plan, so no
+// counts are needed (see searchsql.Counts); further conditions are fenced
+// per-run probes, so that planning does not grow steeply with their number.
 func (t *txn) RunSearch(ctx context.Context, q *search.Query) (*search.Page, error) {
 	st, err := searchsql.Compile(q, searchsql.PostgreSQL, nil)
 	if err != nil {

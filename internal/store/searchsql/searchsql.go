@@ -31,6 +31,19 @@
 // become probes that the database checks as it walks the runs in the
 // result's order.
 //
+// Databases turn the subqueries of the top-level AND into joins and search
+// for the best order of all of them, at a cost that grows steeply with
+// their number. So a search is compiled so that they see only a few:
+// PostgreSQL gets, when its top-level AND has more than PostgreSQLJoinable
+// subqueries, a statement of two levels (see splitJoinable): the runs that
+// pass the first conditions, sorted, in a subquery, and the other
+// conditions as per-run probes fenced against the conversion (Dialect.Fence)
+// that the outer query applies to them until the page is full. SQLite's
+// probes are fenced too. With the limits of the search language (at most
+// search.MaxPredicates predicates and search.MaxQueryTextWords TEXT words)
+// planning stays in milliseconds and a search costs at most one probe per
+// condition and run it reads.
+//
 // Paging is by keyset: the cursor holds the sort keys of the last run of a
 // page, so a page costs the same however deep it is, and runs added
 // meanwhile do not shift the pages.
@@ -60,9 +73,24 @@ type Dialect struct {
 	// Bool converts a BOOL literal to the value bound for the bool_value
 	// column (SQLite stores 0 and 1, PostgreSQL a BOOLEAN).
 	Bool func(b bool) any
+	// Joinable, when positive, bounds the subqueries of the filter's
+	// top-level AND that the database may turn into joins, for a store
+	// that compiles without counts (see splitJoinable); zero: no bound.
+	Joinable int
+	// Fence is the clause that, written at the end of an EXISTS
+	// subquery, keeps the database from turning it into a join. With
+	// counts, every per-run probe (modeExists) of the top-level AND is
+	// fenced.
+	Fence string
 }
 
 // SQLite is the dialect of the SQLite store.
+//
+// SQLite turns the EXISTS subqueries of the top-level AND into joins (up
+// to its 64 tables a join) and orders them with the others; with tens of
+// them it chose, for some, a range scan of the attribute's whole index
+// run after run (100 conditions over 3,000 runs took 11 s). A LIMIT keeps
+// a subquery what the counts made it: a probe by run id.
 var SQLite = Dialect{
 	Placeholder: func(int) string { return "?" },
 	Bool: func(b bool) any {
@@ -71,13 +99,30 @@ var SQLite = Dialect{
 		}
 		return int64(0)
 	},
+	Fence: " LIMIT 1",
 }
 
 // PostgreSQL is the dialect of the PostgreSQL store.
+//
+// PostgreSQL's planner turns each IN or [NOT] EXISTS subquery of the
+// top-level AND into a semi-join (anti-join) and then searches for the
+// best order of all the joins: a search whose cost grows steeply with
+// their number (100 conditions took seconds to plan, 200 tens of seconds).
+// Only PostgreSQLJoinable subqueries are left to it (see splitJoinable);
+// enough for the planner to choose, among the conditions of a typical
+// search, the one that drives it.
+//
+// PostgreSQL converts an EXISTS subquery with a LIMIT (it drops the
+// LIMIT), but not one with an OFFSET, which it never flattens either.
 var PostgreSQL = Dialect{
 	Placeholder: func(n int) string { return fmt.Sprintf("$%d", n) },
 	Bool:        func(b bool) any { return b },
+	Joinable:    PostgreSQLJoinable,
+	Fence:       " OFFSET 0",
 }
+
+// PostgreSQLJoinable is the Joinable of the PostgreSQL dialect.
+const PostgreSQLJoinable = 4
 
 // openCloseKey is the default order's first key: the close time, or the
 // largest BIGINT for an open run, so that open runs come first in
@@ -151,6 +196,87 @@ type builder struct {
 	// condition whose rows drive the search.
 	counts map[*search.Cond]int
 	driver *search.Cond
+
+	orDepth int  // the Or nodes around the node being written
+	fence   bool // writing the fenced conditions (see splitJoinable)
+}
+
+// fenced reports whether a subquery about to be written must be fenced
+// against its conversion to a join: when it is one of the fenced
+// conditions (see splitJoinable), outside any OR (a subquery under an OR
+// is never converted). A fenced subquery is a correlated [NOT] EXISTS that
+// ends with the dialect's Fence: it stays a per-run probe (an index lookup
+// by run id), planned on its own.
+func (b *builder) fenced() bool { return b.fence && b.orDepth == 0 }
+
+// fencedProbe reports whether a per-run probe (modeExists, with counts)
+// about to be written must be fenced: when it is in the top-level AND
+// (where a database may turn it into a join) and the dialect has a Fence.
+func (b *builder) fencedProbe() bool { return b.d.Fence != "" && b.orDepth == 0 }
+
+// subqueries returns the number of subqueries that a term of the
+// filter's top-level AND writes where the database may turn them into
+// joins: none for a condition on a run column or an OR (whose subqueries
+// are never converted), one or two for a condition on a search attribute
+// (two for a negated test on KEYWORD elements or TEXT words: a value, and
+// none that passes).
+func subqueries(e search.Expr) int {
+	switch e := e.(type) {
+	case *search.And:
+		n := 0
+		for _, t := range e.Terms {
+			n += subqueries(t)
+		}
+		return n
+	case *search.Cond:
+		if e.Field.Builtin != "" {
+			return 0
+		}
+		if e.Negated && e.Op != search.Present {
+			if src, err := testSource(e); err == nil && src.table != "search_attributes" {
+				return 2
+			}
+		}
+		return 1
+	}
+	return 0
+}
+
+// splitJoinable splits the terms of a filter's top-level AND for a
+// database that plans at most max of its subqueries as joins. When the
+// filter writes no more than max, outer is empty and the statement is
+// written in one level. Otherwise inner holds the conditions on run
+// columns, the ORs and, in order, the conditions on search attributes up
+// to max subqueries; outer holds the other conditions. The statement
+// then selects from a subquery of the runs that pass inner (fenced by
+// OFFSET 0, so that it is planned on its own, with the estimates of its
+// own conditions) and applies outer to them as fenced per-run probes:
+// probes whose selectivity the planner cannot estimate would otherwise
+// make it expect a handful of runs and choose nested loops over whole
+// tables for the joins.
+func splitJoinable(filter search.Expr, max int) (inner, outer []search.Expr) {
+	terms := []search.Expr{filter}
+	if a, ok := filter.(*search.And); ok {
+		terms = a.Terms
+	}
+	total := 0
+	for _, t := range terms {
+		total += subqueries(t)
+	}
+	if total <= max {
+		return terms, nil
+	}
+	used := 0
+	for _, t := range terms {
+		n := subqueries(t)
+		if n == 0 || used+n <= max {
+			inner = append(inner, t)
+			used += n
+		} else {
+			outer = append(outer, t)
+		}
+	}
+	return inner, outer
 }
 
 // modeOf returns the mode of a condition on a search attribute: without
@@ -309,6 +435,96 @@ func Compile(q *search.Query, d Dialect, counts map[*search.Cond]int) (*Statemen
 		st.nullable = true
 	}
 
+	// The keyset condition of the cursor, if any.
+	var after func() error
+	if q.Cursor != "" {
+		c, vals, err := decodeCursor(q.Cursor, st, d)
+		if err != nil {
+			return nil, err
+		}
+		after = func() error {
+			b.after(c, vals, keyExprs, custom, cmp)
+			return nil
+		}
+	}
+	var inner, outer []search.Expr
+	if d.Joinable > 0 && counts == nil && q.Filter != nil {
+		inner, outer = splitJoinable(q.Filter, d.Joinable)
+	}
+	split := len(outer) > 0
+
+	// The expressions of the ORDER BY before r.run_id, and their
+	// directions.
+	var sortExprs, sortDirs []string
+	if custom != "" {
+		sortExprs, sortDirs = append(sortExprs, custom+" IS NULL"), append(sortDirs, " ASC")
+	}
+	for _, k := range keyExprs {
+		sortExprs, sortDirs = append(sortExprs, k), append(sortDirs, dir)
+	}
+	orderBy := func(exprs []string) {
+		b.sql(" ORDER BY ")
+		for i, k := range exprs {
+			b.sql(k + sortDirs[i] + ", ")
+		}
+		b.sql("r.run_id" + dir)
+	}
+
+	if split {
+		// SELECT r.workflow_id, r.run_id, r.s<key> … FROM (SELECT
+		// r.workflow_id, r.run_id, <sort expression> AS s0, … FROM runs r
+		// [LEFT JOIN o] WHERE <inner> [AND <after the cursor>] ORDER BY …
+		// OFFSET 0) r WHERE <outer> ORDER BY r.s0, …, r.run_id LIMIT n:
+		// the subquery is planned for all its rows (the outer query
+		// sorts), and sorts them; the outer query reads them in that
+		// order (its ORDER BY names the subquery's sorted columns, so the
+		// planner adds no sort), probes each with the outer conditions
+		// and stops when the page is full.
+		cols := make([]string, len(sortExprs))
+		for i := range sortExprs {
+			cols[i] = fmt.Sprintf("r.s%d", i)
+		}
+		b.sql("SELECT r.workflow_id, r.run_id")
+		for _, c := range cols[len(cols)-len(keyExprs):] {
+			b.sql(", " + c)
+		}
+		b.sql(" FROM (SELECT r.workflow_id, r.run_id")
+		for i, k := range sortExprs {
+			b.sql(fmt.Sprintf(", %s AS s%d", k, i))
+		}
+		b.sql(" FROM runs r")
+		if join {
+			b.sql(" LEFT JOIN search_attributes o ON o.run_id = r.run_id AND o.key = ")
+			b.arg(q.Order.Field.Key)
+		}
+		var conds []func() error
+		for _, t := range inner {
+			conds = append(conds, func() error { return b.expr(t) })
+		}
+		if after != nil {
+			conds = append(conds, after)
+		}
+		if err := b.where(conds); err != nil {
+			return nil, err
+		}
+		orderBy(sortExprs)
+		b.sql(" OFFSET 0) r")
+		conds = nil
+		b.fence = true
+		for _, t := range outer {
+			conds = append(conds, func() error { return b.expr(t) })
+		}
+		if err := b.where(conds); err != nil {
+			return nil, err
+		}
+		b.fence = false
+		orderBy(cols)
+		b.sql(" LIMIT ")
+		b.arg(int64(q.Limit) + 1)
+		st.SQL, st.Args = b.sb.String(), b.args
+		return st, nil
+	}
+
 	b.sql("SELECT r.workflow_id, r.run_id")
 	for _, k := range keyExprs {
 		b.sql(", " + k)
@@ -342,39 +558,35 @@ func Compile(q *search.Query, d Dialect, counts map[*search.Cond]int) (*Statemen
 	if q.Filter != nil {
 		where = append(where, func() error { return b.expr(q.Filter) })
 	}
-	if q.Cursor != "" {
-		c, vals, err := decodeCursor(q.Cursor, st, d)
-		if err != nil {
-			return nil, err
-		}
-		where = append(where, func() error {
-			b.after(c, vals, keyExprs, custom, cmp)
-			return nil
-		})
+	if after != nil {
+		where = append(where, after)
 	}
-	for i, w := range where {
+	if err := b.where(where); err != nil {
+		return nil, err
+	}
+	orderBy(sortExprs)
+	b.sql(" LIMIT ")
+	b.arg(int64(q.Limit) + 1)
+	st.SQL, st.Args = b.sb.String(), b.args
+	return st, nil
+}
+
+// where writes " WHERE (c1) AND (c2) …" for the conditions that conds
+// write; nothing when there are none.
+func (b *builder) where(conds []func() error) error {
+	for i, c := range conds {
 		if i == 0 {
 			b.sql(" WHERE ")
 		} else {
 			b.sql(" AND ")
 		}
 		b.sql("(")
-		if err := w(); err != nil {
-			return nil, err
+		if err := c(); err != nil {
+			return err
 		}
 		b.sql(")")
 	}
-	b.sql(" ORDER BY ")
-	if custom != "" {
-		b.sql(custom + " IS NULL, ")
-	}
-	for _, k := range keyExprs {
-		b.sql(k + dir + ", ")
-	}
-	b.sql("r.run_id" + dir + " LIMIT ")
-	b.arg(int64(q.Limit) + 1)
-	st.SQL, st.Args = b.sb.String(), b.args
-	return st, nil
+	return nil
 }
 
 // after writes the keyset condition "the row sorts after the cursor" (whose
@@ -511,6 +723,8 @@ func (b *builder) expr(e search.Expr) error {
 	case *search.And:
 		return b.join(e.Terms, " AND ")
 	case *search.Or:
+		b.orDepth++
+		defer func() { b.orDepth-- }()
 		return b.join(e.Terms, " OR ")
 	case *search.Cond:
 		return b.cond(e)
@@ -693,10 +907,16 @@ func (b *builder) rows(src source, key string, correlated bool, pred func() erro
 // member writes "the run has a row of src under key that satisfies pred",
 // as an IN list or a correlated EXISTS according to mode.
 func (b *builder) member(src source, key string, mode condMode, pred func() error) error {
-	if mode == modeExists {
+	if fenced := b.fenced(); fenced || mode == modeExists {
+		if mode == modeExists && b.counts != nil {
+			fenced = b.fencedProbe()
+		}
 		b.sql("EXISTS (SELECT 1 ")
 		if err := b.rows(src, key, true, pred); err != nil {
 			return err
+		}
+		if fenced {
+			b.sql(b.d.Fence)
 		}
 	} else {
 		b.sql("r.run_id IN (SELECT " + src.alias + ".run_id ")
@@ -710,9 +930,13 @@ func (b *builder) member(src source, key string, mode condMode, pred func() erro
 
 // absent writes "the run has no row of src under key that satisfies pred".
 func (b *builder) absent(src source, key string, pred func() error) error {
+	fenced := b.fenced()
 	b.sql("NOT EXISTS (SELECT 1 ")
 	if err := b.rows(src, key, true, pred); err != nil {
 		return err
+	}
+	if fenced {
+		b.sql(b.d.Fence)
 	}
 	b.sql(")")
 	return nil

@@ -19,8 +19,10 @@ func builtin(b search.Builtin, typ search.ValueType, op search.Op, values ...any
 	return &search.Cond{Field: search.Field{Builtin: b, Type: typ}, Op: op, Values: values}
 }
 
-// markerQuery uses a distinct marker in every literal and key.
-func markerQuery() (*search.Query, []string) {
+// markerQuery uses a distinct marker in every literal and key. Its filter
+// is an OR; wide makes it an AND of more conditions than PostgreSQL plans
+// as joins (with an OR among them), which compiles to two levels.
+func markerQuery(wide bool) (*search.Query, []string) {
 	var markers []string
 	m := func() string {
 		s := fmt.Sprintf("MARK%02d' OR '1'='1", len(markers))
@@ -44,13 +46,28 @@ func markerQuery() (*search.Query, []string) {
 		Order: search.Order{Field: search.Field{Key: m(), Type: "KEYWORD"}},
 		Limit: 10,
 	}
+	if wide {
+		or := q.Filter.(*search.Or)
+		and := or.Terms[0].(*search.And)
+		or.Terms = or.Terms[1:]
+		q.Filter = &search.And{Terms: append(and.Terms, or)}
+	}
 	return q, markers
 }
 
 // TestLiteralsAreParameters: no literal or key reaches the SQL text; each
 // is a bind parameter; placeholders are numbered 1..n.
 func TestLiteralsAreParameters(t *testing.T) {
-	q, markers := markerQuery()
+	for _, wide := range []bool{false, true} {
+		testLiteralsAreParameters(t, wide)
+	}
+}
+
+func testLiteralsAreParameters(t *testing.T, wide bool) {
+	q, markers := markerQuery(wide)
+	if st, err := Compile(q, PostgreSQL, nil); err != nil || strings.Contains(st.SQL, "OFFSET 0") != wide {
+		t.Fatalf("wide %v: PostgreSQL statement %v, %v", wide, st, err)
+	}
 	for _, counts := range []map[*search.Cond]int{nil, {}} {
 		for name, d := range map[string]Dialect{"sqlite": SQLite, "postgres": PostgreSQL} {
 			st, err := Compile(q, d, counts)
@@ -211,5 +228,109 @@ func TestDatetimeIsMilliseconds(t *testing.T) {
 	}
 	if st.Args[1] != tm.UnixMilli() {
 		t.Fatalf("bound %v, want %d", st.Args[1], tm.UnixMilli())
+	}
+}
+
+// TestFewSubqueriesOneLevel: a search whose top-level AND has at most
+// PostgreSQLJoinable subqueries (every search of the benchmark) compiles
+// for PostgreSQL to the one-level statement, every subquery joinable.
+func TestFewSubqueriesOneLevel(t *testing.T) {
+	typ := builtin(search.BuiltinWorkflowType, "KEYWORD", search.Eq, "T")
+	filters := []search.Expr{
+		cond("K", "KEYWORD", search.Eq, false, "k"),
+		&search.And{Terms: []search.Expr{typ, cond("K", "KEYWORD", search.Eq, true, "k")}},
+		&search.And{Terms: []search.Expr{typ, cond("I", "INT", search.Gt, false, int64(1)), cond("B", "BOOL", search.Eq, false, true),
+			cond("K", "KEYWORD", search.Eq, true, "k")}},
+		// An OR's subqueries are never joins.
+		&search.And{Terms: []search.Expr{cond("I", "INT", search.Gt, false, int64(1)), &search.Or{Terms: []search.Expr{
+			cond("A", "INT", search.Eq, false, int64(1)), cond("B", "INT", search.Eq, false, int64(1)),
+			cond("C", "INT", search.Eq, false, int64(1)), cond("D", "INT", search.Eq, false, int64(1)), cond("E", "INT", search.Eq, false, int64(1)),
+		}}}},
+	}
+	unbounded := PostgreSQL
+	unbounded.Joinable = 0
+	for i, f := range filters {
+		q := &search.Query{Filter: f, Limit: 10}
+		st, err := Compile(q, PostgreSQL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err := Compile(q, unbounded, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.SQL != plain.SQL || strings.Contains(st.SQL, "OFFSET") {
+			t.Errorf("filter %d:\n%s\nwant\n%s", i, st.SQL, plain.SQL)
+		}
+	}
+}
+
+// TestManySubqueriesTwoLevels: beyond PostgreSQLJoinable subqueries, the
+// run-column conditions, the ORs and the first conditions up to
+// PostgreSQLJoinable subqueries select the runs in a subquery that sorts
+// them; the other conditions are fenced probes (EXISTS … OFFSET 0) of
+// the outer query, which orders by the subquery's sorted columns.
+func TestManySubqueriesTwoLevels(t *testing.T) {
+	terms := []search.Expr{
+		cond("K0", "KEYWORD", search.Eq, true, "a"),   // 2 subqueries
+		cond("I1", "INT", search.Eq, false, int64(1)), // 1
+		cond("K2", "KEYWORD", search.Eq, true, "b"),   // 2: over the bound
+		builtin(search.BuiltinWorkflowType, "KEYWORD", search.Eq, "T"),
+		cond("I3", "INT", search.Present, true), // 1
+		&search.Or{Terms: []search.Expr{cond("I4", "INT", search.Eq, false, int64(4)), cond("I5", "INT", search.Eq, false, int64(5))}},
+		cond("T6", "TEXT", search.Match, true, "w"), // 2
+	}
+	inner, outer := splitJoinable(&search.And{Terms: terms}, PostgreSQLJoinable)
+	if len(inner) != 5 || inner[2] != terms[3] || inner[3] != terms[4] || inner[4] != terms[5] ||
+		len(outer) != 2 || outer[0] != terms[2] || outer[1] != terms[6] {
+		t.Fatalf("split: inner %v, outer %v", inner, outer)
+	}
+	st, err := Compile(&search.Query{Filter: &search.And{Terms: terms}, Limit: 10}, PostgreSQL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := st.SQL[strings.Index(st.SQL, "(SELECT r.workflow_id"):strings.LastIndex(st.SQL, " OFFSET 0) r")]
+	out := st.SQL[strings.LastIndex(st.SQL, " OFFSET 0) r"):]
+	for _, c := range []struct {
+		in   string
+		what string
+		n    int
+	}{
+		{sub, "r.run_id IN (SELECT", 4}, // K0 has a value, I1, and I4, I5 under the OR
+		{sub, "NOT EXISTS (SELECT", 2},  // K0's element, I3
+		{sub, "OFFSET 0", 0},
+		{sub, "r.workflow_type", 1},
+		{out, "r.run_id IN (SELECT", 0},
+		{out, "OFFSET 0)", 5}, // the subquery's end, K2 (2), T6 (2)
+		{out, "ORDER BY r.s0 DESC, r.s1 DESC, r.run_id DESC LIMIT", 1},
+	} {
+		if got := strings.Count(c.in, c.what); got != c.n {
+			t.Errorf("%d × %q, want %d, in\n%s", got, c.what, c.n, c.in)
+		}
+	}
+}
+
+// TestSQLiteProbesAreFenced: with counts, the per-run probes (conditions
+// counted as dense, or not counted) of the top-level AND end with the
+// SQLite dialect's LIMIT, which keeps SQLite from turning them into joins;
+// under an OR they are left as they are.
+func TestSQLiteProbesAreFenced(t *testing.T) {
+	terms := []search.Expr{
+		cond("I0", "INT", search.Eq, false, int64(1)), // counted small: a list
+		cond("I1", "INT", search.Eq, false, int64(1)), // counted dense: a probe
+		cond("K2", "KEYWORD", search.Eq, true, "x"),   // not countable: a probe, and NOT EXISTS
+		cond("I3", "INT", search.Eq, true, int64(1)),  // a probe
+		&search.Or{Terms: []search.Expr{cond("I4", "INT", search.Eq, false, int64(4)), cond("I5", "INT", search.Eq, false, int64(5))}},
+	}
+	counts := map[*search.Cond]int{terms[0].(*search.Cond): 5, terms[1].(*search.Cond): CountCap + 1}
+	st, err := Compile(&search.Query{Filter: &search.And{Terms: terms}, Limit: 10}, SQLite, counts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(st.SQL, "EXISTS (SELECT 1 "); n != 6 { // I1, K2 (2), I3, I4, I5
+		t.Fatalf("%d EXISTS, want 6:\n%s", n, st.SQL)
+	}
+	if n := strings.Count(st.SQL, " LIMIT 1)"); n != 3 { // I1, K2's value, I3
+		t.Fatalf("%d fenced probes, want 3:\n%s", n, st.SQL)
 	}
 }

@@ -29,6 +29,8 @@ var searchTests = []struct {
 	{"SearchParametersAreNotSQL", testSearchParametersAreNotSQL},
 	{"SearchTypedColumns", testSearchTypedColumns},
 	{"SearchTextWords", testSearchTextWords},
+	{"SearchManyConditions", testSearchManyConditions},
+	{"SearchLimits", testSearchLimits},
 }
 
 // RunSearch runs the search tests of Run only. A store whose statements
@@ -292,18 +294,23 @@ func testSearchAttributeTypeOf(t *testing.T, s engine.Store) {
 	want("X", search.Text)
 }
 
-func testSearchFilters(t *testing.T, s engine.Store) {
-	searchFixture(t, s)
+// searchFilterCase is a filter over searchFixture and the runs it
+// matches.
+type searchFilterCase struct {
+	name   string
+	filter search.Expr
+	want   []int
+}
+
+// searchFilterCases returns the filters of testSearchFilters, new each
+// time (conditions are compared by identity in stores).
+func searchFilterCases() []searchFilterCase {
 	kw, in, dbl, bl := field(saKeyword, search.Keyword), field(saInt, search.Int), field(saDouble, search.Double), field(saBool, search.Bool)
 	dt, tx, arr := field(saTime, search.Datetime), field(saText, search.Text), field(saArray, search.KeywordArray)
 	wfID, runID, wfType := builtin(search.BuiltinWorkflowID), builtin(search.BuiltinRunID), builtin(search.BuiltinWorkflowType)
 	status, start, closeT := builtin(search.BuiltinStatus), builtin(search.BuiltinStartTime), builtin(search.BuiltinCloseTime)
 	all := []int{1, 2, 3, 4, 5, 6, 7}
-	cases := []struct {
-		name   string
-		filter search.Expr
-		want   []int
-	}{
+	return []searchFilterCase{
 		{"all", nil, all},
 
 		{"keyword =", cond(kw, search.Eq, "alpha"), []int{1, 6}},
@@ -412,7 +419,11 @@ func testSearchFilters(t *testing.T, s engine.Store) {
 		{"unknown key", cond(field("Nope", search.Keyword), search.Eq, "alpha"), nil},
 		{"unknown key IS NULL", negate(cond(field("Nope", search.Int), search.Present)), all},
 	}
-	for _, c := range cases {
+}
+
+func testSearchFilters(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	for _, c := range searchFilterCases() {
 		t.Run(c.name, func(t *testing.T) {
 			got := sortedIDs(searchAll(t, s, c.filter, search.Order{}, 100))
 			equal(t, "runs", got, runIDs(c.want...))
@@ -428,13 +439,16 @@ func testSearchDefaultOrder(t *testing.T, s engine.Store) {
 	equal(t, "filtered default order", got, []string{"run-5", "run-3", "run-7", "run-4"})
 }
 
-func testSearchOrders(t *testing.T, s engine.Store) {
-	searchFixture(t, s)
-	cases := []struct {
-		name  string
-		order search.Order
-		want  []string
-	}{
+// searchOrderCase is an order of searchFixture's runs.
+type searchOrderCase struct {
+	name  string
+	order search.Order
+	want  []string
+}
+
+// searchOrderCases returns the orders of testSearchOrders.
+func searchOrderCases() []searchOrderCase {
+	return []searchOrderCase{
 		{"StartTime ASC", search.Order{Field: builtin(search.BuiltinStartTime)},
 			[]string{"run-1", "run-2", "run-3", "run-4", "run-7", "run-5", "run-6"}},
 		{"StartTime DESC", search.Order{Field: builtin(search.BuiltinStartTime), Desc: true},
@@ -466,7 +480,11 @@ func testSearchOrders(t *testing.T, s engine.Store) {
 		{"DATETIME ASC", search.Order{Field: field(saTime, search.Datetime)},
 			[]string{"run-5", "run-1", "run-2", "run-3", "run-4", "run-6", "run-7"}},
 	}
-	for _, c := range cases {
+}
+
+func testSearchOrders(t *testing.T, s engine.Store) {
+	searchFixture(t, s)
+	for _, c := range searchOrderCases() {
 		t.Run(c.name, func(t *testing.T) {
 			for _, limit := range []int{100, 3, 1} {
 				equal(t, fmt.Sprintf("order with page size %d", limit), searchAll(t, s, nil, c.order, limit), c.want)
