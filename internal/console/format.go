@@ -41,7 +41,7 @@ func (c *console) funcs() template.FuncMap {
 		"paging": func(l listInfo, what string) pagingView {
 			return pagingView{L: l, What: what}
 		},
-		"runurl":   c.runURL,
+		"runurl": c.runURL,
 		"since": func(t time.Time) string {
 			return humanDuration(c.opts.Now().Sub(t))
 		},

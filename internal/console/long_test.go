@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,4 +220,60 @@ func thousandsOf(n int) string {
 		s = s[:i] + "," + s[i:]
 	}
 	return s
+}
+
+// TestBufferedSignalsPage renders the page of a run with thousands of
+// buffered signals: counts per channel, one page of messages and of run
+// events, and a page far below 1 MB.
+func TestBufferedSignalsPage(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.start(t, "sig-1")
+	waitStatus(t, e, "sig-1", iwfapi.WorkflowStatusRunning)
+	const a, b = 1200, 800 // signals on "noise-a" and "noise-b", which nothing waits for
+	began := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < a+b; i += 8 {
+				ch := "noise-a"
+				if i >= a {
+					ch = "noise-b"
+				}
+				if err := e.eng.SignalWorkflow(context.Background(), iwfapi.WorkflowSignalRequest{WorkflowId: "sig-1", SignalChannelName: ch, SignalValue: text(strconv.Itoa(i))}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d signals sent in %s", a+b, time.Since(began).Round(time.Millisecond))
+	began = time.Now()
+	status, body := get(t, &http.Client{}, e.url+"/ui/workflows/sig-1")
+	t.Logf("run page: %d bytes in %s", len(body), time.Since(began).Round(time.Millisecond))
+	if status != 200 || len(body) > 1<<20 {
+		t.Fatalf("run page: %d, %d bytes", status, len(body))
+	}
+	for _, want := range []string{
+		"2,000 message(s) not yet consumed; the first 100 are shown.",
+		"<td>signal</td><td><code>noise-a</code></td><td class=\"n\">1,200</td>",
+		"<td>signal</td><td><code>noise-b</code></td><td class=\"n\">800</td>",
+		"messages (100 shown, oldest first per channel)",
+		"showing 100 of 2,000 run events, newest first · 1,900 older",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the run page lacks %q", want)
+		}
+	}
+	if t.Failed() {
+		i := strings.Index(body, `id="events"`)
+		t.Fatalf("%.3000s", body[max(0, i):])
+	}
 }

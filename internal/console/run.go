@@ -121,7 +121,7 @@ type listInfo struct {
 	Older int
 	// From and To are the ordinals of the executions shown (the oldest and
 	// newest).
-	From, To          int
+	From, To         int
 	OlderURL, Newest string
 }
 

@@ -38,8 +38,8 @@ type compactExec struct {
 	wuFail bool  // a waitUntil attempt failed
 	exFail bool  // an execute attempt failed
 	done   bool  // execute completed
-	// closing are the closing next states its decision named.
-	closing []string
+	// closing has bit i set when its decision named closingOrder[i].
+	closing uint8
 }
 
 // live says whether the execution had not completed when the scan ended.
@@ -94,13 +94,12 @@ type scan struct {
 	stateIdx map[string]int32
 	decider  int32
 
-	// window holds the indexes of the executions of the timeline's page
-	// seen so far (the last page size of those before the cursor), oldest
-	// first, and their events.
-	window       []int32
+	// windowEvents holds the events of the executions of the timeline's
+	// page seen so far, by index: the last page size of those before the
+	// cursor, whose indexes are consecutive.
 	windowEvents map[int32][]*engine.HistoryEvent
 
-	history, events         *ring
+	history, events          *ring
 	historyCount, eventCount int
 	// historyOlder and eventsOlder count the entries before the page kept.
 	historyBefore, eventsBefore int
@@ -111,21 +110,62 @@ func newScan(page int, at cursors) *scan {
 		windowEvents: map[int32][]*engine.HistoryEvent{}, history: newRing(page), events: newRing(page)}
 }
 
-// startedData and decisionData are the parts of events the scan decodes.
+// startedData is the part of a StateExecutionStarted event the scan reads.
 type startedData struct {
 	StateID       string `json:"stateId"`
 	SkipWaitUntil bool   `json:"skipWaitUntil"`
 }
 
-type decisionData struct {
-	Decision struct {
-		NextStates []struct {
-			StateID string `json:"stateId"`
-		} `json:"nextStates"`
-	} `json:"decision"`
+// The keys the scan looks for in the compact JSON the engine writes. A
+// quote inside a JSON string is escaped, so these byte strings occur in
+// an event's data only as the keys they are.
+var (
+	keyStateID       = []byte(`"stateId":"`)
+	keySkipTrue      = []byte(`"skipWaitUntil":true`)
+	keyClosingPrefix = []byte(`"stateId":"_SYS_`)
+)
+
+// startedOf reads a StateExecutionStarted event's data. Most state ids
+// need no escapes, and are read without a JSON decoder.
+func startedOf(data []byte) startedData {
+	if i := bytes.Index(data, keyStateID); i >= 0 {
+		rest := data[i+len(keyStateID):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 && bytes.IndexByte(rest[:j], '\\') < 0 {
+			return startedData{StateID: string(rest[:j]), SkipWaitUntil: bytes.Contains(data, keySkipTrue)}
+		}
+	}
+	var d startedData
+	_ = json.Unmarshal(data, &d)
+	return d
 }
 
-var sysPrefix = []byte(`"_SYS_`)
+// closingOrder are the closing states in the order the diagram links
+// them.
+var closingOrder = []string{"_SYS_GRACEFUL_COMPLETING_WORKFLOW", "_SYS_FORCE_COMPLETING_WORKFLOW", "_SYS_FORCE_FAILING_WORKFLOW", "_SYS_DEAD_END"}
+
+// closingOf returns the closing next states (_SYS_…) an ExecuteCompleted
+// event's decision names, as bits of closingOrder. The only "stateId"
+// keys of a decision are its next states'.
+func closingOf(data []byte) uint8 {
+	var out uint8
+	for {
+		i := bytes.Index(data, keyClosingPrefix)
+		if i < 0 {
+			return out
+		}
+		data = data[i+len(keyStateID):]
+		j := bytes.IndexByte(data, '"')
+		if j < 0 {
+			return out
+		}
+		for i, c := range closingOrder {
+			if string(data[:j]) == c {
+				out |= 1 << i
+			}
+		}
+		data = data[j:]
+	}
+}
 
 // add takes the next event of the history.
 func (s *scan) add(ev *engine.HistoryEvent) error {
@@ -152,8 +192,7 @@ func (s *scan) add(ev *engine.HistoryEvent) error {
 			s.start = ev.At
 		}
 	case ev.Type == evStateStarted:
-		var d startedData
-		_ = json.Unmarshal(ev.Data, &d)
+		d := startedOf(ev.Data)
 		si, ok := s.stateIdx[d.StateID]
 		if !ok {
 			si = int32(len(s.states))
@@ -168,12 +207,8 @@ func (s *scan) add(ev *engine.HistoryEvent) error {
 			s.execs = append(s.execs, x)
 			s.byID[ev.ExecutionID] = xi
 			if ordinal := int(xi) + 1; s.at.Executions == 0 || ordinal < s.at.Executions {
-				s.window = append(s.window, xi)
 				s.windowEvents[xi] = []*engine.HistoryEvent{ev}
-				if len(s.window) > s.page {
-					delete(s.windowEvents, s.window[0])
-					s.window = s.window[1:]
-				}
+				delete(s.windowEvents, xi-int32(s.page))
 			}
 		}
 	case strings.HasSuffix(ev.Type, evAttemptFailedSfx) && known:
@@ -187,15 +222,7 @@ func (s *scan) add(ev *engine.HistoryEvent) error {
 	case ev.Type == evExecuteDone && known:
 		x := &s.execs[xi]
 		x.done = true
-		if bytes.Contains(ev.Data, sysPrefix) {
-			var d decisionData
-			_ = json.Unmarshal(ev.Data, &d)
-			for _, n := range d.Decision.NextStates {
-				if _, ok := closingStates[n.StateID]; ok {
-					x.closing = append(x.closing, n.StateID)
-				}
-			}
-		}
+		x.closing = closingOf(ev.Data)
 	case ev.Type == evWorkflowClosed:
 		s.closed, s.end, s.closeEvent = true, ev.At, ev
 	case ev.ExecutionID == "":
@@ -273,8 +300,8 @@ func (s *scan) finish(now time.Time) *runView {
 	// The page's executions in full: their own events (and the close) give
 	// phases, attempts and decisions; the scan gives each its parent.
 	var events []iwfapi.WorkflowHistoryEvent
-	for _, xi := range s.window {
-		for _, ev := range s.windowEvents[xi] {
+	for _, evs := range s.windowEvents {
+		for _, ev := range evs {
 			events = append(events, wireEvent(ev))
 		}
 	}
@@ -365,8 +392,10 @@ func (s *scan) diagram(closeInfo map[string]any) *diagram {
 			from = nodes[s.execs[x.parent].state]
 		}
 		g.link(from, n)
-		for _, next := range x.closing {
-			g.link(n, g.node("end:"+next, closingStates[next], "end"))
+		for i, next := range closingOrder {
+			if x.closing&(1<<i) != 0 {
+				g.link(n, g.node("end:"+next, closingStates[next], "end"))
+			}
 		}
 	}
 	if s.closed {
