@@ -33,8 +33,6 @@ type runPage struct {
 	// Executions, Events and HistoryList page the timeline, the run's
 	// own events and the raw history.
 	Executions, Events, HistoryList listInfo
-	// PagedBack says a list shows older entries than its newest.
-	PagedBack bool
 	// HistoryTruncated says the history has more events than were read
 	// (MaxHistoryEvents).
 	HistoryTruncated bool
@@ -207,7 +205,7 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 	}
 	p := &runPage{WorkflowID: id, RunParam: runParam, D: d, Running: d.Status == iwfapi.WorkflowStatusRunning,
 		ResetTypes: []string{"BEGINNING", "HISTORY_EVENT_ID", "HISTORY_EVENT_TIME", "STATE_ID", "STATE_EXECUTION_ID"},
-		StopTypes:  []string{"CANCEL", "TERMINATE", "FAIL"}, PagedBack: at != cursors{}}
+		StopTypes:  []string{"CANCEL", "TERMINATE", "FAIL"}}
 	runID := d.WorkflowRunId // later reads address the run described
 	end := c.opts.Now()
 	if d.ClosedTimestampMs != nil {

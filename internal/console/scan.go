@@ -101,7 +101,8 @@ type scan struct {
 
 	history, events          *ring
 	historyCount, eventCount int
-	// historyOlder and eventsOlder count the entries before the page kept.
+	// historyBefore and eventsBefore count the entries before the cursors
+	// (those kept for the page and the older ones).
 	historyBefore, eventsBefore int
 }
 
