@@ -138,8 +138,8 @@ func TestLongRunPage(t *testing.T) {
 		"showing 100 of 20,001 state executions (#19,902–#20,001), newest first · 19,901 older",
 		fmt.Sprintf("showing 100 of %s history events, newest first · %s older", thousandsOf(history), thousandsOf(history-100)),
 		fmt.Sprintf("Raw history (%s events)", thousandsOf(history)),
-		"<title>loop: 1001 execution(s)</title>",
-		"<title>work: 19000 execution(s)</title>",
+		"<title>loop: 1,001 execution(s)</title>",
+		"<title>work: 19,000 execution(s)</title>",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the run page lacks %q", want)
@@ -149,10 +149,10 @@ func TestLongRunPage(t *testing.T) {
 	// label), loop→loop ×1000, loop→work and work→dead end ×19000 each,
 	// loop→completion (×1).
 	counts := map[string]int{}
-	for _, m := range regexp.MustCompile(`class="count"[^>]*>×(\d+)<`).FindAllStringSubmatch(body, -1) {
+	for _, m := range regexp.MustCompile(`class="count"[^>]*>×([\d,]+)<`).FindAllStringSubmatch(body, -1) {
 		counts[m[1]]++
 	}
-	if want := map[string]int{"1000": 1, "19000": 2}; !reflect.DeepEqual(counts, want) {
+	if want := map[string]int{"1,000": 1, "19,000": 2}; !reflect.DeepEqual(counts, want) {
 		t.Errorf("edge counts %v, want %v", counts, want)
 	}
 	if n := strings.Count(body, `<path class="edge"`); n != 5 {

@@ -11,6 +11,7 @@ package console
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 	"strings"
 	"time"
 
@@ -360,11 +361,7 @@ func (s *scan) finish(now time.Time) *runView {
 // sortEvents orders events by id (the window's events are each in order,
 // but executions interleave).
 func sortEvents(evs []iwfapi.WorkflowHistoryEvent) {
-	for i := 1; i < len(evs); i++ {
-		for j := i; j > 0 && evs[j].EventId < evs[j-1].EventId; j-- {
-			evs[j], evs[j-1] = evs[j-1], evs[j]
-		}
-	}
+	sort.Slice(evs, func(i, j int) bool { return evs[i].EventId < evs[j].EventId })
 }
 
 // diagram counts the executions of every state and the transitions
