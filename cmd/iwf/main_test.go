@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -252,6 +254,65 @@ func TestStartSignalGetListHistory(t *testing.T) {
 			"--after", strconv.FormatInt(first, 10), "--limit", "2"))
 		if len(after.Events) != 2 || after.Events[0].EventId != h.Events[1].EventId || !deref(after.HasMore) {
 			t.Fatalf("--after %d --limit 2: %+v", first, after)
+		}
+
+		// One page, and the command that prints the next: following it
+		// page by page prints every event once, oldest first.
+		hint := regexp.MustCompile(`\nMore events: iwf workflow history --id greet-1 --run-id (\S+) --after (\d+) \(or --all\)\n$`)
+		var seen []string
+		args := []string{"workflow", "history", "--id", "greet-1", "--limit", "3"}
+		for page := 0; ; page++ {
+			out := iwfOK(t, srv, args...)
+			rows := strings.Split(strings.TrimSpace(out), "\n")[2:]
+			m := hint.FindStringSubmatch(out)
+			if m != nil {
+				rows = rows[:len(rows)-2]
+			}
+			for _, r := range rows {
+				seen = append(seen, strings.Fields(r)[0])
+			}
+			if m == nil {
+				break
+			}
+			if m[1] != runID || len(rows) != 3 || page > len(h.Events) {
+				t.Fatalf("page %d:\n%s", page, out)
+			}
+			args = []string{"workflow", "history", "--id", "greet-1", "--run-id", m[1], "--after", m[2], "--limit", "3"}
+		}
+		if len(seen) != len(h.Events) {
+			t.Fatalf("pages printed events %v, want %d", seen, len(h.Events))
+		}
+		for i, e := range h.Events {
+			if seen[i] != strconv.FormatInt(e.EventId, 10) {
+				t.Fatalf("pages printed events %v, want %+v", seen, h.Events)
+			}
+		}
+
+		// --all reads and prints a page at a time (here of 2 events): the
+		// same events as one page of all of them.
+		defer func(n int) { historyPage = n }(historyPage)
+		historyPage = 2
+		streamed := decode[iwfapi.WorkflowHistoryResponse](t, iwfOK(t, srv, "--json", "workflow", "history", "--id", "greet-1", "--run-id", runID, "--all"))
+		if streamed.WorkflowRunId != runID || deref(streamed.HasMore) || !reflect.DeepEqual(streamed.Events, h.Events) {
+			t.Fatalf("--all --json: %+v\nwant %+v", streamed, h.Events)
+		}
+		out = iwfOK(t, srv, "workflow", "history", "--id", "greet-1", "--run-id", runID, "--all")
+		rows := strings.Split(strings.TrimSpace(out), "\n")
+		if len(rows) != len(h.Events)+2 || strings.Contains(out, "More events") || !strings.HasPrefix(rows[1], "EVENT") {
+			t.Fatalf("--all printed\n%s", out)
+		}
+		for i, e := range h.Events {
+			if f := strings.Fields(rows[i+2]); f[0] != strconv.FormatInt(e.EventId, 10) || f[2] != e.EventType {
+				t.Fatalf("--all row %d: %q, want event %+v", i, rows[i+2], e)
+			}
+		}
+		iwfFails(t, exitUsage, nil, "--server", srv, "workflow", "history", "--id", "greet-1", "--all", "--limit", "5")
+		last := strconv.FormatInt(h.Events[len(h.Events)-1].EventId, 10)
+		for _, all := range []string{"--all=false", "--all"} {
+			none := decode[iwfapi.WorkflowHistoryResponse](t, iwfOK(t, srv, "--json", "workflow", "history", "--id", "greet-1", "--after", last, all))
+			if none.WorkflowRunId != runID || len(none.Events) != 0 || deref(none.HasMore) {
+				t.Fatalf("history %s after the last event: %+v", all, none)
+			}
 		}
 	})
 

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
@@ -306,70 +309,168 @@ func cmdSkipTimer(ctx context.Context, c *cli, args []string) error {
 	return c.simple(ctx, "/api/v1/workflow/timer/skip", req, fmt.Sprintf("timer of %s skipped", *stateExecID))
 }
 
+// historyPage is the number of events iwf workflow history prints
+// without --limit, and reads per request with --all (the server's largest
+// page). Tests make it smaller.
+var historyPage = 1000
+
 func cmdHistory(ctx context.Context, c *cli, args []string) error {
-	fs := c.flagSet("workflow history", "iwf workflow history --id ID [--run-id RUN] [--after N] [--limit N]")
+	fs := c.flagSet("workflow history", "iwf workflow history --id ID [--run-id RUN] [--after N] [--limit N | --all]")
 	id := fs.String("id", "", "the workflow id (required)")
 	runID := fs.String("run-id", "", "the run; default the current run")
-	after := fs.Int64("after", 0, "print only events with a larger event id")
-	limit := fs.Int("limit", 0, "print at most this many events; 0 means all")
+	after := fs.Int64("after", 0, "print only events with a larger event id (the next page: the id the previous one printed)")
+	limit := fs.Int("limit", 1000, "print one page of at most this many events")
+	all := fs.Bool("all", false, "print every event, reading and printing a page at a time")
 	if err := c.parseSub(fs, args, "id"); err != nil {
 		return err
 	}
-	if *after < 0 || *limit < 0 {
-		return usagef("%s: --after and --limit cannot be negative", fs.Name())
+	limitSet := false
+	fs.Visit(func(f *flag.Flag) { limitSet = limitSet || f.Name == "limit" })
+	if *after < 0 || *limit <= 0 {
+		return usagef("%s: --after cannot be negative and --limit must be positive", fs.Name())
 	}
-	cl, ctx, cancel, err := c.client(ctx, false)
+	if *all && limitSet {
+		return usagef("%s: --all prints every event; it takes no --limit", fs.Name())
+	}
+	cl, cctx, cancel, err := c.client(ctx, false)
 	if err != nil {
 		return err
 	}
 	defer cancel()
-	// All pages, merged into one answer of the server's shape.
-	all := iwfapi.WorkflowHistoryResponse{Events: []iwfapi.WorkflowHistoryEvent{}}
-	next := *after
-	truncated := false
+	if !*all {
+		ctx = cctx
+	}
+	out := newHistoryPrinter(c)
+	next, printed := *after, 0
 	for {
-		req := iwfapi.WorkflowHistoryRequest{WorkflowId: *id, WorkflowRunId: optional(*runID)}
+		size := historyPage
+		if !*all {
+			size = min(*limit-printed, historyPage)
+		}
+		req := iwfapi.WorkflowHistoryRequest{WorkflowId: *id, WorkflowRunId: optional(*runID), PageSize: ptr(int32(size))}
 		if next > 0 {
 			req.AfterEventId = ptr(next)
 		}
-		if *limit > 0 {
-			req.PageSize = ptr(int32(min(*limit-len(all.Events), 1000)))
-		}
 		var page iwfapi.WorkflowHistoryResponse
-		if _, err := cl.post(ctx, "/api/v1/workflow/history", req, &page); err != nil {
+		rctx, rcancel := ctx, context.CancelFunc(func() {})
+		if *all { // --timeout bounds each request of a stream, not the stream
+			rctx, rcancel = context.WithTimeout(ctx, c.timeout)
+		}
+		_, err := cl.post(rctx, "/api/v1/workflow/history", req, &page)
+		rcancel()
+		if err != nil {
 			return err
 		}
-		all.WorkflowRunId = page.WorkflowRunId
-		all.Events = append(all.Events, page.Events...)
+		// Pin the run, so that a reset between pages does not mix runs.
+		*runID = page.WorkflowRunId
+		if err := out.page(page); err != nil {
+			return err
+		}
+		printed += len(page.Events)
 		more := deref(page.HasMore) && len(page.Events) > 0
-		if *limit > 0 && len(all.Events) >= *limit {
-			truncated = more || len(all.Events) > *limit
-			all.Events = all.Events[:*limit]
-			break
+		if len(page.Events) > 0 {
+			next = page.Events[len(page.Events)-1].EventId
 		}
 		if !more {
-			break
+			return out.end(false, *id, *runID, next)
 		}
-		// Pin the run, so that a reset between pages does not mix runs.
-		if *runID == "" {
-			*runID = page.WorkflowRunId
+		if !*all && printed >= *limit {
+			return out.end(true, *id, *runID, next)
 		}
-		next = page.Events[len(page.Events)-1].EventId
 	}
-	all.HasMore = ptr(truncated)
-	if c.json {
-		return printValueJSON(c.stdout, all)
+}
+
+// historyPrinter prints a history page by page, holding one page at most:
+// a table, or one JSON object of the server's answer shape whose events
+// are written as they come.
+type historyPrinter struct {
+	c      *cli
+	events int // events printed
+	runID  string
+}
+
+func newHistoryPrinter(c *cli) *historyPrinter { return &historyPrinter{c: c} }
+
+// page prints one page of events.
+func (p *historyPrinter) page(page iwfapi.WorkflowHistoryResponse) error {
+	w := p.c.stdout
+	if p.runID == "" {
+		p.runID = page.WorkflowRunId
+		if p.c.json {
+			fmt.Fprint(w, "{\n  \"events\": [")
+		} else {
+			fmt.Fprintf(w, "Run ID: %s\n", page.WorkflowRunId)
+		}
 	}
-	fmt.Fprintf(c.stdout, "Run ID: %s\n", all.WorkflowRunId)
-	t := newTable(c.stdout, "EVENT", "TIME", "TYPE", "STATE EXECUTION", "DATA")
-	for _, e := range all.Events {
+	if p.c.json {
+		for _, e := range page.Events {
+			b, err := json.MarshalIndent(e, "    ", "  ")
+			if err != nil {
+				return err
+			}
+			sep := ","
+			if p.events == 0 {
+				sep = ""
+			}
+			fmt.Fprintf(w, "%s\n    %s", sep, b)
+			p.events++
+		}
+		return nil
+	}
+	// Each page is aligned on its own: a table of every page would hold
+	// the whole history in memory.
+	var t *table
+	if p.events == 0 {
+		t = newTable(w, "EVENT", "TIME", "TYPE", "STATE EXECUTION", "DATA")
+	} else {
+		t = &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	}
+	for _, e := range page.Events {
 		data := ""
 		if e.Data != nil && len(*e.Data) > 0 {
 			data = compactJSON(*e.Data)
 		}
 		t.row(strconv.FormatInt(e.EventId, 10), formatMillisPrecise(e.TimestampMs), e.EventType, deref(e.StateExecutionId), data)
+		p.events++
 	}
 	return t.flush()
+}
+
+// end finishes the output; more says events follow the last printed (id
+// last), and the table then ends with the command that prints them.
+func (p *historyPrinter) end(more bool, workflowID, runID string, last int64) error {
+	w := p.c.stdout
+	if p.c.json {
+		if p.events == 0 {
+			fmt.Fprint(w, "]")
+		} else {
+			fmt.Fprint(w, "\n  ]")
+		}
+		rid, _ := json.Marshal(runID)
+		_, err := fmt.Fprintf(w, ",\n  \"hasMore\": %t,\n  \"workflowRunId\": %s\n}\n", more, rid)
+		return err
+	}
+	if more {
+		_, err := fmt.Fprintf(w, "\nMore events: iwf workflow history --id %s --run-id %s --after %d (or --all)\n", shellQuote(workflowID), runID, last)
+		return err
+	}
+	return nil
+}
+
+// shellQuote quotes s for a POSIX shell when it holds more than letters,
+// digits and a few safe marks.
+func shellQuote(s string) string {
+	safe := s != ""
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.:/@+=,", r)) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func cmdList(ctx context.Context, c *cli, args []string) error {

@@ -39,9 +39,12 @@ type Backend interface {
 	SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchRequest) (iwfapi.WorkflowSearchResponse, error)
 	DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error)
 	GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error)
-	WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error)
 	GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDataObjectsRequest) (iwfapi.WorkflowGetDataObjectsResponse, error)
-	DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error)
+	// ScanHistory and InspectRun read what a run's page shows; their cost
+	// grows with the length of the history only in the scan, which keeps
+	// nothing but what the page shows.
+	ScanHistory(ctx context.Context, workflowID, runID string, maxEvents int, fn func(*engine.HistoryEvent) error) (string, bool, error)
+	InspectRun(ctx context.Context, workflowID, runID string, executionIDs []string, messages int) (*engine.RunInspection, error)
 	SignalWorkflow(ctx context.Context, req iwfapi.WorkflowSignalRequest) error
 	StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error
 	ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error)
@@ -75,8 +78,13 @@ type Options struct {
 	// key, so tokens do not survive a restart and servers behind one load
 	// balancer need the same key.
 	CSRFKey []byte
-	// MaxHistoryEvents caps the history events the run page reads
-	// (default 10,000); a longer history is shown truncated.
+	// RunPageSize is the number of entries of each list of a run's page —
+	// state executions, run events, history events, buffered messages —
+	// newest first, with links to older ones (default 100).
+	RunPageSize int
+	// MaxHistoryEvents caps the history events the run page reads to
+	// count executions and transitions (default 200,000); the page of a
+	// longer history says that it shows the first ones only.
 	MaxHistoryEvents int
 	// Now is the clock for relative times (default time.Now).
 	Now func() time.Time
@@ -117,8 +125,11 @@ func New(eng Backend, opts Options) (http.Handler, error) {
 	if opts.RefreshInterval <= 0 {
 		opts.RefreshInterval = 5 * time.Second
 	}
+	if opts.RunPageSize <= 0 {
+		opts.RunPageSize = 100
+	}
 	if opts.MaxHistoryEvents <= 0 {
-		opts.MaxHistoryEvents = 10000
+		opts.MaxHistoryEvents = 200000
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now

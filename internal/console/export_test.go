@@ -14,12 +14,26 @@ type Summary struct {
 	Closed     bool
 }
 
-// Derive exposes the timeline and diagram derivation to the external tests.
+// Derive exposes the timeline and diagram derivation to the external tests:
+// the events go through the run page's scan, with a page that holds every
+// execution, listed in the order they started.
 func Derive(events []iwfapi.WorkflowHistoryEvent, now time.Time) Summary {
-	tl := buildTimeline(events, now)
+	return DerivePage(events, now, len(events)+1, 0)
+}
+
+// DerivePage is Derive for one page of size executions before the
+// execution ordinal before (0: the newest), listed in the order they started.
+func DerivePage(events []iwfapi.WorkflowHistoryEvent, now time.Time, size, before int) Summary {
+	sc := newScan(size, cursors{Executions: before})
+	for _, ev := range events {
+		_ = sc.add(storedEvent(ev))
+	}
+	v := sc.finish(now)
 	var s Summary
-	s.Closed = tl.Closed
-	for _, x := range tl.Executions {
+	s.Closed = v.Timeline.Closed
+	xs := v.Timeline.Executions
+	for i := len(xs) - 1; i >= 0; i-- {
+		x := xs[i]
 		line := x.ID + " " + x.StateID + " parent=" + x.Parent + " " + x.Status
 		for _, n := range x.NextStates {
 			line += " ->" + n
@@ -29,7 +43,7 @@ func Derive(events []iwfapi.WorkflowHistoryEvent, now time.Time) Summary {
 		}
 		s.Executions = append(s.Executions, line)
 	}
-	for _, e := range buildDiagram(tl).Edges {
+	for _, e := range v.Diagram.Edges {
 		s.Edges = append(s.Edges, e.From.Key+"->"+e.To.Key+" x"+itoa(e.Count))
 	}
 	return s

@@ -37,7 +37,11 @@ func (c *console) funcs() template.FuncMap {
 		"deref":    func(s *string) string { return deref(s) },
 		"derefi":   func(i *int32) int32 { return deref(i) },
 		"add":      func(a, b int) int { return a + b },
-		"runurl":   c.runURL,
+		"num":      thousands,
+		"paging": func(l listInfo, what string) pagingView {
+			return pagingView{L: l, What: what}
+		},
+		"runurl": c.runURL,
 		"since": func(t time.Time) string {
 			return humanDuration(c.opts.Now().Sub(t))
 		},
@@ -211,4 +215,29 @@ func integer(v any) int {
 func boolean(v any) bool {
 	b, _ := v.(bool)
 	return b
+}
+
+// pagingView is what the "paging" template shows: a list's paging and
+// what its entries are.
+type pagingView struct {
+	L    listInfo
+	What string
+}
+
+// thousands writes n with a comma between groups of three digits.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
 }

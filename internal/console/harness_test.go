@@ -45,6 +45,13 @@ func newEnv(t *testing.T, kind string) *env {
 // newEnvWith is newEnv with the console's options changed by mod.
 func newEnvWith(t *testing.T, kind string, mod func(*console.Options)) *env {
 	t.Helper()
+	return newEnvWorker(t, kind, mod, nil)
+}
+
+// newEnvWorker is newEnvWith with the engine calling workers through wc
+// (nil: over HTTP).
+func newEnvWorker(t *testing.T, kind string, mod func(*console.Options), wc engine.WorkerClient) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var st engine.Store
@@ -64,7 +71,7 @@ func newEnvWith(t *testing.T, kind string, mod func(*console.Options)) *env {
 	}
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	srv, err := iwfserver.New(st, iwfserver.Options{
-		Engine:    engine.Config{PollInterval: 100 * time.Millisecond, MaxWait: 10 * time.Second},
+		Engine:    engine.Config{PollInterval: 100 * time.Millisecond, MaxWait: 10 * time.Second, WorkerClient: wc},
 		Logger:    &logger,
 		NoMetrics: true,
 	})

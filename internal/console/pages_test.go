@@ -119,3 +119,49 @@ func TestListPaging(t *testing.T) {
 		t.Fatalf("own ORDER BY:\n%s", body)
 	}
 }
+
+// TestRunPageLimits shows a run on both stores with a page size of one: one
+// entry of each list with an "older" link, and a history longer than
+// MaxHistoryEvents said to be cut.
+func TestRunPageLimits(t *testing.T) {
+	for _, kind := range stores {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnvWith(t, kind, func(o *console.Options) { o.RunPageSize = 1 })
+			e.start(t, "lim-1")
+			waitStatus(t, e, "lim-1", iwfapi.WorkflowStatusRunning)
+			for _, ch := range []string{"a", "b", "b"} {
+				if err := e.eng.SignalWorkflow(context.Background(), iwfapi.WorkflowSignalRequest{WorkflowId: "lim-1", SignalChannelName: ch}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := &http.Client{}
+			_, body := get(t, c, e.url+"/ui/workflows/lim-1")
+			for _, want := range []string{
+				"showing 1 of 2 state executions (#2–#2), newest first · 1 older",
+				"showing 1 of 3 run events, newest first · 2 older",
+				`id="older-executions"`, `id="older-events"`, `id="older-history"`,
+				"3 message(s) not yet consumed; the first 1 are shown.",
+				"and 1 more channel(s)",
+			} {
+				if !strings.Contains(body, want) {
+					t.Errorf("the run page lacks %q", want)
+				}
+			}
+			if t.Failed() {
+				t.Fatal(body)
+			}
+			status, body := get(t, c, e.url+"/ui/workflows/lim-1?xb=x")
+			if status != 400 || !strings.Contains(body, "invalid xb") {
+				t.Fatalf("bad cursor: %d\n%s", status, body)
+			}
+
+			short := newEnvWith(t, kind, func(o *console.Options) { o.MaxHistoryEvents = 3 })
+			short.start(t, "lim-2")
+			waitStatus(t, short, "lim-2", iwfapi.WorkflowStatusRunning)
+			_, body = get(t, c, short.url+"/ui/workflows/lim-2")
+			if !strings.Contains(body, "Raw history (3 events or more)") || !strings.Contains(body, "The history has more than 3 events") {
+				t.Fatalf("a history longer than MaxHistoryEvents:\n%s", body)
+			}
+		})
+	}
+}

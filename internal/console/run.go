@@ -1,14 +1,16 @@
 package console
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
+	"fmt"
 	"net/http"
-	"strings"
+	"net/url"
+	"sort"
+	"strconv"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 )
 
 // runPage is the data of a run's page.
@@ -28,8 +30,20 @@ type runPage struct {
 	Data     []iwfapi.KeyValue
 	Search   []json.RawMessage
 	History  []iwfapi.WorkflowHistoryEvent
-	// HistoryTruncated says the history has more events than were read.
+	// Executions, Events and HistoryList page the timeline, the run's
+	// own events and the raw history.
+	Executions, Events, HistoryList listInfo
+	// HistoryTruncated says the history has more events than were read
+	// (MaxHistoryEvents).
 	HistoryTruncated bool
+	MaxHistoryEvents int
+	// Channels are the channels with buffered messages (ChannelsHidden
+	// more are not listed), Messages the buffered messages read, and
+	// BufferedTotal the number of all of them.
+	Channels       []channelView
+	ChannelsHidden int
+	Messages       []messageView
+	BufferedTotal  int
 	// Problems are the parts that could not be read, said plainly.
 	Problems   []string
 	ResetTypes []string
@@ -88,27 +102,102 @@ func commandViews(c *iwfapi.CommandRequest, done []bool) []commandView {
 	return out
 }
 
-// dumpDoc is the part of the dump the page reads: each execution's input
-// and commands, and the run's search attributes. It is read leniently.
-type dumpDoc struct {
-	Executions []struct {
-		ID   string `json:"stateExecutionId"`
-		Data struct {
-			Input    *iwfapi.EncodedObject  `json:"input"`
-			Commands *iwfapi.CommandRequest `json:"commands"`
-		} `json:"data"`
-	} `json:"stateExecutions"`
-	SearchAttributes []json.RawMessage `json:"searchAttributes"`
+// execRecord is the part of a state execution's stored record the page
+// shows: its input and the commands its waitUntil asked for. It is read
+// leniently.
+type execRecord struct {
+	Input    *iwfapi.EncodedObject  `json:"input"`
+	Commands *iwfapi.CommandRequest `json:"commands"`
 }
 
-// maxDumpBytes bounds the dump the page reads.
-const maxDumpBytes = 8 << 20
+// listInfo is the paging of one list of the run page: how many entries it
+// shows of how many, and the links to the older entries and back to the
+// newest.
+type listInfo struct {
+	Shown, Total int
+	// Older counts the entries older than those shown.
+	Older int
+	// From and To are the ordinals of the executions shown (the oldest and
+	// newest).
+	From, To         int
+	OlderURL, Newest string
+}
+
+// channelView is one channel with buffered messages.
+type channelView struct {
+	Kind, Channel string
+	Count         int
+}
+
+// messageView is one buffered message.
+type messageView struct {
+	Kind, Channel string
+	At            time.Time
+	Value         *iwfapi.EncodedObject
+}
+
+// The query parameters of the run page's cursors.
+const (
+	paramExecutions = "xb"
+	paramEvents     = "eb"
+	paramHistory    = "hb"
+)
+
+// pageCursors reads the cursors of a run page's query.
+func pageCursors(q url.Values) (cursors, error) {
+	var at cursors
+	for _, c := range []struct {
+		name string
+		set  func(int64)
+	}{
+		{paramExecutions, func(v int64) { at.Executions = int(min(v, 1<<31)) }},
+		{paramEvents, func(v int64) { at.Events = v }},
+		{paramHistory, func(v int64) { at.History = v }},
+	} {
+		raw := q.Get(c.name)
+		if raw == "" {
+			continue
+		}
+		v, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || v < 1 {
+			return at, fmt.Errorf("invalid %s %q: want a positive number (follow the page's \"older\" links)", c.name, raw)
+		}
+		c.set(v)
+	}
+	return at, nil
+}
+
+// pageURL is the run page with one cursor changed (value 0 removes it),
+// at the list's anchor.
+func (c *console) pageURL(id string, q url.Values, param string, value int64, anchor string) string {
+	v := url.Values{}
+	for _, k := range []string{"run", paramExecutions, paramEvents, paramHistory} {
+		if q.Get(k) != "" {
+			v.Set(k, q.Get(k))
+		}
+	}
+	v.Del(param)
+	if value > 0 {
+		v.Set(param, strconv.FormatInt(value, 10))
+	}
+	u := c.opts.Prefix + "workflows/" + url.PathEscape(id)
+	if len(v) > 0 {
+		u += "?" + v.Encode()
+	}
+	return u + "#" + anchor
+}
 
 // run serves a run's page.
 func (c *console) run(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
-	runParam := r.URL.Query().Get("run")
+	q := r.URL.Query()
+	runParam := q.Get("run")
+	at, err := pageCursors(q)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
 	d, err := c.describe(ctx, iwfapi.WorkflowDescribeRequest{WorkflowId: id, WorkflowRunId: ptr(runParam)})
 	if err != nil {
 		c.failErr(w, r, err)
@@ -142,41 +231,110 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 			p.Results = deref(g.Results)
 		}
 	}
-	p.History, p.HistoryTruncated, err = c.history(ctx, id, runID)
+	size := c.opts.RunPageSize
+	sc := newScan(size, at)
+	_, p.HistoryTruncated, err = c.be.ScanHistory(ctx, id, runID, c.opts.MaxHistoryEvents, sc.add)
 	if err != nil {
 		p.problem(c, "history", err)
+		sc = newScan(size, at)
 	}
-	p.Timeline = buildTimeline(p.History, c.opts.Now())
-	p.Diagram = buildDiagram(p.Timeline)
+	v := sc.finish(c.opts.Now())
+	p.Timeline, p.Diagram, p.History = v.Timeline, v.Diagram, v.History
+	p.MaxHistoryEvents = c.opts.MaxHistoryEvents
+	n := len(v.Timeline.Executions)
+	p.Executions = listInfo{Shown: n, Total: v.ExecutionCount, Older: v.ExecutionsBefore - n, From: v.ExecutionsBefore - n + 1, To: v.ExecutionsBefore}
+	if p.Executions.Older > 0 {
+		p.Executions.OlderURL = c.pageURL(id, q, paramExecutions, int64(p.Executions.From), "timeline")
+	}
+	if at.Executions > 0 {
+		p.Executions.Newest = c.pageURL(id, q, paramExecutions, 0, "timeline")
+	}
+	p.Events = listInfo{Shown: len(v.Timeline.Inputs), Total: v.EventCount, Older: v.EventsBefore - len(v.Timeline.Inputs)}
+	if p.Events.Older > 0 {
+		p.Events.OlderURL = c.pageURL(id, q, paramEvents, v.Timeline.Inputs[len(v.Timeline.Inputs)-1].ID, "events")
+	}
+	if at.Events > 0 {
+		p.Events.Newest = c.pageURL(id, q, paramEvents, 0, "events")
+	}
+	p.HistoryList = listInfo{Shown: len(v.History), Total: v.HistoryCount, Older: v.HistoryBefore - len(v.History)}
+	if p.HistoryList.Older > 0 {
+		p.HistoryList.OlderURL = c.pageURL(id, q, paramHistory, v.History[len(v.History)-1].EventId, "history")
+	}
+	if at.History > 0 {
+		p.HistoryList.Newest = c.pageURL(id, q, paramHistory, 0, "history")
+	}
 	if da, err := c.be.GetDataAttributes(ctx, iwfapi.WorkflowGetDataObjectsRequest{WorkflowId: id, WorkflowRunId: &runID}); err != nil {
 		p.problem(c, "data attributes", err)
 	} else {
 		p.Data = deref(da.Objects)
 	}
-	dump, err := c.dump(ctx, id, runID)
+	ids := make([]string, 0, n+1)
+	for _, x := range v.Timeline.Executions {
+		ids = append(ids, x.ID)
+	}
+	if v.FirstExecution != "" {
+		ids = append(ids, v.FirstExecution)
+	}
+	records := map[string]execRecord{}
+	ins, err := c.be.InspectRun(ctx, id, runID, ids, size)
 	if err != nil {
-		p.problem(c, "state inputs and search attributes", err)
-	}
-	inputs := map[string]*iwfapi.EncodedObject{}
-	commands := map[string]*iwfapi.CommandRequest{}
-	if dump != nil {
-		for _, x := range dump.Executions {
-			inputs[x.ID], commands[x.ID] = x.Data.Input, x.Data.Commands
+		p.problem(c, "state inputs, buffered messages and search attributes", err)
+	} else {
+		for _, x := range ins.Executions {
+			var rec execRecord
+			_ = json.Unmarshal(x.Data, &rec)
+			records[x.ExecutionID] = rec
 		}
-		p.Search = dump.SearchAttributes
+		p.Search = ins.SearchAttributes
+		p.buffers(ins, size)
 	}
-	for i, x := range p.Timeline.Executions {
-		if i == 0 && x.Parent == "" {
-			p.Input = inputs[x.ID]
-		}
+	if v.FirstExecution != "" {
+		p.Input = records[v.FirstExecution].Input
+	}
+	for _, x := range v.Timeline.Executions {
 		end := x.Ended
 		if end.IsZero() {
-			end = p.Timeline.End
+			end = v.Timeline.End
 		}
-		p.Rows = append(p.Rows, timelineRow{X: x, Bars: p.Timeline.bars(x), Input: inputs[x.ID], Commands: commandViews(commands[x.ID], x.CommandsDone), Duration: humanDuration(end.Sub(x.Started))})
+		rec := records[x.ID]
+		p.Rows = append(p.Rows, timelineRow{X: x, Bars: v.Timeline.bars(x), Input: rec.Input, Commands: commandViews(rec.Commands, x.CommandsDone), Duration: humanDuration(end.Sub(x.Started))})
 	}
 	title := id
 	c.render(w, r, http.StatusOK, "run", title, true, p)
+}
+
+// buffers fills the page's buffered messages: the count of every channel
+// (at most size channels of each kind listed) and the messages read.
+func (p *runPage) buffers(ins *engine.RunInspection, size int) {
+	for _, k := range []struct {
+		kind   string
+		counts map[string]int
+		msgs   []*engine.Message
+	}{{"signal", ins.SignalCounts, ins.Signals}, {"internal channel", ins.InternalCounts, ins.Internal}} {
+		names := make([]string, 0, len(k.counts))
+		for ch, n := range k.counts {
+			names = append(names, ch)
+			p.BufferedTotal += n
+		}
+		sort.Strings(names)
+		if len(names) > size {
+			p.ChannelsHidden += len(names) - size
+			names = names[:size]
+		}
+		for _, ch := range names {
+			p.Channels = append(p.Channels, channelView{Kind: k.kind, Channel: ch, Count: k.counts[ch]})
+		}
+		for _, m := range k.msgs {
+			mv := messageView{Kind: k.kind, Channel: m.Channel, At: m.CreatedAt}
+			if len(m.Value) > 0 {
+				var v iwfapi.EncodedObject
+				if json.Unmarshal(m.Value, &v) == nil {
+					mv.Value = &v
+				}
+			}
+			p.Messages = append(p.Messages, mv)
+		}
+	}
 }
 
 // problem notes a part of the page that could not be read.
@@ -186,49 +344,4 @@ func (p *runPage) problem(c *console, what string, err error) {
 		c.opts.Logger.Error().Err(err).Str("workflowId", p.WorkflowID).Str("part", what).Msg("console: read run")
 	}
 	p.Problems = append(p.Problems, "cannot read the "+what+": "+msg)
-}
-
-// history reads a run's history, at most MaxHistoryEvents events.
-func (c *console) history(ctx context.Context, id, runID string) ([]iwfapi.WorkflowHistoryEvent, bool, error) {
-	var events []iwfapi.WorkflowHistoryEvent
-	var after int64
-	for {
-		size := min(1000, c.opts.MaxHistoryEvents-len(events))
-		h, err := c.be.WorkflowHistory(ctx, iwfapi.WorkflowHistoryRequest{WorkflowId: id, WorkflowRunId: &runID, AfterEventId: &after, PageSize: ptr(int32(size))})
-		if err != nil {
-			return events, false, err
-		}
-		events = append(events, h.Events...)
-		more := deref(h.HasMore) && len(h.Events) > 0
-		if !more {
-			return events, false, nil
-		}
-		if len(events) >= c.opts.MaxHistoryEvents {
-			return events, true, nil
-		}
-		after = h.Events[len(h.Events)-1].EventId
-	}
-}
-
-// dump reads the parts of a run's dump the page shows.
-func (c *console) dump(ctx context.Context, id, runID string) (*dumpDoc, error) {
-	var buf strings.Builder
-	for page := int32(0); ; page++ {
-		resp, err := c.be.DumpWorkflow(ctx, iwfapi.WorkflowDumpRequest{WorkflowId: id, WorkflowRunId: runID, PageNum: page, PageSizeInBytes: 1 << 20})
-		if err != nil {
-			return nil, err
-		}
-		buf.WriteString(resp.JsonData)
-		if buf.Len() > maxDumpBytes {
-			return nil, errors.New("the run's dump is larger than 8 MiB")
-		}
-		if page+1 >= resp.TotalPages {
-			break
-		}
-	}
-	var doc dumpDoc
-	if err := json.Unmarshal([]byte(buf.String()), &doc); err != nil {
-		return nil, err
-	}
-	return &doc, nil
 }

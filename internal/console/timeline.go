@@ -45,9 +45,14 @@ var closingStates = map[string]string{
 	"_SYS_DEAD_END":                     "dead end",
 }
 
-// timeline is a run's state executions in the order they started.
+// timeline is state executions of a run as its history tells them: in the
+// order they started as buildTimeline derives them, newest first on a run
+// page (one page of them).
 type timeline struct {
 	Start, End time.Time // the run's span (End is now while it runs)
+	// From and To are the span the bars are drawn on: the executions'
+	// (the run's when zero).
+	From, To   time.Time
 	Closed     bool
 	CloseInfo  map[string]any
 	Executions []*stateExecution
@@ -223,12 +228,16 @@ func (tl *timeline) bars(x *stateExecution) []bar {
 	if end.IsZero() {
 		end = tl.End
 	}
-	span := tl.End.Sub(tl.Start)
+	from, to := tl.From, tl.To
+	if from.IsZero() || to.IsZero() {
+		from, to = tl.Start, tl.End
+	}
+	span := to.Sub(from)
 	pos := func(t time.Time) float64 {
 		if span <= 0 {
 			return 0
 		}
-		return min(100, max(0, float64(t.Sub(tl.Start))/float64(span)*100))
+		return min(100, max(0, float64(t.Sub(from))/float64(span)*100))
 	}
 	var out []bar
 	add := func(class, title string, a, b time.Time) {
@@ -283,67 +292,39 @@ type edge struct {
 	LabelY   int
 }
 
-// buildDiagram derives the state graph from a timeline.
-func buildDiagram(tl *timeline) *diagram {
-	d := &diagram{}
-	nodes := map[string]*node{}
-	get := func(key, label, kind string) *node {
-		if n, ok := nodes[key]; ok {
-			return n
-		}
-		n := &node{Key: key, Label: label, Title: label, Kind: kind}
-		nodes[key] = n
-		d.Nodes = append(d.Nodes, n)
+// graph builds a diagram: nodes by key, in the order first asked for, and
+// edges with how often each was taken.
+type graph struct {
+	d     *diagram
+	nodes map[string]*node
+	edges map[[2]*node]*edge
+}
+
+func newGraph() *graph {
+	return &graph{d: &diagram{}, nodes: map[string]*node{}, edges: map[[2]*node]*edge{}}
+}
+
+// node returns the node of key, adding it when new.
+func (g *graph) node(key, label, kind string) *node {
+	if n, ok := g.nodes[key]; ok {
 		return n
 	}
-	edges := map[[2]string]*edge{}
-	link := func(a, b *node) {
-		k := [2]string{a.Key, b.Key}
-		if e, ok := edges[k]; ok {
-			e.Count++
-			return
-		}
-		e := &edge{From: a, To: b, Count: 1}
-		edges[k] = e
-		d.Edges = append(d.Edges, e)
+	n := &node{Key: key, Label: label, Title: label, Kind: kind}
+	g.nodes[key] = n
+	g.d.Nodes = append(g.d.Nodes, n)
+	return n
+}
+
+// link counts one transition from a to b.
+func (g *graph) link(a, b *node) {
+	k := [2]*node{a, b}
+	if e, ok := g.edges[k]; ok {
+		e.Count++
+		return
 	}
-	start := get("start", "start", "start")
-	byID := map[string]*stateExecution{}
-	for _, x := range tl.Executions {
-		byID[x.ID] = x
-	}
-	for _, x := range tl.Executions {
-		n := get("state:"+x.StateID, x.StateID, "state")
-		n.Executions++
-		if x.live() {
-			n.Running++
-		}
-		if x.Status == execFailed {
-			n.Failed++
-		}
-		from := start
-		if p, ok := byID[x.Parent]; ok {
-			from = get("state:"+p.StateID, p.StateID, "state")
-		}
-		link(from, n)
-		for _, next := range x.NextStates {
-			if label, ok := closingStates[next]; ok {
-				link(n, get("end:"+next, label, "end"))
-			}
-		}
-	}
-	if tl.Closed {
-		if st := str(tl.CloseInfo["status"]); st != "" && st != "COMPLETED" {
-			end := get("end:status:"+st, strings.ToLower(st), "end")
-			for _, x := range tl.Executions {
-				if x.Ended.Equal(tl.End) && x.Status != execCompleted {
-					link(get("state:"+x.StateID, x.StateID, "state"), end)
-				}
-			}
-		}
-	}
-	layout(d, start)
-	return d
+	e := &edge{From: a, To: b, Count: 1}
+	g.edges[k] = e
+	g.d.Edges = append(g.d.Edges, e)
 }
 
 // The diagram's geometry, in SVG user units.

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"reflect"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -232,5 +233,49 @@ func TestLoopsAndRetriesInTimeline(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("derived\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestTimelinePages derives pages of a hand-written history: each page
+// holds its executions in full (parents from outside the page included)
+// and the diagram counts every execution whatever the page.
+func TestTimelinePages(t *testing.T) {
+	var events []iwfapi.WorkflowHistoryEvent
+	id := int64(0)
+	ev := func(typ, x string, data map[string]any) {
+		id++
+		e := iwfapi.WorkflowHistoryEvent{EventId: id, EventType: typ, TimestampMs: 1000 + id, Data: &data}
+		if x != "" {
+			e.StateExecutionId = &x
+		}
+		events = append(events, e)
+	}
+	ev("WorkflowStarted", "", map[string]any{"workflowType": "T"})
+	for i := 1; i <= 5; i++ {
+		x := "step-" + strconv.Itoa(i)
+		ev("StateExecutionStarted", x, map[string]any{"stateId": "step", "skipWaitUntil": true})
+		next := "step"
+		if i == 5 {
+			next = "_SYS_GRACEFUL_COMPLETING_WORKFLOW"
+		}
+		ev("ExecuteCompleted", x, map[string]any{"attempt": 1.0, "decision": map[string]any{"nextStates": []any{map[string]any{"stateId": next}}}})
+	}
+	ev("WorkflowClosed", "", map[string]any{"status": "COMPLETED"})
+	edges := []string{"start->state:step x1", "state:step->state:step x4", "state:step->end:_SYS_GRACEFUL_COMPLETING_WORKFLOW x1"}
+	for _, tc := range []struct {
+		size, before int
+		want         []string
+	}{
+		{2, 0, []string{"step-4 step parent=step-3 COMPLETED ->step", "step-5 step parent=step-4 COMPLETED ->_SYS_GRACEFUL_COMPLETING_WORKFLOW"}},
+		{2, 4, []string{"step-2 step parent=step-1 COMPLETED ->step", "step-3 step parent=step-2 COMPLETED ->step"}},
+		{2, 2, []string{"step-1 step parent= COMPLETED ->step"}},
+		{10, 0, []string{"step-1 step parent= COMPLETED ->step", "step-2 step parent=step-1 COMPLETED ->step", "step-3 step parent=step-2 COMPLETED ->step",
+			"step-4 step parent=step-3 COMPLETED ->step", "step-5 step parent=step-4 COMPLETED ->_SYS_GRACEFUL_COMPLETING_WORKFLOW"}},
+	} {
+		got := console.DerivePage(events, time.Now(), tc.size, tc.before)
+		want := console.Summary{Executions: tc.want, Edges: edges, Closed: true}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("page of %d before %d:\n%+v\nwant\n%+v", tc.size, tc.before, got, want)
+		}
 	}
 }
