@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // The defaults of the engine's settings: the one place they are defined

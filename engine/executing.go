@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // countsAsExecuting says whether a new execution is listed in the system

@@ -9,7 +9,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine/internal/record"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // Seeds of FuzzWorkerAnswer: waitUntil answers (kind 0) and execute

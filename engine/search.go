@@ -14,7 +14,7 @@ import (
 	"strconv"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // DefaultSearchPageSize is the page size of a search request whose pageSize

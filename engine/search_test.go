@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // storeTypes is the store's side of attributeResolver in tests.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // ErrNotFound is returned by store lookups when the requested row does not exist.

@@ -17,10 +17,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 	"github.com/iwf-server/iwf-server/sdk-go/iwf"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // DefaultTimeout is how long, in real time, Advance, WaitIdle and

@@ -21,10 +21,10 @@ import (
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 	"github.com/iwf-server/iwf-server/internal/workerpolicy"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // Config is the server's configuration: the defaults, overridden by the

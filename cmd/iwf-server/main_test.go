@@ -25,8 +25,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // env is a fake environment for LookupEnv.

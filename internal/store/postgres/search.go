@@ -3,8 +3,8 @@ package postgres
 import (
 	"context"
 
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // RunSearch implements engine.ReadTx: the query compiled by searchsql, with

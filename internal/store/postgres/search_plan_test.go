@@ -12,10 +12,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // explained is what EXPLAIN (ANALYZE, SUMMARY, FORMAT JSON) says of one

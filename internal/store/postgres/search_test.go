@@ -7,10 +7,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // BenchmarkSearch times typical searches over 100,000 runs (see

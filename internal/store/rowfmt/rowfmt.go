@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // ToMs converts a time to the unix milliseconds a column holds; the zero

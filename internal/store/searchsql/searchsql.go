@@ -61,8 +61,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // Dialect is what differs between the databases.

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 func cond(key string, typ search.ValueType, op search.Op, negated bool, values ...any) *search.Cond {

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 var _ engine.CallReader = (*Store)(nil)

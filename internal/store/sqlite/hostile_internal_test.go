@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // sqlEndless is a read that never ends by itself.

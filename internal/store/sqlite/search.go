@@ -5,8 +5,8 @@ import (
 	"database/sql"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // search_attribute_types (migration 0002) is kept up to date by triggers on

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
 	"github.com/iwf-server/iwf-server/internal/store/storetest"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // explainSearch returns SQLite's plan of a search, one step a line.

@@ -8,8 +8,8 @@ import (
 	"fmt"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // queries lists every statement of the store; each is prepared once per

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // limitTests check how a store reports a request it cannot serve: a

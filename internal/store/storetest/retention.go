@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // retentionTests cover the store's half of retention: finding expired runs

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
 	"github.com/iwf-server/iwf-server/internal/store/searchsql"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // The attributes of the limit queries: saKeyword, saInt and this TEXT key.

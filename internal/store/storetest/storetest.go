@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/search"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // Run exercises every method of engine.Store, engine.ReadTx and engine.Tx.
