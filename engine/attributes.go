@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
@@ -122,6 +123,11 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 		if err != nil {
 			return nil, Errorf(CodeInvalidArgument, "search attribute %s: %v", key, err)
 		}
+		// Kept to the nanosecond, as unix nanoseconds in 64 bits.
+		if t.Before(minDatetime) || t.After(maxDatetime) {
+			return nil, Errorf(CodeInvalidArgument, "search attribute %s: DATETIME %s is outside %s to %s",
+				key, t.Format(time.RFC3339Nano), minDatetime.Format(time.RFC3339Nano), maxDatetime.Format(time.RFC3339Nano))
+		}
 		a.Time = &t
 	case search.Int:
 		a.Int = ptr(deref(sa.IntegerValue))
@@ -169,6 +175,13 @@ func checkSearchAttributeCount(ctx context.Context, tx ReadTx, runID string, sas
 	}
 	return nil
 }
+
+// The instants a DATETIME search attribute can hold: unix nanoseconds in
+// an int64.
+var (
+	minDatetime = time.Unix(0, math.MinInt64).UTC()
+	maxDatetime = time.Unix(0, math.MaxInt64).UTC()
+)
 
 // decodeSearchAttribute reads a search attribute row as it was written.
 func decodeSearchAttribute(a *SearchAttribute) (record.SearchAttribute, error) {

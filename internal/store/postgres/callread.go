@@ -132,7 +132,7 @@ func scanCallRead(rows pgx.Rows) (*engine.CallRead, error) {
 			a := &engine.SearchAttribute{Key: deref(t[0]), ValueType: search.ValueType(deref(t[1])), Raw: b,
 				String: t[2], Int: i[0], Double: d, Bool: bl}
 			if i[1] != nil {
-				v := rowfmt.FromMs(*i[1])
+				v := rowfmt.FromNs(*i[1])
 				a.Time = &v
 			}
 			out.SearchAttributes = append(out.SearchAttributes, a)

@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -183,7 +184,7 @@ func TestChangeFeedAlone(t *testing.T) {
 	// b present, also after the clock moves. A last notice, heard after
 	// every earlier one, says none is left on the way.
 	b.PublishChanges(engine.Changes{Keys: []string{"last"}})
-	la.until(func(c engine.Changes) bool { return len(c.Keys) > 0 && c.Keys[0] == "last" })
+	la.until(func(c engine.Changes) bool { return slices.Contains(c.Keys, "last") })
 
 	// Nothing heard for longer than PresenceTTL: a is alone.
 	offset.Store(int64(2 * postgres.PresenceTTL))

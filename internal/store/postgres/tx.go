@@ -429,7 +429,7 @@ func scanSearchAttribute(r pgx.Rows) (*engine.SearchAttribute, error) {
 		return nil, err
 	}
 	if tm != nil {
-		v := rowfmt.FromMs(*tm)
+		v := rowfmt.FromNs(*tm)
 		a.Time = &v
 	}
 	return &a, nil
@@ -497,7 +497,7 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 		keys[i], types[i], raws[i] = a.Key, string(a.ValueType), a.Raw
 		strs[i], ints[i], doubles[i], bools[i] = a.String, a.Int, a.Double, a.Bool
 		if a.Time != nil {
-			v := rowfmt.ToMs(*a.Time)
+			v := rowfmt.ToNs(*a.Time)
 			times[i] = &v
 		}
 		for j, v := range rowfmt.KeywordElements(a) {

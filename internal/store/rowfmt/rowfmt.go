@@ -1,12 +1,13 @@
 // Package rowfmt holds what the two stores share where the SQL is not the
 // difference: how times are kept in columns (unix milliseconds, 0 for the
-// zero time), the order claimed tasks are returned in, and how driver
+// zero time; DATETIME search attributes in unix nanoseconds), the order claimed tasks are returned in, and how driver
 // errors become the engine's. Each store keeps its SQL and its driver.
 package rowfmt
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -31,6 +32,30 @@ func FromMs(v int64) time.Time {
 	}
 	return time.UnixMilli(v).UTC()
 }
+
+// The instants a DATETIME search attribute can hold: unix nanoseconds in
+// an int64, from 1677-09-21 to 2262-04-11.
+var (
+	minDatetime = time.Unix(0, math.MinInt64).UTC()
+	maxDatetime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// ToNs converts a DATETIME value to the unix nanoseconds its column holds;
+// instants beyond minDatetime and maxDatetime become the nearest one (the
+// engine refuses to store them; a search literal beyond them compares as
+// the bound).
+func ToNs(t time.Time) int64 {
+	switch {
+	case t.Before(minDatetime):
+		return math.MinInt64
+	case t.After(maxDatetime):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// FromNs converts a column's unix nanoseconds to a UTC time.
+func FromNs(v int64) time.Time { return time.Unix(0, v).UTC() }
 
 // SortTasks puts claimed tasks in the order TaskClaim returns them: oldest
 // due first, then by id. (An UPDATE ... RETURNING yields rows in no defined

@@ -1059,7 +1059,10 @@ func (b *builder) value(f search.Field, v any) (any, error) {
 		if !ok {
 			return nil, fmt.Errorf("searchsql: DATETIME value %T", v)
 		}
-		return rowfmt.ToMs(t), nil
+		if f.Builtin != "" {
+			return rowfmt.ToMs(t), nil // a runs column: milliseconds
+		}
+		return rowfmt.ToNs(t), nil
 	case search.Int:
 		if _, ok := v.(int64); !ok {
 			return nil, fmt.Errorf("searchsql: INT value %T", v)

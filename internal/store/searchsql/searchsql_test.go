@@ -3,6 +3,7 @@ package searchsql
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -220,14 +221,31 @@ func TestPrefixEnd(t *testing.T) {
 	}
 }
 
-func TestDatetimeIsMilliseconds(t *testing.T) {
+// TestDatetimeUnits: a DATETIME literal is bound in nanoseconds for a
+// search attribute, in milliseconds for a runs column (StartTime,
+// CloseTime); one beyond what nanoseconds can hold as the nearest bound.
+func TestDatetimeUnits(t *testing.T) {
 	tm := time.Date(2024, 1, 2, 3, 4, 5, 987654321, time.FixedZone("X", 3600))
 	st, err := Compile(&search.Query{Limit: 1, Filter: cond("T", "DATETIME", search.Eq, false, tm)}, SQLite, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Args[1] != tm.UnixMilli() {
-		t.Fatalf("bound %v, want %d", st.Args[1], tm.UnixMilli())
+	if st.Args[1] != tm.UnixNano() {
+		t.Fatalf("attribute: bound %v, want %d", st.Args[1], tm.UnixNano())
+	}
+	start := &search.Cond{Field: search.Field{Builtin: search.BuiltinStartTime, Type: search.Datetime}, Op: search.Eq, Values: []any{tm}}
+	if st, err = Compile(&search.Query{Limit: 1, Filter: start}, SQLite, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st.Args[0] != tm.UnixMilli() {
+		t.Fatalf("StartTime: bound %v, want %d", st.Args[0], tm.UnixMilli())
+	}
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)
+	if st, err = Compile(&search.Query{Limit: 1, Filter: cond("T", "DATETIME", search.Eq, false, far)}, SQLite, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st.Args[1] != int64(math.MaxInt64) {
+		t.Fatalf("year 3000: bound %v, want the largest int64", st.Args[1])
 	}
 }
 

@@ -99,7 +99,7 @@ func (s *Store) readForCall(ctx context.Context, rst []*sql.Stmt, runID, executi
 				a.Bool = ptrTo(colInt(c[6]) != 0)
 			}
 			if c[7] != nil {
-				a.Time = ptrTo(rowfmt.FromMs(colInt(c[7])))
+				a.Time = ptrTo(rowfmt.FromNs(colInt(c[7])))
 			}
 			if a.ValueType == search.KeywordArray {
 				a.Strings = []string{}

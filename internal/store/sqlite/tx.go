@@ -511,7 +511,7 @@ func scanSearchAttributes(rows *sql.Rows) ([]*engine.SearchAttribute, map[string
 			a.Bool = &b.Bool
 		}
 		if tm.Valid {
-			v := rowfmt.FromMs(tm.Int64)
+			v := rowfmt.FromNs(tm.Int64)
 			a.Time = &v
 		}
 		if a.ValueType == search.KeywordArray {
@@ -532,7 +532,7 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 	for _, a := range attrs {
 		var tm any
 		if a.Time != nil {
-			tm = rowfmt.ToMs(*a.Time)
+			tm = rowfmt.ToNs(*a.Time)
 		}
 		if _, err := t.exec(ctx, qSearchUpsert, runID, a.Key, a.ValueType, text(a.Raw),
 			ptrValue(a.String), ptrValue(a.Int), ptrValue(a.Double), ptrValue(a.Bool), tm); err != nil {

@@ -1240,7 +1240,7 @@ func testSearchAttributes(t *testing.T, s engine.Store) {
 	for _, a := range attrs {
 		c := *a
 		if c.Time != nil {
-			c.Time = ptr(ms(*c.Time))
+			c.Time = ptr(c.Time.UTC()) // kept to the nanosecond
 		}
 		byKey[a.Key] = &c
 		keys = append(keys, a.Key)
