@@ -22,6 +22,8 @@ const (
 	// to see changes made by other processes whose announcement (through
 	// the store's ChangeFeed) was lost or never sent.
 	DefaultLongPollRecheck = 500 * time.Millisecond
+	// DefaultMaxSearches is how many searches a process runs at once.
+	DefaultMaxSearches = 4
 )
 
 // Config holds the engine's settings. The zero value of every field selects
@@ -64,6 +66,13 @@ type Config struct {
 	// store that only one server process uses (SQLite): the previous process's
 	// work resumes at once instead of after LeaseDuration.
 	ReleaseLeasesOnStart bool
+	// MaxSearches bounds the searches (workflow/search, the console's
+	// list) this process runs at once; more wait for a slot until their
+	// context ends. A search can take a database connection and a core for
+	// as long as its statement timeout allows, so the bound keeps the
+	// connections and the CPU of the database for the rest. Default
+	// DefaultMaxSearches.
+	MaxSearches int
 	// SearchAttributeTypes optionally declares search attribute names and
 	// their types (KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL,
 	// KEYWORD_ARRAY). When set, writes of undeclared keys or mismatched
@@ -121,6 +130,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LongPollRecheck < 0 {
 		return c, fmt.Errorf("engine: LongPollRecheck must be positive, got %s", c.LongPollRecheck)
+	}
+	if c.MaxSearches == 0 {
+		c.MaxSearches = DefaultMaxSearches
+	}
+	if c.MaxSearches < 0 {
+		return c, fmt.Errorf("engine: MaxSearches must be positive, got %d", c.MaxSearches)
 	}
 	if c.Concurrency == 0 {
 		c.Concurrency = DefaultConcurrency

@@ -23,6 +23,8 @@ type Engine struct {
 	metrics *metrics
 	// starting holds a token per start transaction in flight (startSlots).
 	starting chan struct{}
+	// searching holds a token per search in flight (Config.MaxSearches).
+	searching chan struct{}
 	// failureLogs rate-limits the warn lines of failed worker calls.
 	failureLogs logLimiter
 
@@ -45,13 +47,14 @@ func New(store Store, cfg Config) (*Engine, error) {
 		return nil, errors.New("engine: WorkerClient is required")
 	}
 	e := &Engine{
-		store:    store,
-		cfg:      cfg,
-		worker:   cfg.WorkerClient,
-		log:      cfg.Logger.With().Str("node", cfg.NodeID).Logger(),
-		waits:    newNotifier(),
-		metrics:  newMetrics(),
-		starting: make(chan struct{}, startSlots),
+		store:     store,
+		cfg:       cfg,
+		worker:    cfg.WorkerClient,
+		log:       cfg.Logger.With().Str("node", cfg.NodeID).Logger(),
+		waits:     newNotifier(),
+		metrics:   newMetrics(),
+		starting:  make(chan struct{}, startSlots),
+		searching: make(chan struct{}, cfg.MaxSearches),
 	}
 	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)

@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 
@@ -32,6 +33,15 @@ func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchR
 	cursor, err := decodeSearchToken(deref(req.NextPageToken), req.Query)
 	if err != nil {
 		return resp, err
+	}
+	// A slot first: at most MaxSearches run at once, so that searches
+	// cannot take every database connection (or core) from the rest.
+	select {
+	case e.searching <- struct{}{}:
+		defer func() { <-e.searching }()
+	case <-ctx.Done():
+		return resp, &Error{Code: CodeDeadlineExceeded, Err: ctx.Err(),
+			Message: fmt.Sprintf("the request ran out of time waiting for one of the %d searches in flight to end", cap(e.searching))}
 	}
 	var page *search.Page
 	err = e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {

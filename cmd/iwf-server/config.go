@@ -62,6 +62,8 @@ type Config struct {
 	PollInterval time.Duration
 	// Concurrency bounds the tasks processed at once.
 	Concurrency int
+	// MaxSearches bounds the searches a node runs at once.
+	MaxSearches int
 	// AuthTokenFile holds API tokens, one per line (# comments); with
 	// AuthTokens, setting either turns API authentication on.
 	AuthTokenFile string
@@ -129,6 +131,7 @@ func DefaultConfig() Config {
 		LeaseDuration:     engine.DefaultLeaseDuration,
 		PollInterval:      engine.DefaultPollInterval,
 		Concurrency:       engine.DefaultConcurrency,
+		MaxSearches:       engine.DefaultMaxSearches,
 		UI:                true,
 		ShutdownGrace:     DefaultShutdownGrace,
 		RequestTimeout:    httpapi.DefaultRequestTimeout,
@@ -195,6 +198,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency <= 0 {
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
+	}
+	if c.MaxSearches <= 0 {
+		return fmt.Errorf("max-searches must be positive, got %d", c.MaxSearches)
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("tls-cert-file and tls-key-file go together: set both or neither")
@@ -444,6 +450,18 @@ var settings = []setting{
 			return nil
 		},
 		def: func(c Config) string { return strconv.Itoa(c.Concurrency) },
+	},
+	{
+		key: "max-searches", env: "IWF_MAX_SEARCHES", usage: "`number` of searches (workflow/search, the console's list) a node runs at once; more wait for a slot within their request's deadline",
+		apply: func(c *Config, e []string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(e[0]))
+			if err != nil {
+				return fmt.Errorf("invalid number %q", e[0])
+			}
+			c.MaxSearches = n
+			return nil
+		},
+		def: func(c Config) string { return strconv.Itoa(c.MaxSearches) },
 	},
 }
 

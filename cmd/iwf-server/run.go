@@ -118,6 +118,7 @@ func (m *Main) Run(ctx context.Context) error {
 			LeaseDuration:        m.Config.LeaseDuration,
 			PollInterval:         m.Config.PollInterval,
 			Concurrency:          m.Config.Concurrency,
+			MaxSearches:          m.Config.MaxSearches,
 			SearchAttributeTypes: m.Config.SearchAttributes,
 			Retention:            m.Config.Retention,
 			RetentionByType:      m.Config.RetentionFor,
