@@ -362,6 +362,21 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 	return iwfapi.WorkflowDumpResponse{JsonData: string(data[start:end]), TotalPages: int32(total), Checksum: hex.EncodeToString(sum[:])}, nil
 }
 
+// HistoryEventOut is a stored history event as the API shows it.
+func HistoryEventOut(ev *HistoryEvent) iwfapi.WorkflowHistoryEvent {
+	out := iwfapi.WorkflowHistoryEvent{EventId: ev.ID, TimestampMs: ev.At.UnixMilli(), EventType: ev.Type}
+	if ev.ExecutionID != "" {
+		out.StateExecutionId = ptr(ev.ExecutionID)
+	}
+	if len(ev.Data) > 0 {
+		var data map[string]any
+		if json.Unmarshal(ev.Data, &data) == nil {
+			out.Data = &data
+		}
+	}
+	return out
+}
+
 // WorkflowHistory returns one page of a run's history, oldest first
 // (POST /api/v1/workflow/history, an extension of this server).
 func (e *Engine) WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error) {
@@ -383,17 +398,7 @@ func (e *Engine) WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistory
 		}
 		resp.Events = make([]iwfapi.WorkflowHistoryEvent, 0, len(events))
 		for _, ev := range events {
-			out := iwfapi.WorkflowHistoryEvent{EventId: ev.ID, TimestampMs: ev.At.UnixMilli(), EventType: ev.Type}
-			if ev.ExecutionID != "" {
-				out.StateExecutionId = ptr(ev.ExecutionID)
-			}
-			if len(ev.Data) > 0 {
-				var data map[string]any
-				if json.Unmarshal(ev.Data, &data) == nil {
-					out.Data = &data
-				}
-			}
-			resp.Events = append(resp.Events, out)
+			resp.Events = append(resp.Events, HistoryEventOut(ev))
 		}
 		return nil
 	})

@@ -41,13 +41,7 @@ type prepared struct {
 // and once confirmed runs the action and redirects to the run's page with
 // a flash message.
 func (c *console) action(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		c.fail(w, r, http.StatusBadRequest, "cannot read the form: "+err.Error())
-		return
-	}
-	if err := c.checkSameOrigin(r); err != nil {
-		c.fail(w, r, http.StatusForbidden, err.Error())
+	if !c.readForm(w, r) {
 		return
 	}
 	f := r.PostForm
@@ -248,4 +242,20 @@ func shorten(s string, n int) string {
 		return string(r[:n]) + "…"
 	}
 	return s
+}
+
+// readForm reads a POSTed console form, at most maxFormBytes, and checks
+// that it comes from a console page (checkSameOrigin). It answers the
+// request itself and reports false when either fails.
+func (c *console) readForm(w http.ResponseWriter, r *http.Request) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		c.fail(w, r, http.StatusBadRequest, "cannot read the form: "+err.Error())
+		return false
+	}
+	if err := c.checkSameOrigin(r); err != nil {
+		c.fail(w, r, http.StatusForbidden, err.Error())
+		return false
+	}
+	return true
 }

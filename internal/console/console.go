@@ -284,13 +284,7 @@ func explain(err error) (int, string) {
 // from a console page (checkSameOrigin), it ends the session and sends the
 // browser to the sign-in page.
 func (c *console) signOut(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	if err := r.ParseForm(); err != nil {
-		c.fail(w, r, http.StatusBadRequest, "cannot read the form: "+err.Error())
-		return
-	}
-	if err := c.checkSameOrigin(r); err != nil {
-		c.fail(w, r, http.StatusForbidden, err.Error())
+	if !c.readForm(w, r) {
 		return
 	}
 	c.opts.SignOut(w, r)

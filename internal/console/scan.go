@@ -247,22 +247,7 @@ func (s *scan) add(ev *engine.HistoryEvent) error {
 	return nil
 }
 
-// wireEvent is a stored history event as the API shows it.
-func wireEvent(ev *engine.HistoryEvent) iwfapi.WorkflowHistoryEvent {
-	out := iwfapi.WorkflowHistoryEvent{EventId: ev.ID, TimestampMs: ev.At.UnixMilli(), EventType: ev.Type}
-	if ev.ExecutionID != "" {
-		out.StateExecutionId = ptr(ev.ExecutionID)
-	}
-	if len(ev.Data) > 0 {
-		var data map[string]any
-		if json.Unmarshal(ev.Data, &data) == nil {
-			out.Data = &data
-		}
-	}
-	return out
-}
-
-// storedEvent is the inverse of wireEvent, for tests that hand-write a
+// storedEvent is the inverse of engine.HistoryEventOut, for tests that hand-write a
 // history in the API's shape.
 func storedEvent(ev iwfapi.WorkflowHistoryEvent) *engine.HistoryEvent {
 	out := &engine.HistoryEvent{ID: ev.EventId, At: time.UnixMilli(ev.TimestampMs), Type: ev.EventType, ExecutionID: deref(ev.StateExecutionId)}
@@ -304,11 +289,11 @@ func (s *scan) finish(now time.Time) *runView {
 	var events []iwfapi.WorkflowHistoryEvent
 	for _, evs := range s.windowEvents {
 		for _, ev := range evs {
-			events = append(events, wireEvent(ev))
+			events = append(events, engine.HistoryEventOut(ev))
 		}
 	}
 	if s.closeEvent != nil {
-		events = append(events, wireEvent(s.closeEvent))
+		events = append(events, engine.HistoryEventOut(s.closeEvent))
 	}
 	sortEvents(events)
 	tl := buildTimeline(events, now)
@@ -347,12 +332,12 @@ func (s *scan) finish(now time.Time) *runView {
 	}
 	tl.Inputs = nil
 	for _, ev := range s.events.newestFirst() {
-		w := wireEvent(ev)
+		w := engine.HistoryEventOut(ev)
 		tl.Inputs = append(tl.Inputs, runEvent{ID: ev.ID, At: ev.At, Type: ev.Type, Data: deref(w.Data)})
 	}
 	v.Timeline = tl
 	for _, ev := range s.history.newestFirst() {
-		v.History = append(v.History, wireEvent(ev))
+		v.History = append(v.History, engine.HistoryEventOut(ev))
 	}
 	v.Diagram = s.diagram(tl.CloseInfo)
 	return v
