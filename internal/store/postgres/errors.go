@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 )
 
 // storeName names the database in the errors the API shows.
@@ -54,11 +55,7 @@ func checkParams(args []any) error {
 //
 // Errors already classified pass through.
 func classify(ctx context.Context, err error) error {
-	if err == nil || engine.IsUnavailable(err) {
-		return err
-	}
-	var ee *engine.Error
-	if errors.As(err, &ee) {
+	if rowfmt.Classified(err) {
 		return err
 	}
 	var pgErr *pgconn.PgError

@@ -164,3 +164,11 @@ func KeywordElements(a *engine.SearchAttribute) []string {
 	}
 	return nil
 }
+
+// Classified reports whether err needs no classifying by a store: it is
+// nil, or already says what the engine needs (an *engine.UnavailableError
+// or an *engine.Error with its code).
+func Classified(err error) bool {
+	var ee *engine.Error
+	return err == nil || engine.IsUnavailable(err) || errors.As(err, &ee)
+}

@@ -9,6 +9,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 )
 
 // storeName names the database in the errors the API shows.
@@ -47,11 +48,7 @@ var limitMessages = []string{
 //
 // Errors already classified pass through.
 func classify(ctx context.Context, err error) error {
-	if err == nil || engine.IsUnavailable(err) {
-		return err
-	}
-	var ee *engine.Error
-	if errors.As(err, &ee) {
+	if rowfmt.Classified(err) {
 		return err
 	}
 	var se *sqlite.Error
