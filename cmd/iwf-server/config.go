@@ -20,7 +20,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/iwf-server/iwf-server/engine"
-	"github.com/iwf-server/iwf-server/internal/archive"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/server"
@@ -197,7 +196,8 @@ func (c Config) Validate() error {
 	}
 	if c.ArchiveURL != "" {
 		if u, err := url.Parse(c.ArchiveURL); err != nil || u.Scheme == "" {
-			return fmt.Errorf("archive-url %s: want a URL such as file:///var/lib/iwf/archive or s3://bucket?region=eu-west-1", archive.Redact(c.ArchiveURL))
+			// Not echoed: a value that is no URL may hold a secret.
+			return errors.New("archive-url: want a URL with a scheme, such as file:///var/lib/iwf/archive or s3://bucket?region=eu-west-1")
 		}
 	}
 	if c.LeaseDuration < 100*time.Millisecond {
