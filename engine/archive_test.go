@@ -19,7 +19,8 @@ import (
 // it before it is deleted, and the object holds the run: summary, input,
 // results, attributes and every history event. While the archive cannot
 // be written the run is kept and the failure counted; the next sweep with
-// a working archive archives and deletes it.
+// a working archive archives it, replacing an object written before, and
+// deletes it.
 func TestArchiveBeforeDelete(t *testing.T) {
 	var dirs sync.Map // *testing.T -> the archive's directory
 	forEachStoreWithT(t, func(t *testing.T, c *engine.Config) {
@@ -103,6 +104,18 @@ func TestArchiveBeforeDelete(t *testing.T) {
 		if err := os.Rename(dir+".away", dir); err != nil {
 			t.Fatal(err)
 		}
+		// An object of the run is there already, as after a sweep that
+		// stopped between the write and the deletion: it is replaced.
+		stale, err := archive.Open(ctx, "file://"+dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := stale.Put(ctx, &archive.Run{WorkflowID: id, RunID: runID, Status: "STALE"}, func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error) {
+			return nil, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		stale.Close()
 		st, err := h.eng.Sweep(ctx)
 		if err != nil || st.Deleted != 1 || st.Archived != 1 || st.ArchiveFailed != 0 || st.Backlog != 0 {
 			t.Fatalf("sweep with the archive repaired: %+v, %v; want 1 archived and deleted", st, err)
