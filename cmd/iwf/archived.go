@@ -18,7 +18,9 @@ import (
 // archiveFlags registers --archived and --archive-url on a subcommand.
 func (c *cli) archiveFlags(fs *flag.FlagSet) (archived *bool, archiveURL *string) {
 	archived = fs.Bool("archived", false, "read the run from the archive (--archive-url) instead of the server")
-	archiveURL = fs.String("archive-url", c.getenv("IWF_ARCHIVE_URL"), "with --archived: the archive's `URL`, as the server's --archive-url (env IWF_ARCHIVE_URL)")
+	// The environment is read when the flag is absent, not shown as the
+	// flag's default: the URL may carry credentials.
+	archiveURL = fs.String("archive-url", "", "with --archived: the archive's `URL`, as the server's --archive-url (env IWF_ARCHIVE_URL)")
 	return archived, archiveURL
 }
 
@@ -26,6 +28,9 @@ func (c *cli) archiveFlags(fs *flag.FlagSet) (archived *bool, archiveURL *string
 // archived run of id that closed last. It returns the run id and how many
 // runs of id are archived (0 when runID was given).
 func (c *cli) openArchive(ctx context.Context, fs *flag.FlagSet, rawURL, id, runID string) (*archive.Bucket, string, int, error) {
+	if rawURL == "" {
+		rawURL = c.getenv("IWF_ARCHIVE_URL")
+	}
 	if rawURL == "" {
 		return nil, "", 0, usagef("%s: --archived needs --archive-url or IWF_ARCHIVE_URL", fs.Name())
 	}

@@ -73,8 +73,9 @@ func TestArchived(t *testing.T) {
 	if !strings.Contains(field(t, out, "Archived runs"), "2") {
 		t.Fatalf("no count of archived runs in\n%s", out)
 	}
-	// A run named, the URL as a flag; --json prints the archived summary.
-	out = ok(nil, "workflow", "get", "--archived", "--archive-url", url, "--id", id, "--run-id", "run-old", "--json")
+	// A run named, the URL as a flag, which wins over the environment;
+	// --json prints the archived summary.
+	out = ok(map[string]string{"IWF_ARCHIVE_URL": "file:///nonexistent"}, "workflow", "get", "--archived", "--archive-url", url, "--id", id, "--run-id", "run-old", "--json")
 	got := decode[archive.Run](t, out)
 	if got.RunID != "run-old" || got.HistoryEvents != 3 || got.ClosedMs != 1_700_000_000_000 || len(got.Results) != 1 {
 		t.Fatalf("--json: %s", out)
@@ -108,5 +109,9 @@ func TestArchived(t *testing.T) {
 	}
 	iwfFails(t, exitNotFound, env, "workflow", "history", "--archived", "--id", id, "--run-id", "run-none")
 	iwfFails(t, exitUsage, nil, "workflow", "get", "--archived", "--id", id)
+	// The help does not show the environment's URL, which may hold a secret.
+	if r := cliRun(t, map[string]string{"IWF_ARCHIVE_URL": url + "?secret=1"}, "workflow", "get", "--help"); r.code != 0 || !strings.Contains(r.stdout, "--archived") || strings.Contains(r.stdout, "secret") {
+		t.Fatalf("get --help: exit %d\n%s", r.code, r.stdout)
+	}
 	iwfFails(t, exitUsage, env, "workflow", "get", "--archived", "--wait", "--id", id)
 }
