@@ -101,6 +101,10 @@ type Config struct {
 	// SweepPause is the pause between two deletion batches of a sweep.
 	// Default DefaultSweepPause.
 	SweepPause time.Duration
+	// Archive, when set, receives every expired run before a sweep
+	// deletes it; a run whose write fails is not deleted (see Sweep).
+	// nil deletes expired runs without archiving them.
+	Archive Archiver
 }
 
 func (c Config) withDefaults() (Config, error) {

@@ -30,6 +30,16 @@ func forEachStore(t *testing.T, fn func(t *testing.T, h *harness)) {
 // forEachStoreWith is forEachStore with the engine's configuration changed
 // by mod.
 func forEachStoreWith(t *testing.T, mod func(*engine.Config), fn func(t *testing.T, h *harness)) {
+	forEachStoreWithT(t, func(_ *testing.T, c *engine.Config) {
+		if mod != nil {
+			mod(c)
+		}
+	}, fn)
+}
+
+// forEachStoreWithT is forEachStoreWith with a mod that is given the
+// store's subtest.
+func forEachStoreWithT(t *testing.T, mod func(*testing.T, *engine.Config), fn func(t *testing.T, h *harness)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "iwf.db")
@@ -41,12 +51,12 @@ func forEachStoreWith(t *testing.T, mod func(*engine.Config), fn func(t *testing
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		fn(t, newHarness(t, st, mod))
+		fn(t, newHarness(t, st, func(c *engine.Config) { mod(t, c) }))
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		st := pgtest.NewStore(t)
-		fn(t, newHarness(t, st, mod))
+		fn(t, newHarness(t, st, func(c *engine.Config) { mod(t, c) }))
 	})
 }
 

@@ -28,6 +28,8 @@ type metrics struct {
 	retaken       counterVec // answers whose task taken as read had changed, taken again
 
 	runsDeleted      counterVec   // runs deleted by retention sweeps
+	runsArchived     counterVec   // runs written to the archive by retention sweeps
+	archiveFailures  counterVec   // archive writes that failed
 	sweepSeconds     histogramVec // retention sweep durations
 	retentionBacklog atomic.Int64 // expired runs left after the last sweep
 }
@@ -46,6 +48,9 @@ func newMetrics() *metrics {
 		stale:         newCounterVec("iwf_stale_results_total", "Worker answers and timer firings dropped because their task was gone or leased to another process."),
 		notices:       newCounterVec("iwf_change_notices_received_total", "Change announcements received from other server processes (PostgreSQL LISTEN/NOTIFY), by kind.", "kind"),
 		runsDeleted:   newCounterVec("iwf_retention_runs_deleted_total", "Closed runs deleted by retention sweeps."),
+		runsArchived:  newCounterVec("iwf_retention_runs_archived_total", "Closed runs written to the archive (--archive-url) before retention deleted them."),
+		archiveFailures: newCounterVec("iwf_retention_archive_failures_total",
+			"Archive writes of expired runs that failed; such a run is kept and archived again at the next sweep."),
 		sweepSeconds: newHistogramVec("iwf_retention_sweep_seconds", "Duration of retention sweeps.",
 			[]float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900}),
 		retaken: newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
@@ -68,6 +73,8 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.notices.write(&b)
 	m.retaken.write(&b)
 	m.runsDeleted.write(&b)
+	m.runsArchived.write(&b)
+	m.archiveFailures.write(&b)
 	m.sweepSeconds.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())

@@ -4,7 +4,9 @@ package engine
 // workflow type's retention, counted from their close time. One process at
 // a time sweeps (Store.RetentionLock); a sweep lists the oldest expired
 // runs and deletes them in bounded batches, each its own transaction, with
-// a pause between batches so that live work goes on between them.
+// a pause between batches so that live work goes on between them. With an
+// archive configured, a run is deleted only once it is archived
+// (archive.go).
 
 import (
 	"context"
@@ -37,6 +39,11 @@ type SweepStats struct {
 	Skipped bool
 	// Deleted is the number of runs deleted.
 	Deleted int
+	// Archived is the number of runs written to the archive (Config.Archive).
+	Archived int
+	// ArchiveFailed is the number of runs whose archive write failed: they
+	// were not deleted, and the next sweep tries them again.
+	ArchiveFailed int
 	// Backlog is the number of expired runs left after the sweep (at most
 	// one million are counted).
 	Backlog int
@@ -121,8 +128,12 @@ func (e *Engine) sweeper(ctx context.Context) {
 // Sweep deletes the closed runs that have outlived their retention, now,
 // unless another process is sweeping: in batches of SweepBatch runs, each
 // deleted whole in its own transaction, with SweepPause between batches.
-// Running runs are never deleted. It logs one line and updates the
-// retention metrics. The engine sweeps by itself every SweepInterval;
+// Running runs are never deleted. With Config.Archive set, each run of a
+// batch is first written to the archive and only the runs written are
+// deleted: a run whose write failed is kept, counted
+// (iwf_retention_archive_failures_total), logged at warn, and written again
+// at the next sweep, which takes it up first. It logs one line and updates
+// the retention metrics. The engine sweeps by itself every SweepInterval;
 // tests and tools call Sweep to sweep at once.
 func (e *Engine) Sweep(ctx context.Context) (SweepStats, error) {
 	var st SweepStats
@@ -167,6 +178,12 @@ func (e *Engine) Sweep(ctx context.Context) (SweepStats, error) {
 	if err != nil {
 		ev = e.log.Warn().Err(err)
 	}
+	if e.cfg.Archive != nil {
+		ev = ev.Int("archived", st.Archived).Int("archiveFailed", st.ArchiveFailed)
+		if st.ArchiveFailed > 0 && err == nil {
+			ev = e.log.Warn().Int("archived", st.Archived).Int("archiveFailed", st.ArchiveFailed)
+		}
+	}
 	ev.Int("deleted", st.Deleted).Int("backlog", st.Backlog).Dur("duration", st.Duration).
 		Str("retention", e.cfg.RetentionSummary()).Msg("retention sweep")
 	return st, err
@@ -183,6 +200,22 @@ func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats
 			if len(ids) == 0 {
 				break
 			}
+			full := len(ids) == x.Limit
+			if e.cfg.Archive != nil {
+				// Only the runs written to the archive are deleted. Those
+				// whose write failed would come back first in the next
+				// batch: leave them, and this expiry's rest, to the next
+				// sweep.
+				failed := st.ArchiveFailed
+				ids = e.archiveRuns(ctx, ids, st)
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+				full = full && st.ArchiveFailed == failed
+				if len(ids) == 0 {
+					break
+				}
+			}
 			n, err := e.store.RunsDelete(ctx, ids)
 			if err != nil {
 				return err
@@ -192,7 +225,7 @@ func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats
 			// A short batch was the last; a batch of runs that other
 			// transactions held would come back at once: leave those to
 			// the next sweep.
-			if len(ids) < x.Limit || n == 0 {
+			if !full || n == 0 {
 				break
 			}
 			t := e.cfg.Clock.NewTimer(e.cfg.SweepPause)

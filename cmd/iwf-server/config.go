@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/textproto"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -100,6 +101,9 @@ type Config struct {
 	RetentionFor map[string]time.Duration
 	// RetentionInterval is how often a node deletes expired runs.
 	RetentionInterval time.Duration
+	// ArchiveURL, when set, is the gocloud.dev/blob URL of the archive
+	// that expired runs are written to before they are deleted.
+	ArchiveURL string
 	// SQLiteSynchronous is the durability of the SQLite store's commits:
 	// normal (survives a process crash) or full (survives a power loss).
 	SQLiteSynchronous sqlite.Synchronous
@@ -188,6 +192,12 @@ func (c Config) Validate() error {
 	for typ, d := range c.RetentionFor {
 		if typ == "" || d < 0 {
 			return fmt.Errorf("retention-for %s=%s: want a workflow type and a duration of 0 or more", typ, d)
+		}
+	}
+	if c.ArchiveURL != "" {
+		if u, err := url.Parse(c.ArchiveURL); err != nil || u.Scheme == "" {
+			// Not echoed: a value that is no URL may hold a secret.
+			return errors.New("archive-url: want a URL with a scheme, such as file:///var/lib/iwf/archive or s3://bucket?region=eu-west-1")
 		}
 	}
 	if c.LeaseDuration < 100*time.Millisecond {
@@ -564,6 +574,8 @@ var retentionSettings = []setting{
 	},
 	durationSetting("retention-interval", "IWF_RETENTION_INTERVAL", "how often a node deletes the closed runs past their retention (one node at a time on PostgreSQL)",
 		func(c *Config) *time.Duration { return &c.RetentionInterval }),
+	stringSetting("archive-url", "IWF_ARCHIVE_URL", "archive each expired run to this `URL` before deleting it, and keep it while the write fails: file:///dir, s3://bucket?region=R[&endpoint=URL&use_path_style=true], gs://bucket, azblob://container (default: no archive)",
+		func(c *Config) *string { return &c.ArchiveURL }),
 }
 
 func init() {

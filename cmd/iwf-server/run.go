@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/archive"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/server"
 )
@@ -138,6 +139,7 @@ func (m *Main) Run(ctx context.Context) error {
 		RestrictHosts:     auth.IsLoopbackAddr(m.Config.Addr),
 		AllowedHosts:      m.Config.AllowedHosts,
 		ConsoleSessionTTL: m.Config.ConsoleSessionTTL,
+		ArchiveURL:        m.Config.ArchiveURL,
 	})
 	if err != nil {
 		return err
@@ -186,12 +188,18 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	retention := engine.Config{Retention: m.Config.Retention, RetentionByType: m.Config.RetentionFor}.RetentionSummary()
 	ev = ev.Str("retention", retention)
+	if m.Config.ArchiveURL != "" {
+		ev = ev.Str("archive", archive.Redact(m.Config.ArchiveURL))
+	}
 	if auth.IsLoopbackAddr(m.Config.Addr) || len(m.Config.AllowedHosts) > 0 {
 		ev = ev.Strs("allowedHosts", append([]string{"localhost", "loopback addresses"}, m.Config.AllowedHosts...))
 	}
 	ev.Msg("iwf-server listening")
 	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
 	fmt.Fprintf(m.Stdout, "closed workflows are kept for %s after they close (retention)\n", retention)
+	if m.Config.ArchiveURL != "" {
+		fmt.Fprintf(m.Stdout, "expired workflows are archived to %s before they are deleted\n", archive.Redact(m.Config.ArchiveURL))
+	}
 	if m.Config.UI {
 		fmt.Fprintf(m.Stdout, "web console: %s://%s%s\n", scheme, consoleHost(m.Addr()), server.ConsolePrefix)
 	}

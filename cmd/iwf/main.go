@@ -6,7 +6,9 @@
 // The package owns the command line only: parsing flags, one HTTP call (or
 // a few) per command, and printing the answer as a table or as the server's
 // JSON. It imports the generated wire types of api/iwfapi and nothing of the
-// server itself, so it talks to any iwf-server it can reach. docs/cli.md
+// server itself, so it talks to any iwf-server it can reach; only
+// internal/archive, to read runs that retention archived and deleted
+// (get and history --archived), straight from the archive. docs/cli.md
 // documents every command, its flags and the exit codes.
 package main
 

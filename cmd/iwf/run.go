@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/iwf-server/iwf-server/internal/archive"
 )
 
 // Exit codes, documented in `iwf --help` and docs/cli.md.
@@ -47,6 +49,7 @@ type cli struct {
 	json           bool
 	timeout        time.Duration
 	timeoutSet     bool // --timeout was given
+	getenv         func(string) string
 }
 
 // command is a subcommand of `iwf workflow` or of `iwf`.
@@ -77,7 +80,8 @@ const exitCodesHelp = `Exit codes:
   1  the server answered with an error (its status and detail are printed)
   2  usage error: unknown command, bad or missing flags
   3  cannot reach the server, or no answer within --timeout
-  4  not found: the workflow does not exist (or the server lacks the endpoint)
+  4  not found: the workflow does not exist (or the server lacks the endpoint;
+     with --archived: no archived run)
 `
 
 const globalFlagsHelp = `Global flags (accepted before or after the command):
@@ -90,9 +94,10 @@ const globalFlagsHelp = `Global flags (accepted before or after the command):
 
 // run runs the command line args (without the program name) and returns
 // the process's exit code. Output goes to stdout; errors, one line each,
-// to stderr. getenv reads the environment (IWF_SERVER, IWF_TOKEN).
+// to stderr. getenv reads the environment (IWF_SERVER, IWF_TOKEN,
+// IWF_ARCHIVE_URL).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	c := &cli{stdout: stdout, stderr: stderr, server: defaultServer, timeout: defaultTimeout}
+	c := &cli{stdout: stdout, stderr: stderr, server: defaultServer, timeout: defaultTimeout, getenv: getenv}
 	if v := getenv("IWF_SERVER"); v != "" {
 		c.server = v
 	}
@@ -116,7 +121,7 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &ne):
 		return exitUnreachable
-	case errors.As(err, &ae) && ae.notFound():
+	case errors.As(err, &ae) && ae.notFound(), errors.Is(err, archive.ErrNotFound):
 		return exitNotFound
 	}
 	return exitServerError

@@ -102,12 +102,19 @@ func cmdStart(ctx context.Context, c *cli, args []string) error {
 }
 
 func cmdGet(ctx context.Context, c *cli, args []string) error {
-	fs := c.flagSet("workflow get", "iwf workflow get --id ID [--run-id RUN] [--wait]")
+	fs := c.flagSet("workflow get", "iwf workflow get --id ID [--run-id RUN] [--wait | --archived [--archive-url URL]]")
 	id := fs.String("id", "", "the workflow id (required)")
-	runID := fs.String("run-id", "", "the run; default the current run")
+	runID := fs.String("run-id", "", "the run; default the current run (with --archived: the archived run that closed last)")
 	wait := fs.Bool("wait", false, "wait until the run closes (getWithWait), then print its results")
+	archived, archiveURL := c.archiveFlags(fs)
 	if err := c.parseSub(fs, args, "id"); err != nil {
 		return err
+	}
+	if *archived {
+		if *wait {
+			return usagef("%s: an archived run is closed: --archived takes no --wait", fs.Name())
+		}
+		return c.getArchived(ctx, fs, *archiveURL, *id, *runID)
 	}
 	cl, ctx, cancel, err := c.client(ctx, *wait)
 	if err != nil {
@@ -315,12 +322,13 @@ func cmdSkipTimer(ctx context.Context, c *cli, args []string) error {
 var historyPage = 1000
 
 func cmdHistory(ctx context.Context, c *cli, args []string) error {
-	fs := c.flagSet("workflow history", "iwf workflow history --id ID [--run-id RUN] [--after N] [--limit N | --all]")
+	fs := c.flagSet("workflow history", "iwf workflow history --id ID [--run-id RUN] [--after N] [--limit N | --all] [--archived [--archive-url URL]]")
 	id := fs.String("id", "", "the workflow id (required)")
-	runID := fs.String("run-id", "", "the run; default the current run")
+	runID := fs.String("run-id", "", "the run; default the current run (with --archived: the archived run that closed last)")
 	after := fs.Int64("after", 0, "print only events with a larger event id (the next page: the id the previous one printed)")
 	limit := fs.Int("limit", 1000, "print one page of at most this many events")
 	all := fs.Bool("all", false, "print every event, reading and printing a page at a time")
+	archived, archiveURL := c.archiveFlags(fs)
 	if err := c.parseSub(fs, args, "id"); err != nil {
 		return err
 	}
@@ -331,6 +339,9 @@ func cmdHistory(ctx context.Context, c *cli, args []string) error {
 	}
 	if *all && limitSet {
 		return usagef("%s: --all prints every event; it takes no --limit", fs.Name())
+	}
+	if *archived {
+		return c.historyArchived(ctx, fs, *archiveURL, *id, *runID, *after, *limit, *all)
 	}
 	cl, cctx, cancel, err := c.client(ctx, false)
 	if err != nil {
@@ -384,9 +395,10 @@ func cmdHistory(ctx context.Context, c *cli, args []string) error {
 // a table, or one JSON object of the server's answer shape whose events
 // are written as they come.
 type historyPrinter struct {
-	c      *cli
-	events int // events printed
-	runID  string
+	c        *cli
+	events   int // events printed
+	runID    string
+	archived bool // the events come from the archive
 }
 
 func newHistoryPrinter(c *cli) *historyPrinter { return &historyPrinter{c: c} }
@@ -451,7 +463,11 @@ func (p *historyPrinter) end(more bool, workflowID, runID string, last int64) er
 		return err
 	}
 	if more {
-		_, err := fmt.Fprintf(w, "\nMore events: iwf workflow history --id %s --run-id %s --after %d (or --all)\n", shellQuote(workflowID), runID, last)
+		archived := ""
+		if p.archived {
+			archived = " --archived"
+		}
+		_, err := fmt.Fprintf(w, "\nMore events: iwf workflow history%s --id %s --run-id %s --after %d (or --all)\n", archived, shellQuote(workflowID), runID, last)
 		return err
 	}
 	return nil

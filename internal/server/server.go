@@ -24,6 +24,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/archive"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/console"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
@@ -85,6 +86,10 @@ type Options struct {
 	// ConsoleSessionTTL is how long a console sign-in lasts (default
 	// auth.DefaultSessionTTL).
 	ConsoleSessionTTL time.Duration
+	// ArchiveURL, when set and Engine.Archive is not, is the archive
+	// (archive.Open) that expired runs are written to before retention
+	// deletes them; Close closes it.
+	ArchiveURL string
 }
 
 // ConsolePrefix is where the web console is served.
@@ -100,6 +105,7 @@ type Server struct {
 	store    Store // closed by Close when the server opened it
 	started  bool
 	ownStore bool
+	archive  *archive.Bucket // opened from Options.ArchiveURL
 }
 
 // New builds a server on a store whose migrations have been applied. It
@@ -127,8 +133,21 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		l := logger.With().Str("component", "engine").Logger()
 		ec.Logger = &l
 	}
+	var bucket *archive.Bucket
+	if ec.Archive == nil && opts.ArchiveURL != "" {
+		if bucket, err = archive.Open(context.Background(), opts.ArchiveURL); err != nil {
+			return nil, err
+		}
+		ec.Archive = bucket
+	}
+	closeBucket := func() {
+		if bucket != nil {
+			bucket.Close()
+		}
+	}
 	eng, err := engine.New(st, ec)
 	if err != nil {
+		closeBucket()
 		return nil, err
 	}
 	requestTimeout := opts.RequestTimeout
@@ -162,6 +181,7 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		}
 		ui, err := console.New(eng, co)
 		if err != nil {
+			closeBucket()
 			return nil, err
 		}
 		ho.Extra, ho.ExtraPrefix = ui, ConsolePrefix
@@ -171,9 +191,10 @@ func New(st engine.Store, opts Options) (*Server, error) {
 	}
 	handler, err := httpapi.NewHandler(eng, ho)
 	if err != nil {
+		closeBucket()
 		return nil, err
 	}
-	return &Server{Engine: eng, Handler: handler}, nil
+	return &Server{Engine: eng, Handler: handler, archive: bucket}, nil
 }
 
 // Open opens the store a database setting names (see ParseDB), applies its
@@ -237,6 +258,12 @@ func (s *Server) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close store: %w", err))
 		}
 		s.store = nil
+	}
+	if s.archive != nil {
+		if err := s.archive.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close archive: %w", err))
+		}
+		s.archive = nil
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,168 @@
+package main
+
+// Archived runs: iwf workflow get|history --archived read a run that
+// retention deleted from the archive it was written to (the server's
+// --archive-url), opened here directly; the server is not asked.
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"strconv"
+	"strings"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/internal/archive"
+)
+
+// archiveFlags registers --archived and --archive-url on a subcommand.
+func (c *cli) archiveFlags(fs *flag.FlagSet) (archived *bool, archiveURL *string) {
+	archived = fs.Bool("archived", false, "read the run from the archive (--archive-url) instead of the server")
+	// The environment is read when the flag is absent, not shown as the
+	// flag's default: the URL may carry credentials.
+	archiveURL = fs.String("archive-url", "", "with --archived: the archive's `URL`, as the server's --archive-url (env IWF_ARCHIVE_URL)")
+	return archived, archiveURL
+}
+
+// openArchive opens the archive and resolves the run: runID, or the
+// archived run of id that closed last. It returns the run id and how many
+// runs of id are archived (0 when runID was given).
+func (c *cli) openArchive(ctx context.Context, fs *flag.FlagSet, rawURL, id, runID string) (*archive.Bucket, string, int, error) {
+	if rawURL == "" {
+		rawURL = c.getenv("IWF_ARCHIVE_URL")
+	}
+	if rawURL == "" {
+		return nil, "", 0, usagef("%s: --archived needs --archive-url or IWF_ARCHIVE_URL", fs.Name())
+	}
+	b, err := archive.Open(ctx, rawURL)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	if runID != "" {
+		return b, runID, 0, nil
+	}
+	newest, n, err := b.Newest(ctx, id)
+	if err != nil {
+		b.Close()
+		return nil, "", 0, err
+	}
+	return b, newest, n, nil
+}
+
+// getArchived prints an archived run as get prints a run, with its type
+// and times; with --json the archived summary.
+func (c *cli) getArchived(ctx context.Context, fs *flag.FlagSet, rawURL, id, runID string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	b, runID, n, err := c.openArchive(ctx, fs, rawURL, id, runID)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	run, err := b.Read(ctx, id, runID, nil)
+	if err != nil {
+		return err
+	}
+	if c.json {
+		return printValueJSON(c.stdout, run)
+	}
+	var kb kv
+	kb.add("Workflow ID", run.WorkflowID)
+	kb.add("Run ID", run.RunID)
+	kb.add("Type", run.WorkflowType)
+	kb.add("Status", run.Status)
+	kb.add("Started", formatMillis(&run.StartedMs))
+	kb.add("Closed", formatMillis(&run.ClosedMs))
+	kb.add("Archived", formatMillis(&run.ArchivedMs))
+	if n > 1 {
+		kb.add("Archived runs", strconv.Itoa(n)+" (this is the last closed; --run-id picks another)")
+	}
+	kb.addIf("Error type", run.ErrorType)
+	kb.addIf("Error message", run.ErrorMessage)
+	if run.Input != nil {
+		kb.add("Input", formatObject(run.Input))
+	}
+	for _, r := range run.Results {
+		kb.add("Result of "+r.CompletedStateExecutionId, formatObject(r.CompletedStateOutput))
+	}
+	for _, a := range run.DataAttributes {
+		kb.add("Data attribute "+deref(a.Key), formatObject(a.Value))
+	}
+	for _, a := range run.SearchAttributes {
+		kb.add("Search attribute "+deref(a.Key), searchValue(a))
+	}
+	kb.add("History events", strconv.Itoa(run.HistoryEvents))
+	kb.write(c.stdout)
+	return nil
+}
+
+// errEnough stops reading an archived history once a page is full.
+var errEnough = errors.New("enough events")
+
+// historyArchived prints an archived run's history as history prints a
+// run's: after --after, at most --limit events unless --all, a page at a
+// time.
+func (c *cli) historyArchived(ctx context.Context, fs *flag.FlagSet, rawURL, id, runID string, after int64, limit int, all bool) error {
+	if !all {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+	}
+	b, runID, _, err := c.openArchive(ctx, fs, rawURL, id, runID)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	out := newHistoryPrinter(c)
+	out.archived = true
+	page := iwfapi.WorkflowHistoryResponse{WorkflowRunId: runID}
+	printed, more, last := 0, false, after
+	flush := func() error {
+		if len(page.Events) == 0 && out.runID != "" {
+			return nil
+		}
+		err := out.page(page)
+		page.Events = page.Events[:0]
+		return err
+	}
+	_, err = b.Read(ctx, id, runID, func(ev iwfapi.WorkflowHistoryEvent) error {
+		if ev.EventId <= after {
+			return nil
+		}
+		if !all && printed >= limit {
+			more = true
+			return errEnough
+		}
+		page.Events = append(page.Events, ev)
+		printed++
+		last = ev.EventId
+		if len(page.Events) >= historyPage {
+			return flush()
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		return err
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return out.end(more, id, runID, last)
+}
+
+// searchValue shows a search attribute's value.
+func searchValue(a iwfapi.SearchAttribute) string {
+	switch {
+	case a.StringValue != nil:
+		return *a.StringValue
+	case a.IntegerValue != nil:
+		return strconv.FormatInt(*a.IntegerValue, 10)
+	case a.DoubleValue != nil:
+		return strconv.FormatFloat(*a.DoubleValue, 'g', -1, 64)
+	case a.BoolValue != nil:
+		return strconv.FormatBool(*a.BoolValue)
+	case a.StringArrayValue != nil:
+		return strings.Join(*a.StringArrayValue, ",")
+	}
+	return "-"
+}
