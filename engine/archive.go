@@ -12,17 +12,47 @@ import (
 	"fmt"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
-	"github.com/iwf-server/iwf-server/internal/archive"
 )
 
+// ArchiveFormat is the version of the archived document (ArchivedRun and
+// its history) the engine writes.
+const ArchiveFormat = 1
+
+// ArchivedRun is an archived run without its history: the summary, the input, the
+// results and the attributes, as the run had them when it was archived.
+type ArchivedRun struct {
+	// Format is the document's version (ArchiveFormat).
+	Format       int    `json:"format"`
+	WorkflowID   string `json:"workflowId"`
+	RunID        string `json:"workflowRunId"`
+	WorkflowType string `json:"workflowType"`
+	// Status is the run's final iWF WorkflowStatus.
+	Status string `json:"status"`
+	// StartedMs, ClosedMs and ArchivedMs are unix milliseconds.
+	StartedMs    int64  `json:"startedTimestampMs"`
+	ClosedMs     int64  `json:"closedTimestampMs"`
+	ArchivedMs   int64  `json:"archivedTimestampMs"`
+	ErrorType    string `json:"errorType,omitempty"`
+	ErrorMessage string `json:"errorMessage,omitempty"`
+	// StartStateID and Input are the start state and its input.
+	StartStateID string                `json:"startStateId,omitempty"`
+	Input        *iwfapi.EncodedObject `json:"input,omitempty"`
+	// Results are the state completion outputs the run recorded.
+	Results          []iwfapi.StateCompletionOutput `json:"results,omitempty"`
+	DataAttributes   []iwfapi.KeyValue              `json:"dataAttributes,omitempty"`
+	SearchAttributes []iwfapi.SearchAttribute       `json:"searchAttributes,omitempty"`
+	// HistoryEvents is the number of events of the document's history.
+	HistoryEvents int `json:"historyEvents"`
+}
+
 // Archiver stores closed runs before retention deletes them
-// (*archive.Bucket is one).
+// (internal/archive's Bucket is one).
 type Archiver interface {
 	// Put writes run r and the history events next returns, page by page
 	// until it returns none, as one object, replacing the object written
 	// before for the same run if any. It returns nil only when the whole
 	// object was written.
-	Put(ctx context.Context, r *archive.Run, next func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error)) error
+	Put(ctx context.Context, r *ArchivedRun, next func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error)) error
 }
 
 // archivePage is the number of history events read per read transaction
@@ -61,7 +91,7 @@ func (e *Engine) archiveRuns(ctx context.Context, ids []string, st *SweepStats) 
 // transaction lasts as long as the upload and no more than a page of
 // events is held at once. An expired run is closed: nothing changes it.
 func (e *Engine) archiveRun(ctx context.Context, runID string) (string, error) {
-	var doc archive.Run
+	var doc ArchivedRun
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
 		run, err := tx.RunGet(ctx, runID)
 		if err != nil {
@@ -71,7 +101,7 @@ func (e *Engine) archiveRun(ctx context.Context, runID string) (string, error) {
 		if err != nil {
 			return err
 		}
-		doc = archive.Run{
+		doc = ArchivedRun{
 			WorkflowID: run.WorkflowID, RunID: run.RunID, WorkflowType: run.WorkflowType, Status: string(run.Status),
 			StartedMs: unixMs(run.StartedAt), ClosedMs: unixMs(run.ClosedAt), ArchivedMs: unixMs(e.cfg.Clock.Now()),
 			ErrorType: rd.ErrorType, ErrorMessage: rd.ErrorMsg,

@@ -37,40 +37,18 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 )
-
-// Format is the version of the archived document this package writes.
-const Format = 1
 
 // ErrNotFound is returned when no archived run matches.
 var ErrNotFound = errors.New("archive: no archived run")
 
-// Run is an archived run without its history: the summary, the input, the
-// results and the attributes, as the run had them when it was archived.
-type Run struct {
-	// Format is the document's version (Format).
-	Format       int    `json:"format"`
-	WorkflowID   string `json:"workflowId"`
-	RunID        string `json:"workflowRunId"`
-	WorkflowType string `json:"workflowType"`
-	// Status is the run's final iWF WorkflowStatus.
-	Status string `json:"status"`
-	// StartedMs, ClosedMs and ArchivedMs are unix milliseconds.
-	StartedMs    int64  `json:"startedTimestampMs"`
-	ClosedMs     int64  `json:"closedTimestampMs"`
-	ArchivedMs   int64  `json:"archivedTimestampMs"`
-	ErrorType    string `json:"errorType,omitempty"`
-	ErrorMessage string `json:"errorMessage,omitempty"`
-	// StartStateID and Input are the start state and its input.
-	StartStateID string                `json:"startStateId,omitempty"`
-	Input        *iwfapi.EncodedObject `json:"input,omitempty"`
-	// Results are the state completion outputs the run recorded.
-	Results          []iwfapi.StateCompletionOutput `json:"results,omitempty"`
-	DataAttributes   []iwfapi.KeyValue              `json:"dataAttributes,omitempty"`
-	SearchAttributes []iwfapi.SearchAttribute       `json:"searchAttributes,omitempty"`
-	// HistoryEvents is the number of events of the document's history.
-	HistoryEvents int `json:"historyEvents"`
-}
+// Run is the archived document without its history; the engine owns its
+// shape (engine.ArchivedRun).
+type Run = engine.ArchivedRun
+
+// Format is the version of the archived document this package writes.
+const Format = engine.ArchiveFormat
 
 // Key is the object key of a run: workflows/<escaped workflow id>/<run
 // id>.json.gz. The workflow id is path-escaped (a "/" in it becomes %2F,
