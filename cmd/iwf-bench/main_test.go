@@ -147,10 +147,39 @@ func TestParseOptions(t *testing.T) {
 	if !o.workloads["W4"] || !o.workloads["X"] || o.workloads["W1"] || o.counts["W4"] != 500 || o.counts["X"] != 7 || o.timerW4 != 3*time.Second {
 		t.Errorf("workloads %v counts %v timer %v", o.workloads, o.counts, o.timerW4)
 	}
-	for _, bad := range [][]string{{"-store", "mysql"}, {"-workloads", "W9"}, {"-n", "W3=0"}, {"-n", "Y=3"}, {"-timer", "300ms"}, {"-timer-w4", "0s"}} {
+	// R is not in the default list; its count and the autovacuum wait.
+	if o, err = parseOptions(nil, io.Discard); err != nil || o.workloads["R"] || o.counts["R"] != 200_000 || o.vacuumWait != 2*time.Minute {
+		t.Errorf("defaults: %v, workloads %v, R=%d, vacuum wait %v", err, o.workloads, o.counts["R"], o.vacuumWait)
+	}
+	o, err = parseOptions([]string{"-workloads", "r", "-n", "R=5000", "-vacuum-wait", "30s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.workloads["R"] || len(o.workloads) != 1 || o.counts["R"] != 5000 || o.vacuumWait != 30*time.Second {
+		t.Errorf("R: workloads %v counts %v vacuum wait %v", o.workloads, o.counts, o.vacuumWait)
+	}
+	for _, bad := range [][]string{{"-store", "mysql"}, {"-workloads", "W9"}, {"-n", "W3=0"}, {"-n", "Y=3"}, {"-timer", "300ms"}, {"-timer-w4", "0s"}, {"-n", "R=-1"}, {"-vacuum-wait", "-1s"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
+	}
+}
+
+func TestSpaceRatio(t *testing.T) {
+	cycle := func(fill, expired int64) spaceCycle {
+		return spaceCycle{afterFill: storeSize{total: fill}, afterX: storeSize{total: expired}}
+	}
+	s := &spaceResult{cycles: []spaceCycle{cycle(100, 90), cycle(105, 95)}}
+	if f, x := s.ratio(); f != 0 || x != 0 || s.verdict() != "not measured" {
+		t.Errorf("two cycles: %v %v %s", f, x, s.verdict())
+	}
+	s.cycles = append(s.cycles, cycle(110, 99))
+	if f, x := s.ratio(); f != 1.1 || x != 1.1 || s.verdict() != "PASS" {
+		t.Errorf("1.1 / 1.1: %v %v %s", f, x, s.verdict())
+	}
+	s.cycles[2] = cycle(100, 100) // grew after the expiry only
+	if _, x := s.ratio(); x <= spaceTarget || s.verdict() != "MISS" {
+		t.Errorf("%v %s, want MISS", x, s.verdict())
 	}
 }
 

@@ -142,7 +142,8 @@ type storeReport struct {
 	where   string
 	skipped string // why the store was not measured
 	results []*result
-	failed  []string // runs that failed, with the reason
+	failed  []string     // runs that failed, with the reason
+	space   *spaceResult // workload R, nil when not run
 }
 
 // printReport writes one store's table, notes and target checks.
@@ -151,6 +152,12 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 	if sr.skipped != "" {
 		fmt.Fprintf(out, "SKIPPED: %s\n", sr.skipped)
 		return
+	}
+	if sr.space != nil {
+		defer printSpace(out, sr.space, o)
+		if len(sr.results) == 0 && len(sr.failed) == 0 {
+			return // only R was run
+		}
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\t\t\t\t\t\t\tCPU s/1k wf\t\t\t\t")
@@ -404,6 +411,16 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 			}
 			find(goalLabel(g, o)).cells[sr.store] = cell
 		}
+	}
+	for _, sr := range reports {
+		if sr.space == nil {
+			continue
+		}
+		cell := sr.space.verdict()
+		if f, x := sr.space.ratio(); f > 0 {
+			cell = fmt.Sprintf("%.2f / %.2f %s (<= %.1f)", f, x, cell, spaceTarget)
+		}
+		find(fmt.Sprintf("R size after cycle %d / cycle 1 (after fill / after expiry)", spaceCycles)).cells[sr.store] = cell
 	}
 	fmt.Fprintln(out, "\n== targets ==")
 	if o.quick {
