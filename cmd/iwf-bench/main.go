@@ -292,6 +292,13 @@ func printHeader(out io.Writer, o *options) {
 		built = o.serverBin
 	}
 	fmt.Fprintf(out, "server:   %s, default settings + --addr 127.0.0.1:0 --db <fresh> --log-format json (log to a file)%s\n", built, extra)
+	if len(o.workloads) == 1 && o.workloads["R"] {
+		// R describes its method with its figures.
+		if o.quick {
+			fmt.Fprintf(out, "QUICK RUN: small counts, to check that the tool works; the figures are not meaningful.\n")
+		}
+		return
+	}
 	fmt.Fprintf(out, "method:   fresh server process and fresh database per run. Closed loop: each of the in-flight generator goroutines starts\n")
 	fmt.Fprintf(out, "          a workflow, waits for it to complete, starts the next. Window %s after a %s warm-up; wf/s counts workflows\n", o.duration, o.warmup)
 	fmt.Fprintf(out, "          completed in the window; latency covers workflows started in it: start call issued -> the worker receives the\n")

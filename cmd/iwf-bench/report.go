@@ -383,10 +383,15 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 	}
 	// The rows in a fixed order, whatever the stores measured.
 	for _, g := range goals(storePostgres) {
-		find(goalLabel(g, o))
+		if o.workloads[g.workload] {
+			find(goalLabel(g, o))
+		}
 	}
 	for _, sr := range reports {
 		for _, g := range goals(sr.store) {
+			if !o.workloads[g.workload] {
+				continue
+			}
 			op := ">="
 			if g.atMost {
 				op = "<="
@@ -417,10 +422,10 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 			continue
 		}
 		cell := sr.space.verdict()
-		if f, x := sr.space.ratio(); f > 0 {
-			cell = fmt.Sprintf("%.2f / %.2f %s (<= %.1f)", f, x, cell, spaceTarget)
+		if r := sr.space.peakRatio(); r > 0 {
+			cell = fmt.Sprintf("%.2f %s (<= %.1f)", r, cell, spaceTarget)
 		}
-		find(fmt.Sprintf("R size after cycle %d / cycle 1 (after fill / after expiry)", spaceCycles)).cells[sr.store] = cell
+		find(fmt.Sprintf("R size of cycle %d / cycle 1 (most space held)", spaceCycles)).cells[sr.store] = cell
 	}
 	fmt.Fprintln(out, "\n== targets ==")
 	if o.quick {
