@@ -102,7 +102,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	inFlight := fs.Int("inflight", 64, "workflows in flight in the throughput runs (W1, W2), and concurrent start calls in W3")
 	timer := fs.Duration("timer", 5*time.Second, "W3's durable timer (whole seconds)")
 	timerW4 := fs.Duration("timer-w4", 60*time.Second, "W4's durable timer (whole seconds)")
-	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 and 300 W4 sleepers on 1s and 2s timers, 20 cross-node samples")
+	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 and 300 W4 sleepers on 1s and 2s timers, 20 cross-node samples, 300 R workflows per fill")
 	pprofDir := fs.String("pprof", "", "build the server with net/http/pprof (via go build -overlay, sources untouched) and save a CPU profile and a goroutine dump of every closed-loop run's window into this `dir`")
 	var serverArgs multiFlag
 	fs.Var(&serverArgs, "server-arg", "extra `flag` for iwf-server, e.g. -server-arg=--log-level=warn (repeatable)")
