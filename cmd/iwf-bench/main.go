@@ -21,6 +21,12 @@
 //	X   PostgreSQL only: two server processes on one database; a W2
 //	    workflow started on node A is signalled through node B; signal ->
 //	    completion seen by getWithWait on node A (-n X=N samples, default 200).
+//	R   not in the default list: space after retention. Three cycles on one
+//	    database of: fill with -n R=N W1 workflows (default 200,000), restart
+//	    with a retention of 1 ms for W1's type, wait until every run is
+//	    deleted (and, on PostgreSQL, up to -vacuum-wait for autovacuum);
+//	    the store's size after each fill and expiry, and size after cycle 3
+//	    / after cycle 1 against <= 1.1.
 //
 // How each figure is measured is printed with the results and described in
 // docs/benchmarks.md. The tool reads /proc and so runs on Linux only.
@@ -68,7 +74,8 @@ type options struct {
 	serverArgs []string
 	pgURL      string
 	keep       bool
-	serverBin  string // prebuilt server binary instead of building one
+	serverBin  string        // prebuilt server binary instead of building one
+	vacuumWait time.Duration // R on PostgreSQL: how long to wait for autovacuum
 }
 
 func main() {
@@ -88,13 +95,14 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("iwf-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	store := fs.String("store", "both", "store to measure: sqlite, postgres or both")
-	workloads := fs.String("workloads", "W1,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only)")
+	workloads := fs.String("workloads", "W1,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only; R: space after retention, not in the default list)")
 	duration := fs.Duration("duration", 10*time.Second, "measured window of each closed-loop run (after a warm-up of a fifth of it, at most 2s)")
-	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
+	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); R=N workflows per fill (default 200000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
+	vacuumWait := fs.Duration("vacuum-wait", 2*time.Minute, "R on PostgreSQL: how long each expiry waits for autovacuum to clear the dead rows before the size is taken")
 	inFlight := fs.Int("inflight", 64, "workflows in flight in the throughput runs (W1, W2), and concurrent start calls in W3")
 	timer := fs.Duration("timer", 5*time.Second, "W3's durable timer (whole seconds)")
 	timerW4 := fs.Duration("timer-w4", 60*time.Second, "W4's durable timer (whole seconds)")
-	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 and 300 W4 sleepers on 1s and 2s timers, 20 cross-node samples")
+	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 and 300 W4 sleepers on 1s and 2s timers, 20 cross-node samples, 300 R workflows per fill")
 	pprofDir := fs.String("pprof", "", "build the server with net/http/pprof (via go build -overlay, sources untouched) and save a CPU profile and a goroutine dump of every closed-loop run's window into this `dir`")
 	var serverArgs multiFlag
 	fs.Var(&serverArgs, "server-arg", "extra `flag` for iwf-server, e.g. -server-arg=--log-level=warn (repeatable)")
@@ -114,8 +122,8 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	}
 	o := &options{
 		duration: *duration, inFlight: *inFlight, timer: *timer, timerW4: *timerW4, quick: *quick,
-		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin,
-		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000, "W4": 100_000, "X": 200},
+		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin, vacuumWait: *vacuumWait,
+		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000, "W4": 100_000, "X": 200, "R": defaultSpaceN},
 	}
 	switch strings.ToLower(*store) {
 	case "sqlite":
@@ -130,11 +138,11 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	for _, w := range strings.Split(*workloads, ",") {
 		w = strings.ToUpper(strings.TrimSpace(w))
 		switch w {
-		case "W1", "W2", "W3", "W4", "X":
+		case "W1", "W2", "W3", "W4", "X", "R":
 			o.workloads[w] = true
 		case "":
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3, W4, X)", w)
+			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3, W4, X, R)", w)
 		}
 	}
 	if o.serverBin != "" && o.pprofDir != "" {
@@ -150,12 +158,14 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		o.counts["W3"] = 200
 		o.counts["W4"] = 300
 		o.counts["X"] = 20
+		o.counts["R"] = 300
+		o.vacuumWait = 5 * time.Second
 	}
 	if err := parseCounts(*counts, o.counts); err != nil {
 		return nil, err
 	}
-	if o.duration <= 0 || o.inFlight <= 0 {
-		return nil, errors.New("-duration and -inflight must be positive")
+	if o.duration <= 0 || o.inFlight <= 0 || o.vacuumWait < 0 {
+		return nil, errors.New("-duration and -inflight must be positive, -vacuum-wait not negative")
 	}
 	o.timer = o.timer.Round(time.Second)
 	o.timerW4 = o.timerW4.Round(time.Second)
@@ -190,8 +200,8 @@ func parseCounts(s string, into map[string]int) error {
 		}
 		switch k = strings.ToUpper(strings.TrimSpace(k)); k {
 		case "":
-			into["W1"], into["W2"], into["W3"], into["W4"], into["X"] = n, n, n, n, n
-		case "W1", "W2", "W3", "W4", "X":
+			into["W1"], into["W2"], into["W3"], into["W4"], into["X"], into["R"] = n, n, n, n, n, n
+		case "W1", "W2", "W3", "W4", "X", "R":
 			into[k] = n
 		default:
 			return fmt.Errorf("-n %q: unknown workload %q", part, k)
@@ -282,6 +292,13 @@ func printHeader(out io.Writer, o *options) {
 		built = o.serverBin
 	}
 	fmt.Fprintf(out, "server:   %s, default settings + --addr 127.0.0.1:0 --db <fresh> --log-format json (log to a file)%s\n", built, extra)
+	if len(o.workloads) == 1 && o.workloads["R"] {
+		// R describes its method with its figures.
+		if o.quick {
+			fmt.Fprintf(out, "QUICK RUN: small counts, to check that the tool works; the figures are not meaningful.\n")
+		}
+		return
+	}
 	fmt.Fprintf(out, "method:   fresh server process and fresh database per run. Closed loop: each of the in-flight generator goroutines starts\n")
 	fmt.Fprintf(out, "          a workflow, waits for it to complete, starts the next. Window %s after a %s warm-up; wf/s counts workflows\n", o.duration, o.warmup)
 	fmt.Fprintf(out, "          completed in the window; latency covers workflows started in it: start call issued -> the worker receives the\n")
@@ -390,6 +407,10 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 		}
 		progress("  %s: %s workflows, %s wf/s, p50 %s", label, fmtInt(r.completed), fmtRate(r.throughput()), fmtDur(r.lat.p50))
 		sr.results = append(sr.results, r)
+	}
+	if o.workloads["R"] && ctx.Err() == nil {
+		progress("running %s R (space after retention, %s workflows per fill) ...", store, fmtInt(int64(o.counts["R"])))
+		sr.space = runSpace(ctx, o, store, bin, tmp, w, pg, tag, progress)
 	}
 	return sr
 }

@@ -27,19 +27,9 @@ func connectPostgres(ctx context.Context, baseURL string) (*pgAdmin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot parse the PostgreSQL URL")
 	}
-	// pool_* parameters (pool_max_conns, ...) are for the server's pgxpool;
-	// a plain connection rejects them.
-	admin := *u
-	q := admin.Query()
-	for k := range q {
-		if strings.HasPrefix(k, "pool_") {
-			q.Del(k)
-		}
-	}
-	admin.RawQuery = q.Encode()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(cctx, admin.String())
+	conn, err := pgx.Connect(cctx, withoutPoolParams(baseURL))
 	if err != nil {
 		return nil, err
 	}
@@ -49,6 +39,24 @@ func connectPostgres(ctx context.Context, baseURL string) (*pgAdmin, error) {
 		return nil, err
 	}
 	return a, nil
+}
+
+// withoutPoolParams drops the pool_* parameters (pool_max_conns, ...) of a
+// PostgreSQL URL: they are for the server's pgxpool, and a plain connection
+// rejects them.
+func withoutPoolParams(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return s
+	}
+	q := u.Query()
+	for k := range q {
+		if strings.HasPrefix(k, "pool_") {
+			q.Del(k)
+		}
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // close drops the admin connection.

@@ -142,7 +142,8 @@ type storeReport struct {
 	where   string
 	skipped string // why the store was not measured
 	results []*result
-	failed  []string // runs that failed, with the reason
+	failed  []string     // runs that failed, with the reason
+	space   *spaceResult // workload R, nil when not run
 }
 
 // printReport writes one store's table, notes and target checks.
@@ -151,6 +152,12 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 	if sr.skipped != "" {
 		fmt.Fprintf(out, "SKIPPED: %s\n", sr.skipped)
 		return
+	}
+	if sr.space != nil {
+		defer printSpace(out, sr.space, o)
+		if len(sr.results) == 0 && len(sr.failed) == 0 {
+			return // only R was run
+		}
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\t\t\t\t\t\t\tCPU s/1k wf\t\t\t\t")
@@ -376,10 +383,15 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 	}
 	// The rows in a fixed order, whatever the stores measured.
 	for _, g := range goals(storePostgres) {
-		find(goalLabel(g, o))
+		if o.workloads[g.workload] {
+			find(goalLabel(g, o))
+		}
 	}
 	for _, sr := range reports {
 		for _, g := range goals(sr.store) {
+			if !o.workloads[g.workload] {
+				continue
+			}
 			op := ">="
 			if g.atMost {
 				op = "<="
@@ -404,6 +416,16 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 			}
 			find(goalLabel(g, o)).cells[sr.store] = cell
 		}
+	}
+	for _, sr := range reports {
+		if sr.space == nil {
+			continue
+		}
+		cell := sr.space.verdict()
+		if r := sr.space.peakRatio(); r > 0 {
+			cell = fmt.Sprintf("%.2f %s (<= %.1f)", r, cell, spaceTarget)
+		}
+		find(fmt.Sprintf("R size of cycle %d / cycle 1 (most space held)", spaceCycles)).cells[sr.store] = cell
 	}
 	fmt.Fprintln(out, "\n== targets ==")
 	if o.quick {
