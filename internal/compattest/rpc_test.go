@@ -259,6 +259,8 @@ func TestLocking(t *testing.T) {
 			return 0
 		}
 		var successfulRPCs atomic.Int32
+		var holdReset atomic.Bool // set: StateWaiting's execute waits for resetDone
+		resetDone := newGate()
 		e.w.rpc("increase-counter", func(req iwfapi.WorkflowWorkerRpcRequest) reply {
 			if deref(req.Input.Data) == unblock {
 				return ok(iwfapi.WorkflowWorkerRpcResponse{PublishToInterStateChannel: list(iwfapi.InterStateChannelPublishing{ChannelName: internalChannel, Value: value})})
@@ -292,7 +294,12 @@ func TestLocking(t *testing.T) {
 				DeciderTriggerType:        ptr(iwfapi.DeciderTriggerTypeAllCommandCompleted),
 				InterStateChannelCommands: list(iwfapi.InterStateChannelCommand{ChannelName: internalChannel}),
 			})
-		}, complete)
+		}, func(req iwfapi.WorkflowStateDecideRequest) reply {
+			if holdReset.Load() {
+				e.w.await(resetDone) // the reset run stays running until the test has checked it
+			}
+			return complete(req)
+		})
 		e.w.state("S2", func(req iwfapi.WorkflowStateStartRequest) reply {
 			e.w.sleep(stateSleep)
 			return ok(iwfapi.WorkflowStateStartResponse{
@@ -356,19 +363,20 @@ func TestLocking(t *testing.T) {
 		jsonEqualValue(t, "data attribute counter", e.dataAttributes(wfID, "", da1),
 			fmt.Sprintf(`[{"key":"test-data-attribute-1","value":{"encoding":"json","data":"%d"}}]`, final))
 
-		// Reset to StateWaiting without re-applying locking RPCs. This
-		// server keeps the current attributes and the (empty) channel
-		// buffers and re-applies no input on a state-based reset, so the
-		// reset run waits for a new unblock message; iWF would re-apply the
-		// unblocking RPC publish (a signal to Temporal) by itself.
+		// Reset to StateWaiting without re-applying locking RPCs. The reset
+		// run's StateWaiting execution is held (resetDone) so that the run is
+		// still running when the test sends another unblock, however loaded
+		// the machine: the run completes once it is released.
+		holdReset.Store(true)
 		newRun := e.reset(iwfapi.WorkflowResetRequest{
 			WorkflowId: wfID, ResetType: iwfapi.WorkflowResetTypeStateId, StateId: ptr("StateWaiting"), SkipUpdateReapply: ptr(true),
 		})
 		e.eventually("the reset run's S2 executions", func() bool { return e.w.count("S2.execute") == s2Runs+parallelS2 })
 		if s := e.status(wfID); s != iwfapi.WorkflowStatusRunning {
-			t.Errorf("reset run status %s, want RUNNING until unblocked", s)
+			t.Errorf("reset run status %s, want RUNNING while StateWaiting is held", s)
 		}
 		e.rpcOK(iwfapi.WorkflowRpcRequest{WorkflowId: wfID, RpcName: "increase-counter", Input: obj(unblock)})
+		resetDone.open()
 		_, body = e.result(wfID)
 		jsonEqual(t, "reset run result", body, fmt.Sprintf(`{"workflowRunId":%q,"workflowStatus":"COMPLETED"}`, newRun))
 		jsonEqualValue(t, "search attribute counter after reset", e.searchAttributes(wfID, "", saKey(intKey, iwfapi.SearchAttributeValueTypeInt)),
