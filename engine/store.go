@@ -248,6 +248,16 @@ type ReadTx interface {
 	// HistoryList returns up to limit history events of a run with ID greater
 	// than afterID, in append order. limit <= 0 means no limit.
 	HistoryList(ctx context.Context, runID string, afterID int64, limit int) ([]*HistoryEvent, error)
+	// HistoryOutline is HistoryList without the data of most events, for
+	// a pass over a long history that needs the data of a few: Data is
+	// set only for the events whose type is one of o.Types, or is
+	// o.MarkedType and whose data contains o.Marker; the others have nil
+	// Data (the store does not send it).
+	HistoryOutline(ctx context.Context, runID string, afterID int64, limit int, o OutlineData) ([]*HistoryEvent, error)
+	// HistoryGet returns the run's history events with the given ids, with
+	// their data, in id order; unknown ids and ids of events of other runs
+	// are skipped.
+	HistoryGet(ctx context.Context, runID string, ids []int64) ([]*HistoryEvent, error)
 
 	// RunSearch returns one page of the runs that match q.Filter, in q.Order,
 	// at most q.Limit of them, starting after q.Cursor. search.Query defines
@@ -482,4 +492,14 @@ type HistoryEvent struct {
 	Type        string
 	ExecutionID string
 	Data        []byte
+}
+
+// OutlineData selects the events whose data ReadTx.HistoryOutline reads.
+type OutlineData struct {
+	// Types are event types whose data is always read.
+	Types []string
+	// MarkedType is an event type whose data is read when it contains
+	// Marker ("" for none).
+	MarkedType string
+	Marker     string
 }

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"os"
 	"reflect"
 	"regexp"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,15 +125,38 @@ func TestLongRunPage(t *testing.T) {
 
 	c := &http.Client{}
 	var body string
-	for i := range 3 {
+	// The page is served repeat times (IWF_RUNPAGE_REPEAT, default 5) and
+	// the median time logged; IWF_RUNPAGE_CPUPROFILE names a file for a
+	// CPU profile of these requests. The time is not asserted: a loaded
+	// machine makes it vary (docs/console.md gives the figures).
+	repeat := 5
+	if n, err := strconv.Atoi(os.Getenv("IWF_RUNPAGE_REPEAT")); err == nil && n > 0 {
+		repeat = n
+	}
+	if path := os.Getenv("IWF_RUNPAGE_CPUPROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
+	times := make([]time.Duration, 0, repeat)
+	for i := range repeat {
 		began = time.Now()
 		var status int
 		status, body = get(t, c, e.url+"/ui/workflows/loop-1")
-		t.Logf("run page %d: %d bytes in %s", i+1, len(body), time.Since(began).Round(time.Millisecond))
+		times = append(times, time.Since(began))
+		t.Logf("run page %d: %d bytes in %s", i+1, len(body), times[i].Round(time.Millisecond))
 		if status != 200 {
 			t.Fatalf("run page: %d\n%.2000s", status, body)
 		}
 	}
+	slices.Sort(times)
+	t.Logf("run page of 20,001 state executions: median %s of %d, %d bytes", times[len(times)/2].Round(time.Millisecond), repeat, len(body))
 	if len(body) > 1<<20 {
 		t.Fatalf("the run page has %d bytes, want at most 1 MiB", len(body))
 	}

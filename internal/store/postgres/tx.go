@@ -691,6 +691,54 @@ func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limi
 	return out, wrap("HistoryList", err)
 }
 
+// HistoryOutline implements engine.ReadTx: the data of the events o does
+// not select stays in the database.
+func (t *txn) HistoryOutline(ctx context.Context, runID string, afterID int64, limit int, o engine.OutlineData) ([]*engine.HistoryEvent, error) {
+	var lim *int64
+	if limit > 0 {
+		l := int64(limit)
+		lim = &l
+	}
+	types := o.Types
+	if types == nil {
+		types = []string{}
+	}
+	var marked *string
+	var marker []byte
+	if o.MarkedType != "" && o.Marker != "" {
+		marked, marker = &o.MarkedType, []byte(o.Marker)
+	}
+	rows, err := t.tx.Query(ctx, `SELECT id, run_id, at, type, execution_id,
+			CASE WHEN type = ANY($4) OR (type = $5 AND position($6::bytea IN data) > 0) THEN data END
+		FROM history WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+		runID, afterID, lim, types, marked, marker)
+	out, err := collect(rows, err, scanEvent)
+	return out, wrap("HistoryOutline", err)
+}
+
+// HistoryGet implements engine.ReadTx.
+func (t *txn) HistoryGet(ctx context.Context, runID string, ids []int64) ([]*engine.HistoryEvent, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+histColumns+` FROM history WHERE run_id = $1 AND id = ANY($2) ORDER BY id`, runID, ids)
+	out, err := collect(rows, err, scanEvent)
+	return out, wrap("HistoryGet", err)
+}
+
+// scanEvent reads a history row (histColumns).
+func scanEvent(r pgx.Rows) (*engine.HistoryEvent, error) {
+	var (
+		e  engine.HistoryEvent
+		at int64
+	)
+	if err := r.Scan(&e.ID, &e.RunID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
+		return nil, err
+	}
+	e.At = rowfmt.FromMs(at)
+	return &e, nil
+}
+
 // HistoryAppend implements engine.Tx with one multi-row INSERT.
 func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) error {
 	if len(events) == 0 {

@@ -115,6 +115,12 @@ var (
 
 	qHistList   = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`)
 	qHistInsert = query(`INSERT INTO history (run_id, at, type, execution_id, data) VALUES (?, ?, ?, ?, ?)`)
+	// ?1 run, ?2 after id, ?3 limit, ?4 JSON array of types, ?5 marked
+	// type, ?6 marker. The data of the other events is not read.
+	qHistOutline = query(`SELECT id, run_id, at, type, execution_id,
+			CASE WHEN type IN (SELECT value FROM json_each(?4)) OR (type = ?5 AND instr(data, ?6) > 0) THEN data END
+		FROM history WHERE run_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3`)
+	qHistGet = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id` + inJSON + ` ORDER BY id`)
 )
 
 // txn implements engine.Tx (and engine.ReadTx) on a database/sql transaction.
@@ -721,6 +727,62 @@ func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limi
 		out = append(out, &e)
 	}
 	return out, wrap("HistoryList", rows.Err())
+}
+
+// HistoryOutline implements engine.ReadTx.
+func (t *txn) HistoryOutline(ctx context.Context, runID string, afterID int64, limit int, o engine.OutlineData) ([]*engine.HistoryEvent, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	types, err := jsonList(o.Types)
+	if err != nil {
+		return nil, wrap("HistoryOutline", err)
+	}
+	marked, marker := o.MarkedType, o.Marker
+	if marked == "" || marker == "" {
+		marked, marker = "", ""
+	}
+	rows, err := t.query(ctx, qHistOutline, runID, afterID, limit, types, marked, marker)
+	if err != nil {
+		return nil, wrap("HistoryOutline", err)
+	}
+	out, err := scanHistory(rows)
+	return out, wrap("HistoryOutline", err)
+}
+
+// HistoryGet implements engine.ReadTx.
+func (t *txn) HistoryGet(ctx context.Context, runID string, ids []int64) ([]*engine.HistoryEvent, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	list, err := jsonList(ids)
+	if err != nil {
+		return nil, wrap("HistoryGet", err)
+	}
+	rows, err := t.query(ctx, qHistGet, runID, list)
+	if err != nil {
+		return nil, wrap("HistoryGet", err)
+	}
+	out, err := scanHistory(rows)
+	return out, wrap("HistoryGet", err)
+}
+
+// scanHistory reads history rows (histColumns) and closes rows.
+func scanHistory(rows *sql.Rows) ([]*engine.HistoryEvent, error) {
+	defer rows.Close()
+	var out []*engine.HistoryEvent
+	for rows.Next() {
+		var (
+			e  engine.HistoryEvent
+			at int64
+		)
+		if err := rows.Scan(&e.ID, &e.RunID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
+			return nil, err
+		}
+		e.At = rowfmt.FromMs(at)
+		out = append(out, &e)
+	}
+	return out, rows.Err()
 }
 
 // HistoryAppend implements engine.Tx.

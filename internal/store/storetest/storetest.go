@@ -71,6 +71,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"TaskReleaseLeases", testTaskReleaseLeases},
 		{"TaskRelease", testTaskRelease},
 		{"History", testHistory},
+		{"HistoryOutline", testHistoryOutline},
 		{"ReadForCall", testReadForCall},
 		{"TaskTake", testTaskTake},
 	}
