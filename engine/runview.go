@@ -23,6 +23,37 @@ const scanPage = 2000
 // events it is given. A caller that shows a run newest first keeps the
 // last events it was given (the store reads a history oldest first).
 func (e *Engine) ScanHistory(ctx context.Context, workflowID, runID string, maxEvents int, fn func(*HistoryEvent) error) (string, bool, error) {
+	return e.scanHistory(ctx, workflowID, runID, maxEvents, fn, func(ctx context.Context, tx ReadTx, id string, after int64, limit int) ([]*HistoryEvent, error) {
+		return tx.HistoryList(ctx, id, after, limit)
+	})
+}
+
+// ScanHistoryOutline is ScanHistory without the data of most events: only
+// the events od selects carry their Data (ReadTx.HistoryOutline), the
+// others have none. A page that shows a few events of a long history
+// scans its outline and then reads the events it shows (HistoryEvents).
+func (e *Engine) ScanHistoryOutline(ctx context.Context, workflowID, runID string, maxEvents int, od OutlineData, fn func(*HistoryEvent) error) (string, bool, error) {
+	return e.scanHistory(ctx, workflowID, runID, maxEvents, fn, func(ctx context.Context, tx ReadTx, id string, after int64, limit int) ([]*HistoryEvent, error) {
+		return tx.HistoryOutline(ctx, id, after, limit, od)
+	})
+}
+
+// HistoryEvents returns the history events of run runID (a run id, not a
+// workflow id) with the given ids, with their data, in id order; ids it
+// does not have are left out.
+func (e *Engine) HistoryEvents(ctx context.Context, runID string, ids []int64) ([]*HistoryEvent, error) {
+	var out []*HistoryEvent
+	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		var err error
+		out, err = tx.HistoryGet(ctx, runID, ids)
+		return err
+	})
+	return out, err
+}
+
+// scanHistory is ScanHistory with the page read by read.
+func (e *Engine) scanHistory(ctx context.Context, workflowID, runID string, maxEvents int, fn func(*HistoryEvent) error,
+	read func(ctx context.Context, tx ReadTx, id string, after int64, limit int) ([]*HistoryEvent, error)) (string, bool, error) {
 	var id string
 	truncated := false
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
@@ -37,13 +68,13 @@ func (e *Engine) ScanHistory(ctx context.Context, workflowID, runID string, maxE
 			limit := scanPage
 			if maxEvents > 0 {
 				if seen >= maxEvents {
-					more, err := tx.HistoryList(ctx, id, after, 1)
+					more, err := tx.HistoryOutline(ctx, id, after, 1, OutlineData{})
 					truncated = len(more) > 0
 					return err
 				}
 				limit = min(limit, maxEvents-seen)
 			}
-			events, err := tx.HistoryList(ctx, id, after, limit)
+			events, err := read(ctx, tx, id, after, limit)
 			if err != nil {
 				return err
 			}

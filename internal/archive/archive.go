@@ -183,6 +183,11 @@ func Encode(ctx context.Context, w io.Writer, r *Run, next func(context.Context)
 	return zw.Close()
 }
 
+// ErrStop, returned by Decode's onEvent, ends the reading there: Decode
+// then returns the run as read so far — its summary, which the document
+// holds before the history, with HistoryEvents 0 — and a nil error.
+var ErrStop = errors.New("archive: stop reading")
+
 // Decode reads a document written by Encode from r (gzip-compressed),
 // calling onEvent with each history event in order (nil: the events are
 // skipped), and returns the run. It holds one event at a time.
@@ -226,7 +231,9 @@ func Decode(r io.Reader, onEvent func(iwfapi.WorkflowHistoryEvent) error) (*Run,
 			if err := dec.Decode(&ev); err != nil {
 				return nil, fmt.Errorf("archive: reading the history: %w", err)
 			}
-			if err := onEvent(ev); err != nil {
+			if err := onEvent(ev); errors.Is(err, ErrStop) {
+				return decodeHead(fields)
+			} else if err != nil {
 				return nil, err
 			}
 		}
@@ -234,6 +241,11 @@ func Decode(r io.Reader, onEvent func(iwfapi.WorkflowHistoryEvent) error) (*Run,
 			return nil, fmt.Errorf("archive: reading the history: %w", err)
 		}
 	}
+	return decodeHead(fields)
+}
+
+// decodeHead decodes the summary's fields of a document.
+func decodeHead(fields map[string]json.RawMessage) (*Run, error) {
 	head, err := json.Marshal(fields)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package archive_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -161,5 +162,31 @@ func TestRedact(t *testing.T) {
 	got := archive.Redact("s3://user:pw@bucket?region=eu-west-1&sas=secret")
 	if strings.Contains(got, "pw") || strings.Contains(got, "secret") || !strings.Contains(got, "region=eu-west-1") {
 		t.Fatalf("Redact: %s", got)
+	}
+}
+
+// TestDecodeStop: an onEvent that returns ErrStop ends the reading with
+// the summary and the events read so far, without an error; another error
+// ends it with that error.
+func TestDecodeStop(t *testing.T) {
+	var buf bytes.Buffer
+	r := &archive.Run{WorkflowID: "w", RunID: "r", Status: "COMPLETED", WorkflowType: "T", ClosedMs: 7}
+	if err := archive.Encode(context.Background(), &buf, r, pages(50, 20, -1, nil)); err != nil {
+		t.Fatal(err)
+	}
+	var seen []int64
+	got, err := archive.Decode(bytes.NewReader(buf.Bytes()), func(ev iwfapi.WorkflowHistoryEvent) error {
+		if len(seen) == 3 {
+			return archive.ErrStop
+		}
+		seen = append(seen, ev.EventId)
+		return nil
+	})
+	if err != nil || got == nil || got.WorkflowType != "T" || got.ClosedMs != 7 || len(seen) != 3 || seen[2] != 3 {
+		t.Fatalf("Decode stopped: %+v, %v, events %v", got, err, seen)
+	}
+	boom := errors.New("boom")
+	if _, err := archive.Decode(bytes.NewReader(buf.Bytes()), func(iwfapi.WorkflowHistoryEvent) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("Decode with a failing onEvent: %v", err)
 	}
 }

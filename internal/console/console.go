@@ -7,7 +7,8 @@
 // It owns no state and no storage: every page reads the engine through
 // Backend, which *engine.Engine satisfies, and every action is one engine
 // call. It imports the engine and the generated API types, never the
-// stores or the HTTP API package, and shares the same-origin rule of
+// stores or the HTTP API package (archived runs come through Options.Archive,
+// which package archive's Bucket satisfies), and shares the same-origin rule of
 // package auth. Authentication is the caller's: mount the handler behind
 // it, and give Options.SignOut to show a sign-out button. Actions are POST
 // only and refuse cross-site requests (Sec-Fetch-Site, Origin and Referer
@@ -45,6 +46,10 @@ type Backend interface {
 	// nothing but what the page shows.
 	ScanHistory(ctx context.Context, workflowID, runID string, maxEvents int, fn func(*engine.HistoryEvent) error) (string, bool, error)
 	InspectRun(ctx context.Context, workflowID, runID string, executionIDs []string, messages int) (*engine.RunInspection, error)
+	// ScanHistoryOutline and HistoryEvents let the run page read the data
+	// of the events it shows only.
+	ScanHistoryOutline(ctx context.Context, workflowID, runID string, maxEvents int, od engine.OutlineData, fn func(*engine.HistoryEvent) error) (string, bool, error)
+	HistoryEvents(ctx context.Context, runID string, ids []int64) ([]*engine.HistoryEvent, error)
 	SignalWorkflow(ctx context.Context, req iwfapi.WorkflowSignalRequest) error
 	StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error
 	ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error)
@@ -86,6 +91,11 @@ type Options struct {
 	// count executions and transitions (default 200,000); the page of a
 	// longer history says that it shows the first ones only.
 	MaxHistoryEvents int
+	// Archive, when set, is where runs that retention deleted are read
+	// back: a run page whose run the store does not have shows it from
+	// the archive, read-only, and a list query WorkflowId = 'x' that finds
+	// nothing links to x's archived runs.
+	Archive Archive
 	// Now is the clock for relative times (default time.Now).
 	Now func() time.Time
 	// SignOut, when set, ends the request's session (auth.Tokens.SignOut):

@@ -52,6 +52,13 @@ func newEnvWith(t *testing.T, kind string, mod func(*console.Options)) *env {
 // (nil: over HTTP).
 func newEnvWorker(t *testing.T, kind string, mod func(*console.Options), wc engine.WorkerClient) *env {
 	t.Helper()
+	return newEnvEngine(t, kind, mod, engine.Config{WorkerClient: wc})
+}
+
+// newEnvEngine is newEnvWith with the engine's configuration ec (its
+// polling and waiting set by the harness).
+func newEnvEngine(t *testing.T, kind string, mod func(*console.Options), ec engine.Config) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var st engine.Store
@@ -70,8 +77,9 @@ func newEnvWorker(t *testing.T, kind string, mod func(*console.Options), wc engi
 		st = pgtest.NewStore(t) // skips without PostgreSQL (fails in CI)
 	}
 	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ec.PollInterval, ec.MaxWait = 100*time.Millisecond, 10*time.Second
 	srv, err := iwfserver.New(st, iwfserver.Options{
-		Engine:    engine.Config{PollInterval: 100 * time.Millisecond, MaxWait: 10 * time.Second, WorkerClient: wc},
+		Engine:    ec,
 		Logger:    &logger,
 		NoMetrics: true,
 	})

@@ -30,6 +30,10 @@ type listPage struct {
 	NextURL  string
 	FirstURL string
 	Error    string
+	// ArchivedID, ArchivedURL and ArchivedRuns name the archived runs of
+	// the workflow id the query names, when the store has none.
+	ArchivedID, ArchivedURL string
+	ArchivedRuns            int
 }
 
 // listRow is one run of the list.
@@ -68,6 +72,9 @@ func (c *console) list(w http.ResponseWriter, r *http.Request) {
 		}
 	} else {
 		lp.Rows = c.describeRows(r.Context(), deref(resp.WorkflowExecutions))
+		if len(lp.Rows) == 0 && token == "" && lp.Status == "" && lp.Type == "" {
+			lp.ArchivedID, lp.ArchivedURL, lp.ArchivedRuns = c.archivedLookup(r.Context(), lp.Query)
+		}
 		if t := deref(resp.NextPageToken); t != "" {
 			next := url.Values{}
 			for k, v := range base {

@@ -44,6 +44,8 @@ type runPage struct {
 	ChannelsHidden int
 	Messages       []messageView
 	BufferedTotal  int
+	// Archived is set when the page shows an archived run (read-only).
+	Archived *archivedView
 	// Problems are the parts that could not be read, said plainly.
 	Problems   []string
 	ResetTypes []string
@@ -187,7 +189,9 @@ func (c *console) pageURL(id string, q url.Values, param string, value int64, an
 	return u + "#" + anchor
 }
 
-// run serves a run's page.
+// run serves a run's page: a live run's from the store, or, when the
+// store has no such run and an archive is configured, an archived run's
+// from the archive (archivedRun).
 func (c *console) run(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -199,6 +203,10 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := c.describe(ctx, iwfapi.WorkflowDescribeRequest{WorkflowId: id, WorkflowRunId: ptr(runParam)})
+	if engine.CodeOf(err) == engine.CodeWorkflowNotExists && c.opts.Archive != nil {
+		c.archivedRun(w, r, id, runParam, at, err)
+		return
+	}
 	if err != nil {
 		c.failErr(w, r, err)
 		return
@@ -207,11 +215,7 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 		ResetTypes: []string{"BEGINNING", "HISTORY_EVENT_ID", "HISTORY_EVENT_TIME", "STATE_ID", "STATE_EXECUTION_ID"},
 		StopTypes:  []string{"CANCEL", "TERMINATE", "FAIL"}}
 	runID := d.WorkflowRunId // later reads address the run described
-	end := c.opts.Now()
-	if d.ClosedTimestampMs != nil {
-		end = time.UnixMilli(*d.ClosedTimestampMs)
-	}
-	p.Duration = humanDuration(end.Sub(time.UnixMilli(d.StartedTimestampMs)))
+	p.Duration = runDuration(d, c.opts.Now())
 	for _, ps := range d.PendingStates {
 		pv := pendingView{PendingStateExecution: ps}
 		timer := 0
@@ -232,13 +236,68 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	size := c.opts.RunPageSize
+	// One pass over the history's outline (the data of a few events
+	// only), then a read of the events the page shows.
 	sc := newScan(size, at)
-	_, p.HistoryTruncated, err = c.be.ScanHistory(ctx, id, runID, c.opts.MaxHistoryEvents, sc.add)
+	_, p.HistoryTruncated, err = c.be.ScanHistoryOutline(ctx, id, runID, c.opts.MaxHistoryEvents, outline, sc.add)
+	if err == nil {
+		if ids := sc.missing(); len(ids) > 0 {
+			var evs []*engine.HistoryEvent
+			if evs, err = c.be.HistoryEvents(ctx, runID, ids); err == nil {
+				sc.fill(evs)
+			}
+		}
+	}
 	if err != nil {
 		p.problem(c, "history", err)
 		sc = newScan(size, at)
 	}
 	v := sc.finish(c.opts.Now())
+	p.view(c, id, q, at, v)
+	if da, err := c.be.GetDataAttributes(ctx, iwfapi.WorkflowGetDataObjectsRequest{WorkflowId: id, WorkflowRunId: &runID}); err != nil {
+		p.problem(c, "data attributes", err)
+	} else {
+		p.Data = deref(da.Objects)
+	}
+	ids := make([]string, 0, len(v.Timeline.Executions)+1)
+	for _, x := range v.Timeline.Executions {
+		ids = append(ids, x.ID)
+	}
+	if v.FirstExecution != "" {
+		ids = append(ids, v.FirstExecution)
+	}
+	records := map[string]execRecord{}
+	ins, err := c.be.InspectRun(ctx, id, runID, ids, size)
+	if err != nil {
+		p.problem(c, "state inputs, buffered messages and search attributes", err)
+	} else {
+		for _, x := range ins.Executions {
+			var rec execRecord
+			_ = json.Unmarshal(x.Data, &rec)
+			records[x.ExecutionID] = rec
+		}
+		p.Search = ins.SearchAttributes
+		p.buffers(ins, size)
+	}
+	if v.FirstExecution != "" {
+		p.Input = records[v.FirstExecution].Input
+	}
+	p.rows(v, records)
+	c.render(w, r, http.StatusOK, "run", id, true, p)
+}
+
+// runDuration is how long a run ran, or runs so far.
+func runDuration(d iwfapi.WorkflowDescribeResponse, now time.Time) string {
+	end := now
+	if d.ClosedTimestampMs != nil {
+		end = time.UnixMilli(*d.ClosedTimestampMs)
+	}
+	return humanDuration(end.Sub(time.UnixMilli(d.StartedTimestampMs)))
+}
+
+// view fills the page's timeline, diagram and history from a scan's view,
+// with the paging of each list.
+func (p *runPage) view(c *console, id string, q url.Values, at cursors, v *runView) {
 	p.Timeline, p.Diagram, p.History = v.Timeline, v.Diagram, v.History
 	p.MaxHistoryEvents = c.opts.MaxHistoryEvents
 	n := len(v.Timeline.Executions)
@@ -263,34 +322,11 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 	if at.History > 0 {
 		p.HistoryList.Newest = c.pageURL(id, q, paramHistory, 0, "history")
 	}
-	if da, err := c.be.GetDataAttributes(ctx, iwfapi.WorkflowGetDataObjectsRequest{WorkflowId: id, WorkflowRunId: &runID}); err != nil {
-		p.problem(c, "data attributes", err)
-	} else {
-		p.Data = deref(da.Objects)
-	}
-	ids := make([]string, 0, n+1)
-	for _, x := range v.Timeline.Executions {
-		ids = append(ids, x.ID)
-	}
-	if v.FirstExecution != "" {
-		ids = append(ids, v.FirstExecution)
-	}
-	records := map[string]execRecord{}
-	ins, err := c.be.InspectRun(ctx, id, runID, ids, size)
-	if err != nil {
-		p.problem(c, "state inputs, buffered messages and search attributes", err)
-	} else {
-		for _, x := range ins.Executions {
-			var rec execRecord
-			_ = json.Unmarshal(x.Data, &rec)
-			records[x.ExecutionID] = rec
-		}
-		p.Search = ins.SearchAttributes
-		p.buffers(ins, size)
-	}
-	if v.FirstExecution != "" {
-		p.Input = records[v.FirstExecution].Input
-	}
+}
+
+// rows lays out the timeline's executions with their stored records
+// (input and commands; none for an archived run).
+func (p *runPage) rows(v *runView, records map[string]execRecord) {
 	for _, x := range v.Timeline.Executions {
 		end := x.Ended
 		if end.IsZero() {
@@ -299,8 +335,6 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 		rec := records[x.ID]
 		p.Rows = append(p.Rows, timelineRow{X: x, Bars: v.Timeline.bars(x), Input: rec.Input, Commands: commandViews(rec.Commands, x.CommandsDone), Duration: humanDuration(end.Sub(x.Started))})
 	}
-	title := id
-	c.render(w, r, http.StatusOK, "run", title, true, p)
 }
 
 // buffers fills the page's buffered messages: the count of every channel

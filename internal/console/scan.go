@@ -394,3 +394,59 @@ func (s *scan) diagram(closeInfo map[string]any) *diagram {
 	layout(g.d, start)
 	return g.d
 }
+
+// outline selects the events whose data the scan reads during its pass
+// (engine.ScanHistoryOutline): a started execution's state, a closing
+// decision and the close. The events the page shows are read with their
+// data afterwards (missing, fill).
+var outline = engine.OutlineData{
+	Types:      []string{evStateStarted, evWorkflowClosed},
+	MarkedType: evExecuteDone,
+	Marker:     string(keyClosingPrefix),
+}
+
+// kept calls fn with every event the scan keeps for the page.
+func (s *scan) kept(fn func(*engine.HistoryEvent)) {
+	for _, evs := range s.windowEvents {
+		for _, ev := range evs {
+			fn(ev)
+		}
+	}
+	for _, r := range []*ring{s.history, s.events} {
+		for _, ev := range r.buf {
+			if ev != nil {
+				fn(ev)
+			}
+		}
+	}
+}
+
+// missing returns the ids of the events the page shows that were read
+// without their data (at most a few page sizes of them), in id order.
+func (s *scan) missing() []int64 {
+	seen := map[int64]bool{}
+	s.kept(func(ev *engine.HistoryEvent) {
+		if ev.Data == nil {
+			seen[ev.ID] = true
+		}
+	})
+	ids := make([]int64, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// fill gives the kept events the data of events, read by id.
+func (s *scan) fill(events []*engine.HistoryEvent) {
+	data := make(map[int64][]byte, len(events))
+	for _, ev := range events {
+		data[ev.ID] = ev.Data
+	}
+	s.kept(func(ev *engine.HistoryEvent) {
+		if d, ok := data[ev.ID]; ok && ev.Data == nil {
+			ev.Data = d
+		}
+	})
+}

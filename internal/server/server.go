@@ -176,6 +176,9 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		SessionTTL: opts.ConsoleSessionTTL}
 	if !opts.NoUI {
 		co := console.Options{Logger: logger.With().Str("component", "console").Logger(), Prefix: ConsolePrefix}
+		if a, ok := ec.Archive.(console.Archive); ok {
+			co.Archive = a // the console reads archived runs back
+		}
 		if opts.Auth != nil {
 			co.SignOut = opts.Auth.SignOut(ao)
 		}

@@ -708,11 +708,21 @@ func (t *txn) HistoryOutline(ctx context.Context, runID string, afterID int64, l
 	if o.MarkedType != "" && o.Marker != "" {
 		marked, marker = &o.MarkedType, []byte(o.Marker)
 	}
-	rows, err := t.tx.Query(ctx, `SELECT id, run_id, at, type, execution_id,
+	rows, err := t.tx.Query(ctx, `SELECT id, at, type, execution_id,
 			CASE WHEN type = ANY($4) OR (type = $5 AND position($6::bytea IN data) > 0) THEN data END
 		FROM history WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
 		runID, afterID, lim, types, marked, marker)
-	out, err := collect(rows, err, scanEvent)
+	out, err := collect(rows, err, func(r pgx.Rows) (*engine.HistoryEvent, error) {
+		var (
+			e  = engine.HistoryEvent{RunID: runID}
+			at int64
+		)
+		if err := r.Scan(&e.ID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
+			return nil, err
+		}
+		e.At = rowfmt.FromMs(at)
+		return &e, nil
+	})
 	return out, wrap("HistoryOutline", err)
 }
 

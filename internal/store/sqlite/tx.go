@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
@@ -115,10 +116,12 @@ var (
 
 	qHistList   = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`)
 	qHistInsert = query(`INSERT INTO history (run_id, at, type, execution_id, data) VALUES (?, ?, ?, ?, ?)`)
-	// ?1 run, ?2 after id, ?3 limit, ?4 JSON array of types, ?5 marked
-	// type, ?6 marker. The data of the other events is not read.
-	qHistOutline = query(`SELECT id, run_id, at, type, execution_id,
-			CASE WHEN type IN (SELECT value FROM json_each(?4)) OR (type = ?5 AND instr(data, ?6) > 0) THEN data END
+	// ?1 run, ?2 after id, ?3 limit, ?4 the types, each between two
+	// unit separators (a string search per row costs less than a
+	// json_each subquery), ?5 marked type, ?6 marker. The data of the
+	// other events is not read.
+	qHistOutline = query(`SELECT id, at, type, execution_id,
+			CASE WHEN instr(?4, char(31) || type || char(31)) > 0 OR (type = ?5 AND instr(data, ?6) > 0) THEN data END
 		FROM history WHERE run_id = ?1 AND id > ?2 ORDER BY id LIMIT ?3`)
 	qHistGet = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id` + inJSON + ` ORDER BY id`)
 )
@@ -734,9 +737,11 @@ func (t *txn) HistoryOutline(ctx context.Context, runID string, afterID int64, l
 	if limit <= 0 {
 		limit = -1
 	}
-	types, err := jsonList(o.Types)
-	if err != nil {
-		return nil, wrap("HistoryOutline", err)
+	types := "\x1f"
+	for _, ty := range o.Types {
+		if strings.IndexByte(ty, 0x1f) < 0 {
+			types += ty + "\x1f"
+		}
 	}
 	marked, marker := o.MarkedType, o.Marker
 	if marked == "" || marker == "" {
@@ -746,8 +751,20 @@ func (t *txn) HistoryOutline(ctx context.Context, runID string, afterID int64, l
 	if err != nil {
 		return nil, wrap("HistoryOutline", err)
 	}
-	out, err := scanHistory(rows)
-	return out, wrap("HistoryOutline", err)
+	defer rows.Close()
+	var out []*engine.HistoryEvent
+	for rows.Next() {
+		var (
+			e  = engine.HistoryEvent{RunID: runID}
+			at int64
+		)
+		if err := rows.Scan(&e.ID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
+			return nil, wrap("HistoryOutline", err)
+		}
+		e.At = rowfmt.FromMs(at)
+		out = append(out, &e)
+	}
+	return out, wrap("HistoryOutline", rows.Err())
 }
 
 // HistoryGet implements engine.ReadTx.
