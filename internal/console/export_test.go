@@ -1,10 +1,12 @@
 package console
 
 import (
+	"context"
 	"strconv"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 )
 
 // Summary is a flat view of a derived timeline and diagram for tests.
@@ -50,3 +52,27 @@ func DerivePage(events []iwfapi.WorkflowHistoryEvent, now time.Time, size, befor
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// ScanRun makes the run page's pass over the history of a run (its first
+// page of each list): outlined as the page does it (the outline, then the
+// events shown read by id), or else over every event with its data (as
+// the page did before), to compare their costs.
+func ScanRun(ctx context.Context, eng *engine.Engine, workflowID string, outlined bool) error {
+	sc := newScan(100, cursors{})
+	if !outlined {
+		_, _, err := eng.ScanHistory(ctx, workflowID, "", 0, sc.add)
+		sc.finish(time.Now())
+		return err
+	}
+	runID, _, err := eng.ScanHistoryOutline(ctx, workflowID, "", 0, outline, sc.add)
+	if err != nil {
+		return err
+	}
+	evs, err := eng.HistoryEvents(ctx, runID, sc.missing())
+	if err != nil {
+		return err
+	}
+	sc.fill(evs)
+	sc.finish(time.Now())
+	return nil
+}
