@@ -29,7 +29,7 @@ import (
 // last sweep leaves every expired run archived and deleted.
 func TestKillDuringArchivingSweep(t *testing.T) {
 	forEachStore(t, func(t *testing.T, db string) {
-		const closed, running, kept = 600, 4, 10
+		const closed, running, kept = 400, 4, 10
 		w := NewWorker(t)
 		done := func(next string) State {
 			return State{Execute: func(*iwfapi.WorkflowStateDecideRequest) *iwfapi.WorkflowStateDecideResponse {
