@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/iwf-server/iwf-server/sdk-go/internal/wire"
 )
 
@@ -668,6 +670,9 @@ func (c *Client) post(ctx context.Context, path string, req, resp any) error {
 	if c.token != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// A span in ctx travels as traceparent: a run started (or signalled)
+	// here joins the caller's trace when the server traces.
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(hreq.Header))
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("iwf: POST %s: %w", path, err)

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"runtime/debug"
 
+	"go.opentelemetry.io/otel/propagation"
+
 	"github.com/iwf-server/iwf-server/sdk-go/internal/wire"
 )
 
@@ -125,7 +127,11 @@ func handle[Req, Resp any](s *workerService, fn func(context.Context, *Req) (*Re
 				Detail: "invalid request body: " + err.Error()})
 			return
 		}
-		resp, err := recovered(s, r, func() (*Resp, error) { return fn(r.Context(), &req) })
+		// The server sends the W3C trace context of its call: the
+		// handler's ctx carries it as the remote parent of the spans
+		// the workflow code starts (trace.SpanContextFromContext).
+		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		resp, err := recovered(s, r, func() (*Resp, error) { return fn(ctx, &req) })
 		if err != nil {
 			s.writeError(w, r, err)
 			return
