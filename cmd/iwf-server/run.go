@@ -121,7 +121,7 @@ func (m *Main) Run(ctx context.Context) error {
 		return err
 	}
 	m.srv, err = server.Open(ctx, m.Config.DB, server.Options{
-		Tracer:            m.tracing.Tracer(),
+		Tracer: m.tracing.Tracer(),
 		Engine: engine.Config{
 			MaxWait:              m.Config.MaxWait,
 			LeaseDuration:        m.Config.LeaseDuration,
