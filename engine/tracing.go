@@ -59,6 +59,8 @@ const (
 	// AttrWorkerAPI is the worker endpoint a call reaches: waitUntil,
 	// execute or rpc.
 	AttrWorkerAPI = attribute.Key("iwf.worker_api")
+	// AttrRPCName is the name of an RPC.
+	AttrRPCName = attribute.Key("iwf.rpc_name")
 )
 
 type fixedSpanIDKey struct{}
@@ -177,6 +179,18 @@ func (e *Engine) startWorkerCall(ctx context.Context, api string, t *Task, s *ap
 	}
 	return tr.Start(ctx, "worker "+api, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(append(callAttributes(t, s), AttrWorkerAPI.String(api))...))
+}
+
+// startRPCCall starts the client span of an RPC's worker call, a child of
+// the API request's span. It returns ctx and nil when tracing is off.
+func (e *Engine) startRPCCall(ctx context.Context, run *Run, rpcName string) (context.Context, trace.Span) {
+	tr := e.cfg.Tracer
+	if tr == nil {
+		return ctx, nil
+	}
+	return tr.Start(ctx, "worker rpc", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		AttrWorkflowID.String(run.WorkflowID), AttrRunID.String(run.RunID), AttrWorkflowType.String(run.WorkflowType),
+		AttrWorkerAPI.String("rpc"), AttrRPCName.String(rpcName)))
 }
 
 // endSpan ends a span started by the functions above, marking it failed
