@@ -374,11 +374,7 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 		e.attemptFailedLog(t, s, "execute", err)
 		return e.attemptFailed(WithPriority(ctx, PriorityUrgent), t, err)
 	}
-	if err := e.applyExecute(WithPriority(ctx, PriorityUrgent), t, s, resp); err != nil {
-		return err
-	}
-	e.endState(ctx, t, s)
-	return nil
+	return e.applyExecute(WithPriority(ctx, PriorityUrgent), t, s, resp)
 }
 
 // checkDecision refuses an execute answer without a state decision.

@@ -116,17 +116,13 @@ func (e *Engine) callExecuteEager(ctx context.Context, task *Task, idx record.Ti
 	}
 	decision := decisionIn(deref(resp.StateDecision))
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
-	err = e.update(WithPriority(ctx, PriorityUrgent), func(t *txn) error {
+	return true, e.update(WithPriority(ctx, PriorityUrgent), func(t *txn) error {
 		tt, err := t.fireAlone(task, idx, firedAt)
 		if err != nil || tt == nil {
 			return err
 		}
 		return tt.applyExecuteAnswer(call, decision, writes)
 	})
-	if err == nil {
-		e.endState(ctx, call, s)
-	}
-	return true, err
 }
 
 // fireAlone takes a timer task marked Alone and fires its timer, which

@@ -24,8 +24,9 @@ package engine
 // A state execution's span has an id derived from the run and execution
 // ids (stateSpanID), so that its phases, started earlier or by another
 // process, name it as their parent before it exists; it is emitted when
-// the execution's execute answer is applied, with the execution's creation
-// time as its start. The tracer's ID generator must honour FixedSpanID
+// the execution ends (its execute answer applied, or its failure), after
+// that transaction's commit, with the execution's creation time as its
+// start. The tracer's ID generator must honour FixedSpanID
 // for the span to get that id (internal/tracing's does).
 
 import (
@@ -59,6 +60,9 @@ const (
 	// AttrWorkerAPI is the worker endpoint a call reaches: waitUntil,
 	// execute or rpc.
 	AttrWorkerAPI = attribute.Key("iwf.worker_api")
+	// AttrStateExecutionStatus is how a state execution ended: COMPLETED
+	// or FAILED.
+	AttrStateExecutionStatus = attribute.Key("iwf.state_execution_status")
 	// AttrRPCName is the name of an RPC.
 	AttrRPCName = attribute.Key("iwf.rpc_name")
 )
@@ -206,23 +210,46 @@ func endSpan(span trace.Span, err error) {
 	span.End()
 }
 
-// endState emits the span of a state execution whose execute answer was
-// applied: it starts at the execution's creation and ends now.
-func (e *Engine) endState(ctx context.Context, t *Task, s *apiSnapshot) {
+// endedState is a state execution that a transaction ended (completed
+// or failed), whose span is emitted after the commit.
+type endedState struct {
+	runID, workflowID, workflowType, stateID, executionID string
+	status                                                ExecutionStatus
+	created                                               time.Time
+	trace, traceState                                     string
+}
+
+// stateEnded notes, when tracing is on, that the transaction ended the
+// execution x, for its span to be emitted after the commit.
+func (r *runTxn) stateEnded(x *Execution) {
+	if r.e.cfg.Tracer == nil {
+		return
+	}
+	r.fx.states = append(r.fx.states, endedState{runID: r.run.RunID, workflowID: r.run.WorkflowID, workflowType: r.run.WorkflowType,
+		stateID: x.StateID, executionID: x.ExecutionID, status: x.Status, created: x.CreatedAt, trace: r.rd.Trace, traceState: r.rd.TraceState})
+}
+
+// emitState emits the span of a state execution that ended: it starts at
+// the execution's creation and ends now, with the id its phases name as
+// their parent.
+func (e *Engine) emitState(s *endedState) {
 	tr := e.cfg.Tracer
 	if tr == nil {
 		return
 	}
-	parent := trace.ContextWithRemoteSpanContext(context.WithoutCancel(ctx), runSpanContext(s.run.RunID, s.rd))
-	parent = context.WithValue(parent, fixedSpanIDKey{}, stateSpanID(s.run.RunID, s.x.ExecutionID))
-	begin := s.x.CreatedAt
-	if begin.IsZero() {
-		begin = t.FirstAttemptAt
+	rd := &record.Run{Trace: s.trace, TraceState: s.traceState}
+	parent := trace.ContextWithRemoteSpanContext(context.Background(), runSpanContext(s.runID, rd))
+	parent = context.WithValue(parent, fixedSpanIDKey{}, stateSpanID(s.runID, s.executionID))
+	opts := []trace.SpanStartOption{trace.WithAttributes(AttrWorkflowID.String(s.workflowID), AttrRunID.String(s.runID),
+		AttrWorkflowType.String(s.workflowType), AttrStateID.String(s.stateID), AttrStateExecutionID.String(s.executionID),
+		AttrStateExecutionStatus.String(string(s.status)))}
+	if !s.created.IsZero() {
+		opts = append(opts, trace.WithTimestamp(s.created))
 	}
-	_, span := tr.Start(parent, "state "+s.x.StateID+" ("+s.x.ExecutionID+")", trace.WithTimestamp(begin),
-		trace.WithAttributes(AttrWorkflowID.String(s.run.WorkflowID), AttrRunID.String(s.run.RunID),
-			AttrWorkflowType.String(s.run.WorkflowType), AttrStateID.String(s.x.StateID),
-			AttrStateExecutionID.String(s.x.ExecutionID)))
+	_, span := tr.Start(parent, "state "+s.stateID+" ("+s.executionID+")", opts...)
+	if s.status == ExecFailed {
+		span.SetStatus(codes.Error, "the state execution failed")
+	}
 	span.End()
 }
 
