@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
@@ -191,7 +192,11 @@ type tracedWorker struct {
 func (w *tracedWorker) saw(ctx iwf.Context, api string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.calls = append(w.calls, seen{api: api, execution: ctx.StateExecutionID(), attempt: ctx.Attempt(), sc: trace.SpanContextFromContext(ctx)})
+	// The SDK hands over the call's traceparent; OpenTelemetry reads it
+	// as the docs show.
+	tc, _ := iwf.TraceContextFrom(ctx)
+	otelCtx := propagation.TraceContext{}.Extract(context.Background(), propagation.MapCarrier{"traceparent": tc.TraceParent, "tracestate": tc.TraceState})
+	w.calls = append(w.calls, seen{api: api, execution: ctx.StateExecutionID(), attempt: ctx.Attempt(), sc: trace.SpanContextFromContext(otelCtx)})
 }
 
 type stateOne struct{ w *tracedWorker }
@@ -253,6 +258,10 @@ func TestBinaryTracingAcrossRestart(t *testing.T) {
 	callerSpan, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
 	ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
 		TraceID: callerTrace, SpanID: callerSpan, TraceFlags: trace.FlagsSampled, Remote: true}))
+	// The SDK's client sends the trace context of its ctx.
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	ctx = iwf.WithTraceContext(ctx, iwf.TraceContext{TraceParent: carrier["traceparent"], TraceState: carrier["tracestate"]})
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
 

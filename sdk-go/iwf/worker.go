@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"runtime/debug"
 
-	"go.opentelemetry.io/otel/propagation"
-
 	"github.com/iwf-server/iwf-server/sdk-go/internal/wire"
 )
 
@@ -127,10 +125,12 @@ func handle[Req, Resp any](s *workerService, fn func(context.Context, *Req) (*Re
 				Detail: "invalid request body: " + err.Error()})
 			return
 		}
-		// The server sends the W3C trace context of its call: the
-		// handler's ctx carries it as the remote parent of the spans
-		// the workflow code starts (trace.SpanContextFromContext).
-		ctx := propagation.TraceContext{}.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+		// The server sends the W3C trace context of its call; the
+		// handler's ctx carries it (TraceContextFrom).
+		ctx := r.Context()
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			ctx = WithTraceContext(ctx, TraceContext{TraceParent: tp, TraceState: r.Header.Get("tracestate")})
+		}
 		resp, err := recovered(s, r, func() (*Resp, error) { return fn(ctx, &req) })
 		if err != nil {
 			s.writeError(w, r, err)
