@@ -44,12 +44,12 @@ func TestWorkerContextCarriesTraceparent(t *testing.T) {
 		{valid, "", true},
 		{"01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future", "", true}, // a later version, extended
 		{"", "vendor=v1", false},
-		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", "", false}, // zero trace id
-		{"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "", false}, // zero span id
-		{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "", false}, // upper case
+		{"00-00000000000000000000000000000000-00f067aa0ba902b7-01", "", false},   // zero trace id
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "", false},   // zero span id
+		{"00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "", false},   // upper case
 		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-x", "", false}, // version 00 is exact
-		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "", false}, // version ff
-		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "", false},    // short
+		{"ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "", false},   // version ff
+		{"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "", false},      // short
 	} {
 		got, ok = iwf.TraceContext{}, false
 		req := httptest.NewRequest(http.MethodPost, iwf.ExecutePath, strings.NewReader(body))
