@@ -84,6 +84,7 @@ func FixedSpanID(ctx context.Context) (trace.SpanID, bool) {
 // context.
 type traceCarrier struct{ parent, state string }
 
+// Get returns the stored header key.
 func (c *traceCarrier) Get(key string) string {
 	switch key {
 	case "traceparent":
@@ -94,6 +95,7 @@ func (c *traceCarrier) Get(key string) string {
 	return ""
 }
 
+// Set stores the header key.
 func (c *traceCarrier) Set(key, value string) {
 	switch key {
 	case "traceparent":
@@ -103,6 +105,7 @@ func (c *traceCarrier) Set(key, value string) {
 	}
 }
 
+// Keys lists the headers carried.
 func (c *traceCarrier) Keys() []string { return []string{"traceparent", "tracestate"} }
 
 // traceContextOf returns the W3C traceparent and tracestate of the span

@@ -147,6 +147,7 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 // name it as their parent; see engine.FixedSpanID) gets that id.
 type idGenerator struct{}
 
+// NewIDs returns a random trace id and a span id (see NewSpanID).
 func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	var tid trace.TraceID
 	for !tid.IsValid() {
@@ -156,6 +157,7 @@ func (idGenerator) NewIDs(ctx context.Context) (trace.TraceID, trace.SpanID) {
 	return tid, idGenerator{}.NewSpanID(ctx, tid)
 }
 
+// NewSpanID returns the id engine.FixedSpanID asks for, or a random one.
 func (idGenerator) NewSpanID(ctx context.Context, _ trace.TraceID) trace.SpanID {
 	if id, ok := engine.FixedSpanID(ctx); ok && id.IsValid() {
 		return id
