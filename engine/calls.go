@@ -256,6 +256,10 @@ func apiTimeout(o *record.StateOptions, waitUntil bool) time.Duration {
 // its outcome.
 func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 	waitUntil := t.Kind == TaskWaitUntil
+	var begin time.Time // of the phase's span, which covers the reads
+	if e.cfg.Tracer != nil {
+		begin = time.Now()
+	}
 	want := ExecExecute
 	if waitUntil {
 		want = ExecWaitUntil
@@ -283,12 +287,21 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 			return e.dropTask(ctx, t)
 		}
 	}
+	phase := "execute"
+	if waitUntil {
+		phase = "waitUntil"
+	}
+	ctx, span := e.startPhase(ctx, phase, begin, t, s)
 	callCtx, cancel := context.WithTimeout(ctx, apiTimeout(s.xd.Options, waitUntil))
 	defer cancel()
+	var err2 error
 	if waitUntil {
-		return e.callWaitUntil(ctx, callCtx, t, s)
+		err2 = e.callWaitUntil(ctx, callCtx, t, s)
+	} else {
+		err2 = e.callExecute(ctx, callCtx, t, s)
 	}
-	return e.callExecute(ctx, callCtx, t, s)
+	endSpan(span, err2)
+	return err2
 }
 
 // workerContext is the context part of a state API request.
@@ -307,10 +320,12 @@ func workerContext(t *Task, s *apiSnapshot) iwfapi.Context {
 // the failed attempt. ctx is the task's, callCtx the attempt's.
 func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnapshot) error {
 	begin := time.Now()
+	callCtx, span := e.startWorkerCall(callCtx, "waitUntil", t, s)
 	resp, err := e.worker.WaitUntil(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateStartRequest{
 		Context: workerContext(t, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 	})
+	endSpan(span, err)
 	e.recordCall("waitUntil", begin, err)
 	if err == nil {
 		commands := mapPtr(resp.CommandRequest, commandsIn)
@@ -340,11 +355,13 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 // failed attempt.
 func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapshot) error {
 	begin := time.Now()
+	callCtx, span := e.startWorkerCall(callCtx, "execute", t, s)
 	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateDecideRequest{
 		Context: workerContext(t, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 		StateLocals: mapSlice(s.xd.StateLocals, kvOut), CommandResults: mapPtr(s.xd.Results, resultsOut),
 	})
+	endSpan(span, err)
 	e.recordCall("execute", begin, err)
 	if err == nil {
 		err = checkDecision(resp)

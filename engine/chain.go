@@ -37,7 +37,8 @@ func (r *runTxn) chainNext() error {
 		if max := deref(p.MaximumAttempts); max <= 0 || rd.RetryAttempt < int(max) {
 			due := r.now.Add(workflowBackoff(p, rd.RetryAttempt))
 			if rd.TimeoutAt == 0 || unixMs(due) < rd.TimeoutAt {
-				next, err := r.createRun(req, runChain{due: due, timeoutAt: rd.TimeoutAt, retryAttempt: rd.RetryAttempt + 1}, true)
+				next, err := r.createRun(req, runChain{due: due, timeoutAt: rd.TimeoutAt, retryAttempt: rd.RetryAttempt + 1,
+					trace: rd.Trace, traceState: rd.TraceState}, true)
 				if err != nil {
 					return err
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iwf-server/iwf-server/search"
 )
@@ -83,6 +84,12 @@ type Config struct {
 	// on the engine's goroutine: it must not block or call the engine. Tests
 	// use it to wait for events instead of sleeping.
 	OnCommit func(events []*HistoryEvent)
+	// Tracer, when set, receives the spans of state executions, their
+	// phases and worker calls, and runs keep the trace context of the
+	// request that started them (see engine/tracing.go and
+	// docs/observability.md). nil turns tracing off at the cost of a nil
+	// check.
+	Tracer trace.Tracer
 
 	// Retention is how long a closed run is kept, counted from its close
 	// time; then it is deleted with everything that belongs to it (see

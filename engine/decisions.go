@@ -341,6 +341,7 @@ func (tt *taskTxn) applyExecuteAnswer(task *Task, decision record.Decision, writ
 	}
 	x.Status = ExecCompleted
 	finished(tt.rd, x, xd)
+	tt.stateEnded(x)
 	if err := t.tx.ExecutionUpdate(t.ctx, x); err != nil {
 		return err
 	}

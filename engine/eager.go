@@ -82,14 +82,26 @@ func (e *Engine) fireTimerEager(ctx context.Context, task *Task) (bool, error) {
 	}
 	call := &Task{RunID: task.RunID, WorkflowID: task.WorkflowID, ExecutionID: task.ExecutionID,
 		Kind: TaskExecute, DueAt: firedAt, Attempt: max(task.Attempt, 1), FirstAttemptAt: firedAt}
+	ctx, phase := e.startPhase(ctx, "execute", firedAt, call, s)
+	done, err := e.callExecuteEager(ctx, task, idx, call, s, results, firedAt)
+	endSpan(phase, err)
+	return done, err
+}
+
+// callExecuteEager is the call and the answer of fireTimerEager, within
+// the span of its execute phase.
+func (e *Engine) callExecuteEager(ctx context.Context, task *Task, idx record.TimerTask, call *Task, s *apiSnapshot,
+	results *record.CommandResults, firedAt time.Time) (bool, error) {
 	callCtx, cancel := context.WithTimeout(ctx, apiTimeout(s.xd.Options, false))
 	defer cancel()
 	begin := time.Now()
+	callCtx, span := e.startWorkerCall(callCtx, "execute", call, s)
 	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateDecideRequest{
 		Context: workerContext(call, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 		StateLocals: mapSlice(s.xd.StateLocals, kvOut), CommandResults: mapPtr(results, resultsOut),
 	})
+	endSpan(span, err)
 	e.recordCall("execute", begin, err)
 	if err == nil {
 		err = checkDecision(resp)

@@ -109,7 +109,9 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 	callCtx, cancel := context.WithTimeout(ctx, e.waitBudget(deref(req.TimeoutSeconds)))
 	defer cancel()
 	begin := time.Now()
+	callCtx, span := e.startRPCCall(callCtx, target.run, req.RpcName)
 	resp, err := e.worker.RPC(callCtx, target.rd.WorkerURL, wreq)
+	endSpan(span, err)
 	e.recordCall("rpc", begin, err)
 	if err != nil {
 		return iwfapi.WorkflowRpcResponse{}, rpcWorkerError(err)

@@ -229,6 +229,7 @@ func (tt *taskTxn) attemptsExhausted(waitUntil bool, msg string) error {
 	} else if deref(o.ExecuteAPIFailurePolicy) == record.ExecuteProceedToConfigured && deref(o.ExecuteAPIFailureProceedStateID) != "" {
 		x.Status = ExecFailed
 		finished(tt.rd, x, xd)
+		tt.stateEnded(x)
 		if err := tt.tx.ExecutionUpdate(tt.ctx, x); err != nil {
 			return err
 		}
@@ -240,6 +241,7 @@ func (tt *taskTxn) attemptsExhausted(waitUntil bool, msg string) error {
 	}
 	x.Status = ExecFailed
 	finished(tt.rd, x, xd)
+	tt.stateEnded(x)
 	if err := tt.tx.ExecutionUpdate(tt.ctx, x); err != nil {
 		return err
 	}

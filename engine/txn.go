@@ -49,6 +49,9 @@ type txEffects struct {
 	// stale lists tasks whose result was dropped because another process
 	// holds them or they are gone (logged at debug level).
 	stale []*Task
+	// states are the state executions that ended, whose spans are
+	// emitted after the commit (tracing on only).
+	states []endedState
 }
 
 // update runs fn in a store transaction and, after the commit, schedules the
@@ -123,6 +126,9 @@ func (e *Engine) committed(fx *txEffects) {
 	for _, t := range fx.stale {
 		e.log.Debug().Str("workflowId", t.WorkflowID).Str("runId", t.RunID).Str("stateExecutionId", t.ExecutionID).
 			Str("task", string(t.Kind)).Int("attempt", t.Attempt).Msg("dropped a stale result: the task is gone or leased to another process")
+	}
+	for i := range fx.states {
+		e.emitState(&fx.states[i])
 	}
 	// The hook runs before anything can observe the commit through this
 	// process (a woken long poll, the next task): a test that saw the

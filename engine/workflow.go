@@ -60,6 +60,8 @@ func readRun(ctx context.Context, tx ReadTx, workflowID, runID string) (*Run, *r
 // mutateRun locks the named run, checks that it is running, calls fn and
 // saves the run. Everything happens in one transaction.
 func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn func(r *runTxn) error) error {
+	traceParent, traceState := e.traceContextOf(ctx)
+	e.annotateRun(ctx, workflowID, runID)
 	return e.update(ctx, func(t *txn) error {
 		id, err := resolveRun(t.ctx, t.tx, workflowID, runID)
 		if err != nil {
@@ -79,6 +81,11 @@ func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn fun
 		r := t.forRun(run, rd)
 		if err := fn(r); err != nil {
 			return err
+		}
+		if rd.Trace == "" && traceParent != "" {
+			// A run started without a trace context joins the trace of
+			// the first input that brings one.
+			rd.Trace, rd.TraceState = traceParent, traceState
 		}
 		return r.save()
 	})
@@ -143,6 +150,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	}
 	defer func() { <-e.starting }()
 	var runID string
+	traceParent, traceState := e.traceContextOf(ctx)
 	// The first attempt expects the id to be new, when the store can check
 	// that at its commit (WorkflowCreator); should it be taken, the start
 	// runs again and locks the row.
@@ -180,7 +188,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 			timeoutFrom = due
 		}
 		r, err := t.createRun(req, runChain{due: due, timeoutAt: deadline(timeoutFrom, req.WorkflowTimeoutSeconds),
-			runID: newRunID, currentSet: created}, true)
+			runID: newRunID, currentSet: created, trace: traceParent, traceState: traceState}, true)
 		if err != nil {
 			return err
 		}
@@ -195,6 +203,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	if err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}
+	e.annotateRun(ctx, req.WorkflowID, runID)
 	return iwfapi.WorkflowStartResponse{WorkflowRunId: ptr(runID)}, nil
 }
 
@@ -638,6 +647,9 @@ type runChain struct {
 	retryAttempt int       // 1 for the first run of a start request
 	runID        string    // the new run's id; "" = a new one
 	currentSet   bool      // the workflow row already points at runID
+	// trace and traceState are the W3C trace context the run keeps (see
+	// tracing.go); "" when tracing is off.
+	trace, traceState string
 }
 
 // initial are the attribute rows a new run starts with.
@@ -688,6 +700,8 @@ func (t *txn) createRun(req record.Start, chain runChain, withAttributes bool) (
 		LiveCounted:  true,
 		TimeoutAt:    chain.timeoutAt,
 		RetryAttempt: chain.retryAttempt,
+		Trace:        chain.trace,
+		TraceState:   chain.traceState,
 	}
 	if started := opts.WorkflowAlreadyStartedOptions; started != nil {
 		rd.RequestID = deref(started.RequestID)

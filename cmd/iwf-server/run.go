@@ -19,6 +19,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/archive"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/tracing"
 )
 
 // The commands of iwf-server.
@@ -49,6 +50,7 @@ type Main struct {
 	tokens   *auth.Tokens
 	tls      *tlsFiles
 	srv      *server.Server
+	tracing  *tracing.Provider
 	listener net.Listener
 	server   *http.Server
 	serveErr chan error
@@ -113,7 +115,13 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	// Tracing is configured by the standard OTEL_* variables (see
+	// docs/observability.md), off unless an OTLP endpoint is set.
+	if m.tracing, err = tracing.FromEnv(ctx, m.getenv); err != nil {
+		return err
+	}
 	m.srv, err = server.Open(ctx, m.Config.DB, server.Options{
+		Tracer: m.tracing.Tracer(),
 		Engine: engine.Config{
 			MaxWait:              m.Config.MaxWait,
 			LeaseDuration:        m.Config.LeaseDuration,
@@ -193,6 +201,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if auth.IsLoopbackAddr(m.Config.Addr) || len(m.Config.AllowedHosts) > 0 {
 		ev = ev.Strs("allowedHosts", append([]string{"localhost", "loopback addresses"}, m.Config.AllowedHosts...))
+	}
+	if m.tracing != nil {
+		ev = ev.Str("tracing", m.tracing.Endpoint())
 	}
 	ev.Msg("iwf-server listening")
 	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
@@ -320,6 +331,15 @@ func (m *Main) Close() error {
 		}
 		m.srv = nil
 	}
+	if m.tracing != nil {
+		// The spans of the last moments, the hand-over included.
+		tctx, tcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := m.tracing.Shutdown(tctx); err != nil {
+			m.logger.Warn().Err(err).Msg("exporting the last spans failed")
+		}
+		tcancel()
+		m.tracing = nil
+	}
 	if serving && len(errs) == 0 {
 		m.logger.Info().Msg("iwf-server stopped")
 	}
@@ -363,4 +383,14 @@ type warnWriter struct{ l zerolog.Logger }
 func (w warnWriter) Write(p []byte) (int, error) {
 	w.l.Warn().Msg(strings.TrimSpace(string(p)))
 	return len(p), nil
+}
+
+// getenv reads a variable through LookupEnv (the environment by default).
+func (m *Main) getenv(key string) string {
+	lookup := m.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	v, _ := lookup(key)
+	return v
 }

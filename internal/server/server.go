@@ -22,6 +22,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/archive"
@@ -30,6 +31,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
+	"github.com/iwf-server/iwf-server/internal/tracing"
 	"github.com/iwf-server/iwf-server/internal/workerclient"
 	"github.com/iwf-server/iwf-server/internal/workerpolicy"
 )
@@ -90,6 +92,11 @@ type Options struct {
 	// (archive.Open) that expired runs are written to before retention
 	// deletes them; Close closes it.
 	ArchiveURL string
+	// Tracer, when set, traces API requests, store transactions, state
+	// executions and worker calls (see internal/tracing); nil is off.
+	Tracer trace.Tracer
+	// TraceDB names the database in store spans ("sqlite", "postgresql").
+	TraceDB string
 }
 
 // ConsolePrefix is where the web console is served.
@@ -145,6 +152,10 @@ func New(st engine.Store, opts Options) (*Server, error) {
 			bucket.Close()
 		}
 	}
+	if opts.Tracer != nil {
+		ec.Tracer = opts.Tracer
+		st = tracing.WrapStore(st, opts.Tracer, opts.TraceDB)
+	}
 	eng, err := engine.New(st, ec)
 	if err != nil {
 		closeBucket()
@@ -197,6 +208,7 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		closeBucket()
 		return nil, err
 	}
+	handler = tracing.Handler(opts.Tracer, handler)
 	return &Server{Engine: eng, Handler: handler, archive: bucket}, nil
 }
 
@@ -215,6 +227,9 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	}
 	if target.Kind == SQLite {
 		opts.Engine.ReleaseLeasesOnStart = true
+	}
+	if opts.TraceDB == "" {
+		opts.TraceDB = map[DBKind]string{SQLite: "sqlite", Postgres: "postgresql"}[target.Kind]
 	}
 	if d, ok := st.(interface {
 		DurabilityWarnings(context.Context) ([]string, error)

@@ -17,6 +17,9 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/workerpolicy"
@@ -154,6 +157,10 @@ func (c *Client) call(ctx context.Context, url string, in, out any) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		// Tracing is on: the worker continues the call's trace.
+		propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return &engine.WorkerCallError{Err: err, Timeout: errors.Is(err, context.DeadlineExceeded)}

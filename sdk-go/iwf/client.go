@@ -668,6 +668,14 @@ func (c *Client) post(ctx context.Context, path string, req, resp any) error {
 	if c.token != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.token)
 	}
+	// The trace context of ctx travels with the request: a run started
+	// (or signalled) here joins the caller's trace when the server traces.
+	if tc, ok := TraceContextFrom(ctx); ok {
+		hreq.Header.Set("traceparent", tc.TraceParent)
+		if tc.TraceState != "" {
+			hreq.Header.Set("tracestate", tc.TraceState)
+		}
+	}
 	hresp, err := c.http.Do(hreq)
 	if err != nil {
 		return fmt.Errorf("iwf: POST %s: %w", path, err)

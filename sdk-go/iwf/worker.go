@@ -125,7 +125,13 @@ func handle[Req, Resp any](s *workerService, fn func(context.Context, *Req) (*Re
 				Detail: "invalid request body: " + err.Error()})
 			return
 		}
-		resp, err := recovered(s, r, func() (*Resp, error) { return fn(r.Context(), &req) })
+		// The server sends the W3C trace context of its call; the
+		// handler's ctx carries it (TraceContextFrom).
+		ctx := r.Context()
+		if tp := r.Header.Get("traceparent"); tp != "" {
+			ctx = WithTraceContext(ctx, TraceContext{TraceParent: tp, TraceState: r.Header.Get("tracestate")})
+		}
+		resp, err := recovered(s, r, func() (*Resp, error) { return fn(ctx, &req) })
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -50,6 +50,12 @@ type Run struct {
 	// Completions are the published state completions for
 	// waitForStateCompletion, by key ("id:<execId>" or "key:<stateId>:<waitForKey>").
 	Completions map[string]StateOutput `json:"completions,omitempty"`
+	// Trace is the W3C traceparent of the request that started the run
+	// (or, for a run started without one, of the first input that carried
+	// one), and TraceState its tracestate: every span of the run descends
+	// from it. Set only while tracing is on.
+	Trace      string `json:"trace,omitempty"`
+	TraceState string `json:"traceState,omitempty"`
 }
 
 // LockHolder is who holds one attribute lock.
