@@ -1,10 +1,14 @@
-// Package auth guards the HTTP API with bearer tokens. It owns the token
-// set (read from a file and the environment, re-read on demand), the
-// middleware that checks every request, and the web console's sign-in
-// page, which starts a console session (session.go): the browser keeps a
-// random session id in a cookie scoped to the console, never the token.
-// SameOrigin and HostPolicy (origin.go) say which requests a browser may
-// make.
+// Package auth guards the HTTP API with bearer tokens and decides what
+// each caller may do. It owns the token set (read from a file and the
+// environment, re-read on demand; a file line is TOKEN or TOKEN NAME
+// ROLE), the guard that finds who makes each request — a token, a console
+// session, a client certificate — and puts that Principal in the
+// request's context, the access table (access.go: the permission each
+// route of the API and the console needs, and the calls the audit log
+// records), and the web console's sign-in page, which starts a console
+// session (session.go): the browser keeps a random session id in a cookie
+// scoped to the console, never the token. SameOrigin and HostPolicy
+// (origin.go) say which requests a browser may make.
 //
 // A request carries its token as "Authorization: Bearer <token>". Tokens
 // are compared in constant time, and never logged. Paths that stay open:

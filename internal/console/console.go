@@ -11,7 +11,9 @@
 // package auth. Authentication is the caller's: mount the handler behind
 // it, and give Options.SignOut to show a sign-out button. Actions are POST
 // only and refuse cross-site requests (Sec-Fetch-Site, Origin and Referer
-// checks plus a CSRF token).
+// checks plus a CSRF token). Every route is in the access table of package
+// auth (New refuses one that is not); pages show only the actions the
+// request's auth.Principal may take, and an action refuses the others.
 package console
 
 import (
