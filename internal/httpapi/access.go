@@ -137,9 +137,10 @@ func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code st
 		var v struct {
 			WorkflowID string `json:"workflowId"`
 			RunID      string `json:"workflowRunId"`
+			BatchID    string `json:"batchId"`
 		}
 		_ = json.Unmarshal(ri.body, &v)
-		e.WorkflowID, e.RunID = v.WorkflowID, v.RunID
+		e.WorkflowID, e.RunID, e.BatchID = v.WorkflowID, v.RunID, v.BatchID
 	}
 	if ri.resultRunID != "" {
 		if e.Operation == "reset" {
