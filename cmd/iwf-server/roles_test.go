@@ -328,6 +328,13 @@ func TestBinaryRolesAndAudit(t *testing.T) {
 		if !strings.Contains(page, `<dd id="closed-by">oncall</dd>`) {
 			t.Fatal("the stopped run's page does not say who closed it")
 		}
+		// A closed run offers only reset: nothing to a writer.
+		if _, page, _ = consoleGet(t, runPage+"?run="+url.QueryEscape(secondRun), writerToken); strings.Contains(page, `id="actions"`) {
+			t.Fatal("a closed run's page offers a writer an actions section")
+		}
+		if _, page, _ = consoleGet(t, runPage+"?run="+url.QueryEscape(secondRun), operatorToken); !strings.Contains(page, `id="reset-form"`) {
+			t.Fatal("a closed run's page does not offer an operator the reset")
+		}
 		_, page, _ = consoleGet(t, runPage+"?run="+url.QueryEscape(firstRun), readerToken)
 		for _, want := range []string{`<b>Reset</b> <span class="actor">by <b>oncall</b></span>`, `<span class="actor">by <b>app</b></span>`, `<dd id="closed-by">oncall</dd>`} {
 			if !strings.Contains(page, want) {

@@ -157,7 +157,7 @@ func TestCertRoles(t *testing.T) {
 		req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{c}}}
 		return req
 	}
-	serve := func(h http.Handler, req *http.Request) (int, auth.Principal) {
+	serve := func(req *http.Request) (int, auth.Principal) {
 		var got auth.Principal
 		rec := httptest.NewRecorder()
 		auth.Guard(nil, auth.Options{CertRoles: roles})(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -165,17 +165,17 @@ func TestCertRoles(t *testing.T) {
 		})).ServeHTTP(rec, req)
 		return rec.Code, got
 	}
-	if code, p := serve(nil, cert("ops-bot")); code != 200 || p != (auth.Principal{Actor: "CN=ops-bot,O=Example", Role: auth.RoleOperator}) {
+	if code, p := serve(cert("ops-bot")); code != 200 || p != (auth.Principal{Actor: "CN=ops-bot,O=Example", Role: auth.RoleOperator}) {
 		t.Fatalf("ops-bot: %d %+v", code, p)
 	}
-	if code, p := serve(nil, cert("someone")); code != 200 || p.Role != auth.RoleReader {
+	if code, p := serve(cert("someone")); code != 200 || p.Role != auth.RoleReader {
 		t.Fatalf("someone: %d %+v", code, p)
 	}
-	if code, _ := serve(nil, httptest.NewRequest("POST", "/api/v1/workflow/get", nil)); code != 401 {
+	if code, _ := serve(httptest.NewRequest("POST", "/api/v1/workflow/get", nil)); code != 401 {
 		t.Fatalf("no certificate with roles set: %d", code)
 	}
 	delete(roles, "*")
-	if code, _ := serve(nil, cert("someone")); code != 403 {
+	if code, _ := serve(cert("someone")); code != 403 {
 		t.Fatalf("unmapped certificate: %d", code)
 	}
 	// Without a mapping and without tokens: full access, named by subject.
