@@ -138,6 +138,9 @@ func (r *runTxn) closeRunLive(live []*Execution, status RunStatus, errType, errM
 	if errMsg != "" {
 		data["errorMessage"] = errMsg
 	}
+	if r.actor != "" {
+		data["actor"] = r.actor
+	}
 	r.record(r.event("", "WorkflowClosed", data))
 	return r.chainNext()
 }

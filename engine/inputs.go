@@ -18,6 +18,7 @@ const externalInputEvent = "ExternalInput"
 
 // applyExternal applies one external input to a running run.
 func (e *Engine) applyExternal(ctx context.Context, workflowID, runID string, in record.Input) error {
+	in.Actor = ActorOf(ctx)
 	return e.mutateRun(ctx, workflowID, runID, func(r *runTxn) error {
 		return r.applyInput(in, false)
 	})

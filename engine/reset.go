@@ -60,6 +60,7 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 			return err
 		}
 		b := t.forRun(base, brd)
+		b.actor = ActorOf(ctx)
 		if base.Status == RunRunning {
 			if err := b.closeRun(RunTerminated, "", "reset"); err != nil {
 				return err
@@ -78,7 +79,11 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 			return err
 		}
 		newRunID = r.run.RunID
-		b.record(b.event("", "Reset", map[string]any{"resetType": req.ResetType, "newRunId": newRunID}))
+		data := map[string]any{"resetType": req.ResetType, "newRunId": newRunID}
+		if b.actor != "" {
+			data["actor"] = b.actor
+		}
+		b.record(b.event("", "Reset", data))
 		return nil
 	})
 	return iwfapi.WorkflowResetResponse{WorkflowRunId: newRunID}, err

@@ -35,6 +35,9 @@ type runTxn struct {
 	// answered names an execution whose execute answer this transaction
 	// applies as its commands complete: it needs no execute task.
 	answered string
+	// actor, when set, is who closes the run (a stop or a reset): its
+	// WorkflowClosed event records it.
+	actor string
 }
 
 // txEffects collects what a transaction did that matters after its commit.

@@ -387,7 +387,9 @@ func (e *Engine) StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopReques
 	if status == RunFailed {
 		msg = deref(req.Reason)
 	}
+	actor := ActorOf(ctx)
 	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(r *runTxn) error {
+		r.actor = actor
 		return r.closeRun(status, errType, msg)
 	})
 }

@@ -77,6 +77,12 @@ type Config struct {
 	// TLSClientCAFile requires client certificates signed by these CAs
 	// (mutual TLS); it needs TLSCertFile.
 	TLSClientCAFile string
+	// TLSClientRoles map client certificate common names to roles
+	// (CN=ROLE, "*=ROLE" for any other); it needs TLSClientCAFile.
+	TLSClientRoles []string
+	// AuditLog, when set, is the file ("-" for stderr) that every call
+	// changing workflows is written to, one JSON object per line.
+	AuditLog string
 	// WorkerURLAllow is the allow-list of worker URLs (patterns, CIDRs).
 	WorkerURLAllow []string
 	// UI serves the web console at /ui/.
@@ -214,6 +220,14 @@ func (c Config) Validate() error {
 	}
 	if (c.TLSCertFile == "") != (c.TLSKeyFile == "") {
 		return errors.New("tls-cert-file and tls-key-file go together: set both or neither")
+	}
+	if len(c.TLSClientRoles) > 0 {
+		if c.TLSClientCAFile == "" {
+			return errors.New("tls-client-roles needs tls-client-ca-file: roles are given to verified client certificates")
+		}
+		if _, err := auth.ParseCertRoles(c.TLSClientRoles); err != nil {
+			return fmt.Errorf("tls-client-roles: %v", err)
+		}
 	}
 	if c.TLSClientCAFile != "" && c.TLSCertFile == "" {
 		return errors.New("tls-client-ca-file needs tls-cert-file and tls-key-file: client certificates are checked over TLS")
@@ -495,6 +509,22 @@ var securitySettings = []setting{
 		func(c *Config) *string { return &c.TLSKeyFile }),
 	stringSetting("tls-client-ca-file", "IWF_TLS_CLIENT_CA_FILE", "require client certificates signed by the CAs of this PEM `file` (mutual TLS); re-read on SIGHUP",
 		func(c *Config) *string { return &c.TLSClientCAFile }),
+	{
+		key: "tls-client-role", env: "IWF_TLS_CLIENT_ROLES", multi: true, file: "tls-client-roles",
+		usage:    "give client certificates whose subject common name is CN the `CN=ROLE` (reader, writer, operator, all; *=ROLE for any other verified certificate; repeatable); needs tls-client-ca-file",
+		splitEnv: func(s string) []string { return splitList(s, ",\n") },
+		joinKV:   func(k, v string) string { return k + "=" + v },
+		apply: func(c *Config, e []string) error {
+			if _, err := auth.ParseCertRoles(e); err != nil {
+				return err
+			}
+			c.TLSClientRoles = append([]string(nil), e...)
+			return nil
+		},
+		def: func(Config) string { return "" },
+	},
+	stringSetting("audit-log", "IWF_AUDIT_LOG", "write every call that changes workflows (API, console, CLI) to this `file` as one JSON object per line (- for stderr); reopened on SIGHUP",
+		func(c *Config) *string { return &c.AuditLog }),
 	{
 		key: "allowed-hosts", env: "IWF_ALLOWED_HOSTS", multi: true,
 		usage:    "host `names` served besides localhost and loopback addresses when listening on loopback (comma-separated or repeated; *.domain, IP addresses, * for any); set, they restrict any listener",

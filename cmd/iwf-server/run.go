@@ -17,6 +17,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/archive"
+	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/tracing"
@@ -48,6 +49,7 @@ type Main struct {
 
 	logger   zerolog.Logger
 	tokens   *auth.Tokens
+	audit    *audit.Log
 	tls      *tlsFiles
 	srv      *server.Server
 	tracing  *tracing.Provider
@@ -110,6 +112,19 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	var certRoles auth.CertRoles
+	if len(m.Config.TLSClientRoles) > 0 {
+		if certRoles, err = auth.ParseCertRoles(m.Config.TLSClientRoles); err != nil {
+			return err
+		}
+	}
+	if m.Config.AuditLog != "" {
+		if m.audit, err = audit.Open(m.Config.AuditLog); err != nil {
+			return err
+		}
+		logger := m.logger
+		m.audit.OnError = func(err error) { logger.Error().Err(err).Msg("cannot write the audit log") }
+	}
 	if m.Config.TLSCertFile != "" {
 		if m.tls, err = newTLSFiles(m.Config.TLSCertFile, m.Config.TLSKeyFile, m.Config.TLSClientCAFile); err != nil {
 			return err
@@ -136,6 +151,8 @@ func (m *Main) Run(ctx context.Context) error {
 		WorkerHeaders:     m.Config.WorkerHeaders,
 		WorkerURLAllow:    m.Config.WorkerURLAllow,
 		Auth:              m.tokens,
+		CertRoles:         certRoles,
+		Audit:             m.audit,
 		AuthMetrics:       m.Config.AuthMetrics,
 		SecureCookies:     m.tls != nil,
 		NoUI:              !m.Config.UI,
@@ -194,6 +211,12 @@ func (m *Main) Run(ctx context.Context) error {
 	if len(m.Config.WorkerURLAllow) > 0 {
 		ev = ev.Strs("workerUrlAllow", m.Config.WorkerURLAllow)
 	}
+	if m.audit != nil {
+		ev = ev.Str("auditLog", m.audit.Path())
+	}
+	if certRoles != nil {
+		ev = ev.Strs("tlsClientRoles", certRoles.Entries())
+	}
 	retention := engine.Config{Retention: m.Config.Retention, RetentionByType: m.Config.RetentionFor}.RetentionSummary()
 	ev = ev.Str("retention", retention)
 	if m.Config.ArchiveURL != "" {
@@ -242,6 +265,11 @@ func (m *Main) Reload() error {
 			errs = append(errs, err)
 		} else {
 			m.logger.Info().Int("tokens", m.tokens.Count()).Msg("API tokens reloaded")
+		}
+	}
+	if m.audit != nil {
+		if err := m.audit.Reopen(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if m.tls != nil {
@@ -339,6 +367,12 @@ func (m *Main) Close() error {
 		}
 		tcancel()
 		m.tracing = nil
+	}
+	if m.audit != nil {
+		if err := m.audit.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		m.audit = nil
 	}
 	if serving && len(errs) == 0 {
 		m.logger.Info().Msg("iwf-server stopped")

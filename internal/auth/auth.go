@@ -1,10 +1,14 @@
-// Package auth guards the HTTP API with bearer tokens. It owns the token
-// set (read from a file and the environment, re-read on demand), the
-// middleware that checks every request, and the web console's sign-in
-// page, which starts a console session (session.go): the browser keeps a
-// random session id in a cookie scoped to the console, never the token.
-// SameOrigin and HostPolicy (origin.go) say which requests a browser may
-// make.
+// Package auth guards the HTTP API with bearer tokens and decides what
+// each caller may do. It owns the token set (read from a file and the
+// environment, re-read on demand; a file line is TOKEN or TOKEN NAME
+// ROLE), the guard that finds who makes each request — a token, a console
+// session, a client certificate — and puts that Principal in the
+// request's context, the access table (access.go: the permission each
+// route of the API and the console needs, and the calls the audit log
+// records), and the web console's sign-in page, which starts a console
+// session (session.go): the browser keeps a random session id in a cookie
+// scoped to the console, never the token. SameOrigin and HostPolicy
+// (origin.go) say which requests a browser may make.
 //
 // A request carries its token as "Authorization: Bearer <token>". Tokens
 // are compared in constant time, and never logged. Paths that stay open:
@@ -34,19 +38,27 @@ const MinTokenLength = 16
 // Tokens is the set of accepted API tokens. It is safe for concurrent use;
 // Reload replaces the whole set at once.
 type Tokens struct {
-	file   string
-	inline []string
-	hashes atomic.Pointer[[][sha256.Size]byte]
+	file    string
+	inline  []string
+	entries atomic.Pointer[[]tokenEntry]
 	// sessions are the console's sessions; a Reload ends those whose token
 	// it removed.
 	sessions sessions
 }
 
-// Load reads the tokens of file (one per line; blank lines and lines
-// starting with # are ignored; "" means no file) and adds inline (e.g.
-// IWF_AUTH_TOKENS split at commas). At least one token is required, each
-// at least MinTokenLength bytes without spaces. Errors never repeat a
-// token.
+// tokenEntry is one accepted token: its hash, never the token, and who
+// holds it.
+type tokenEntry struct {
+	hash [sha256.Size]byte
+	who  Principal
+}
+
+// Load reads the tokens of file ("" means no file) and adds inline (e.g.
+// IWF_AUTH_TOKENS split at commas), which have full access. A file line is
+// TOKEN (full access) or TOKEN NAME ROLE, whitespace-separated; blank lines
+// and lines starting with # are ignored. At least one token is required,
+// each at least MinTokenLength bytes without spaces; names are unique.
+// Errors name the line and never repeat a token.
 func Load(file string, inline []string) (*Tokens, error) {
 	t := &Tokens{file: file, inline: append([]string(nil), inline...)}
 	if err := t.Reload(); err != nil {
@@ -58,7 +70,18 @@ func Load(file string, inline []string) (*Tokens, error) {
 // Reload reads the token file again and replaces the set. On error the
 // previous set stays in force.
 func (t *Tokens) Reload() error {
-	var all []string
+	var all []tokenEntry
+	seen := map[[sha256.Size]byte]string{} // hash -> where
+	names := map[string]int{}              // name -> line
+	add := func(tok string, who Principal, where string) error {
+		h := sha256.Sum256([]byte(tok))
+		if prev, dup := seen[h]; dup {
+			return fmt.Errorf("%s: the same token as %s", where, prev)
+		}
+		seen[h] = where
+		all = append(all, tokenEntry{hash: h, who: who})
+		return nil
+	}
 	if t.file != "" {
 		data, err := os.ReadFile(t.file)
 		if err != nil {
@@ -70,10 +93,20 @@ func (t *Tokens) Reload() error {
 			if line == "" || strings.HasPrefix(line, "#") {
 				continue
 			}
-			if err := checkToken(line); err != nil {
+			where := fmt.Sprintf("auth-token-file %s line %d", t.file, n)
+			tok, who, err := parseTokenLine(line)
+			if err != nil {
+				return fmt.Errorf("%s: %v", where, err)
+			}
+			if who.Actor != BareTokenActor {
+				if prev, dup := names[who.Actor]; dup {
+					return fmt.Errorf("%s: the name %s is already used on line %d", where, who.Actor, prev)
+				}
+				names[who.Actor] = n
+			}
+			if err := add(tok, who, fmt.Sprintf("line %d", n)); err != nil {
 				return fmt.Errorf("auth-token-file %s line %d: %v", t.file, n, err)
 			}
-			all = append(all, line)
 		}
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("auth-token-file %s: %w", t.file, err)
@@ -84,24 +117,48 @@ func (t *Tokens) Reload() error {
 		if err := checkToken(tok); err != nil {
 			return fmt.Errorf("IWF_AUTH_TOKENS entry %d: %v", i+1, err)
 		}
-		all = append(all, tok)
+		if err := add(tok, Principal{Actor: BareTokenActor, Role: RoleAll}, fmt.Sprintf("IWF_AUTH_TOKENS entry %d", i+1)); err != nil {
+			return err
+		}
 	}
 	if len(all) == 0 {
 		return errors.New("auth: no tokens (the token file is empty and IWF_AUTH_TOKENS is unset)")
 	}
-	hashes := make([][sha256.Size]byte, len(all))
-	for i, tok := range all {
-		hashes[i] = sha256.Sum256([]byte(tok))
-	}
-	t.hashes.Store(&hashes)
+	t.entries.Store(&all)
 	t.sessions.mu.Lock()
 	t.sessions.pruneLocked(time.Time{}, t.hasHash)
 	t.sessions.mu.Unlock()
 	return nil
 }
 
+// parseTokenLine reads a token file line: TOKEN, or TOKEN NAME ROLE.
+func parseTokenLine(line string) (string, Principal, error) {
+	f := strings.Fields(line)
+	switch len(f) {
+	case 1:
+		if err := checkToken(f[0]); err != nil {
+			return "", Principal{}, err
+		}
+		return f[0], Principal{Actor: BareTokenActor, Role: RoleAll}, nil
+	case 3:
+		if err := checkToken(f[0]); err != nil {
+			return "", Principal{}, err
+		}
+		if err := checkName(f[1]); err != nil {
+			return "", Principal{}, err
+		}
+		role, err := ParseRole(f[2])
+		if err != nil {
+			return "", Principal{}, fmt.Errorf("token %s: %v", f[1], err)
+		}
+		return f[0], Principal{Actor: f[1], Role: role}, nil
+	}
+	return "", Principal{}, fmt.Errorf("want TOKEN or TOKEN NAME ROLE (whitespace-separated), found %d fields "+
+		"(a token must not contain spaces)", len(f))
+}
+
 // Count returns the number of tokens in force.
-func (t *Tokens) Count() int { return len(*t.hashes.Load()) }
+func (t *Tokens) Count() int { return len(*t.entries.Load()) }
 
 func checkToken(tok string) error {
 	if len(tok) < MinTokenLength {
@@ -115,22 +172,33 @@ func checkToken(tok string) error {
 	return nil
 }
 
-// Valid reports whether token is one of the set. It compares hashes in
-// constant time against every token, so the time taken says nothing about
-// which token, or how much of one, matched.
+// Valid reports whether token is one of the set.
 func (t *Tokens) Valid(token string) bool {
-	if token == "" {
-		return false
-	}
-	h := sha256.Sum256([]byte(token))
-	ok := 0
-	for _, want := range *t.hashes.Load() {
-		ok |= subtle.ConstantTimeCompare(h[:], want[:])
-	}
-	return ok == 1
+	_, ok := t.lookup(token)
+	return ok
 }
 
-// Options configure Middleware.
+// lookup returns who holds token. It compares hashes in constant time
+// against every token, so the time taken says nothing about which token,
+// or how much of one, matched.
+func (t *Tokens) lookup(token string) (Principal, bool) {
+	if token == "" {
+		return Principal{}, false
+	}
+	h := sha256.Sum256([]byte(token))
+	var who Principal
+	ok := 0
+	for _, e := range *t.entries.Load() {
+		eq := subtle.ConstantTimeCompare(h[:], e.hash[:])
+		if eq == 1 {
+			who = e.who
+		}
+		ok |= eq
+	}
+	return who, ok == 1
+}
+
+// Options configure Guard.
 type Options struct {
 	// ProtectMetrics requires a token for GET /metrics too.
 	ProtectMetrics bool
@@ -145,6 +213,9 @@ type Options struct {
 	SessionTTL time.Duration
 	// Now is the clock of session expiry (default time.Now).
 	Now func() time.Time
+	// CertRoles, when set, maps the subjects of verified client
+	// certificates (mutual TLS) to roles; see Guard.
+	CertRoles CertRoles
 }
 
 func (o Options) now() time.Time {
@@ -169,31 +240,83 @@ const (
 	LoginPath = "login"
 )
 
-// Middleware returns a handler that lets through only requests with a
-// valid token, except on the open paths. An API request without one gets
-// 401 with an iWF ErrorResponse body and WWW-Authenticate: Bearer; a
-// console page redirects to the sign-in page.
+// Middleware is Guard(t, opts).
 func (t *Tokens) Middleware(opts Options) func(http.Handler) http.Handler {
+	return Guard(t, opts)
+}
+
+// Guard returns the middleware that finds who makes each request and puts
+// that Principal in the request's context (see PrincipalOf); the access
+// table then decides what the principal may do (Policy, applied by the
+// HTTP layer). tokens may be nil: authentication is then off.
+//
+// The open paths (GET /, the health check, /metrics unless
+// ProtectMetrics, the console's sign-in page) pass without a principal.
+// Otherwise, in this order:
+//   - an Authorization: Bearer header must name a token of the set, whose
+//     name and role it carries (a bare token: "token", full access);
+//   - a console page accepts the session of its cookie, with the role of
+//     the token it was started with;
+//   - a client certificate verified by the client CAs (mutual TLS) is
+//     mapped to a role by Options.CertRoles; without a mapping it has full
+//     access when tokens are off, and counts for nothing when they are on;
+//   - without tokens, the request is anonymous with full access.
+//
+// An API request that none of these identifies gets 401 with an iWF
+// ErrorResponse body and WWW-Authenticate: Bearer; a console page
+// redirects to the sign-in page.
+func Guard(t *Tokens, opts Options) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		login := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.serveLogin(w, r, opts) })
+		pass := func(w http.ResponseWriter, r *http.Request, p Principal) {
+			next.ServeHTTP(w, r.WithContext(WithPrincipal(r.Context(), p)))
+		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p := r.URL.Path
 			console := opts.ConsolePrefix != "" && strings.HasPrefix(p, opts.ConsolePrefix)
 			switch {
-			case p == "/" || p == healthPath || (p == metricsPath && !opts.ProtectMetrics):
+			case p == "/" || p == healthPath || (p == metricsPath && (!opts.ProtectMetrics || t == nil)):
 				next.ServeHTTP(w, r)
 				return
-			case console && p == opts.ConsolePrefix+LoginPath:
+			case t != nil && console && p == opts.ConsolePrefix+LoginPath:
 				login.ServeHTTP(w, r)
 				return
 			}
 			tok, hasHeader := bearer(r)
-			if !hasHeader && console && t.validSession(r, opts) {
-				next.ServeHTTP(w, r)
-				return
+			if t != nil && hasHeader {
+				if who, ok := t.lookup(tok); ok {
+					pass(w, r, who)
+					return
+				}
 			}
-			if t.Valid(tok) {
-				next.ServeHTTP(w, r)
+			if t != nil && !hasHeader && console {
+				if who, ok := t.sessionPrincipal(r, opts); ok {
+					pass(w, r, who)
+					return
+				}
+			}
+			if cert := verifiedClientCert(r); cert != nil && !(t != nil && hasHeader) {
+				if opts.CertRoles != nil {
+					if role, ok := opts.CertRoles.role(cert); ok {
+						pass(w, r, Principal{Actor: certActor(cert), Role: role})
+						return
+					}
+					if t == nil {
+						writeError(w, http.StatusForbidden, fmt.Sprintf(
+							"forbidden: client certificate %s has no role (tls-client-roles)", certActor(cert)))
+						return
+					}
+				} else if t == nil {
+					pass(w, r, Principal{Actor: certActor(cert), Role: RoleAll})
+					return
+				}
+			}
+			if t == nil {
+				if opts.CertRoles != nil {
+					writeError(w, http.StatusUnauthorized, "a client certificate is required")
+					return
+				}
+				pass(w, r, Principal{Actor: AnonymousActor, Role: RoleAll})
 				return
 			}
 			if console && !hasHeader {

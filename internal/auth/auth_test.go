@@ -79,7 +79,7 @@ func TestLoadRejects(t *testing.T) {
 		"nothing":        {"", nil, "no tokens"},
 		"only comments":  {"# none\n\n", nil, "no tokens"},
 		"short inline":   {"", []string{"abc"}, "IWF_AUTH_TOKENS entry 1: a token must be at least 16 bytes"},
-		"space in token": {"token with spaces inside\n", nil, "line 1: a token must not contain spaces"},
+		"space in token": {"token with spaces inside\n", nil, "line 1: want TOKEN or TOKEN NAME ROLE (whitespace-separated), found 4 fields (a token must not contain spaces)"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			file := ""

@@ -127,23 +127,32 @@ func (t *Tokens) Sessions() int { return t.sessions.count() }
 
 // hasHash reports whether the token whose hash is h is in force.
 func (t *Tokens) hasHash(h [sha256.Size]byte) bool {
-	for _, want := range *t.hashes.Load() {
-		if want == h {
-			return true
-		}
-	}
-	return false
+	_, ok := t.byHash(h)
+	return ok
 }
 
-// validSession reports whether the request's session cookie names a live
-// session whose token is still in force.
-func (t *Tokens) validSession(r *http.Request, opts Options) bool {
+// byHash returns who holds the token whose hash is h.
+func (t *Tokens) byHash(h [sha256.Size]byte) (Principal, bool) {
+	for _, e := range *t.entries.Load() {
+		if e.hash == h {
+			return e.who, true
+		}
+	}
+	return Principal{}, false
+}
+
+// sessionPrincipal returns who holds the token of the live session the
+// request's cookie names, if its token is still in force.
+func (t *Tokens) sessionPrincipal(r *http.Request, opts Options) (Principal, bool) {
 	c, err := r.Cookie(SessionCookie)
 	if err != nil {
-		return false
+		return Principal{}, false
 	}
 	h, ok := t.sessions.lookup(c.Value, opts.now())
-	return ok && t.hasHash(h)
+	if !ok {
+		return Principal{}, false
+	}
+	return t.byHash(h)
 }
 
 // SignOut returns a handler function that ends the session of the

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
 // maxFormBytes limits an action's form (a signal value is the largest part).
@@ -39,8 +40,17 @@ type prepared struct {
 // action serves POST <prefix>actions/{signal,stop,reset,skip-timer}: it
 // refuses cross-site requests, checks the form, asks for confirmation,
 // and once confirmed runs the action and redirects to the run's page with
-// a flash message.
+// a flash message. The access table says who may (the server refuses the
+// others before this handler); this handler checks again, so that the
+// console embedded behind another guard refuses them too.
 func (c *console) action(w http.ResponseWriter, r *http.Request) {
+	name := strings.TrimPrefix(r.URL.Path, c.opts.Prefix+"actions/")
+	if !allowedActions(r)[name] {
+		p, _ := auth.PrincipalOf(r.Context())
+		c.fail(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: the %s action needs the %s role (or all); you have the %s role",
+			name, auth.ConsoleNeed(http.MethodPost, "actions/"+name), p.Role))
+		return
+	}
 	if !c.readForm(w, r) {
 		return
 	}
@@ -55,7 +65,7 @@ func (c *console) action(w http.ResponseWriter, r *http.Request) {
 		pa  *prepared
 		err error
 	)
-	switch r.PathValue("action") {
+	switch name {
 	case "signal":
 		pa, err = c.prepareSignal(id, runID, f)
 	case "stop":

@@ -12,7 +12,9 @@
 // package auth. Authentication is the caller's: mount the handler behind
 // it, and give Options.SignOut to show a sign-out button. Actions are POST
 // only and refuse cross-site requests (Sec-Fetch-Site, Origin and Referer
-// checks plus a CSRF token).
+// checks plus a CSRF token). Every route is in the access table of package
+// auth (New refuses one that is not); pages show only the actions the
+// request's auth.Principal may take, and an action refuses the others.
 package console
 
 import (
@@ -162,20 +164,64 @@ func New(eng Backend, opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	c.static = http.StripPrefix(opts.Prefix+"static/", http.FileServerFS(static))
-	p := opts.Prefix
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+p+"{$}", c.list)
-	mux.HandleFunc("GET "+p+"workflows/{id...}", c.run)
-	mux.HandleFunc("POST "+p+"actions/{action}", c.action)
-	if opts.SignOut != nil {
-		mux.HandleFunc("POST "+p+"logout", c.signOut)
+	// Every route is in the access table, which says the role it needs.
+	handle := func(method, path string, h http.HandlerFunc) error {
+		if _, ok := auth.FindRule(true, method, path); !ok {
+			return fmt.Errorf("console: route %s %s has no role in the access table (internal/auth/access.go)", method, path)
+		}
+		pattern := opts.Prefix + path
+		if method != "" {
+			pattern = method + " " + pattern
+		}
+		mux.HandleFunc(pattern, h)
+		return nil
 	}
-	mux.HandleFunc("GET "+p+"static/", c.serveStatic)
-	mux.HandleFunc(p, func(w http.ResponseWriter, r *http.Request) {
-		c.fail(w, r, http.StatusNotFound, "page not found")
-	})
+	routes := []struct {
+		method, path string
+		h            http.HandlerFunc
+	}{
+		{"GET", "{$}", c.list},
+		{"GET", "workflows/{id...}", c.run},
+		{"GET", "static/", c.serveStatic},
+		{"", "", func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, http.StatusNotFound, "page not found") }},
+	}
+	for _, a := range actionNames {
+		routes = append(routes, struct {
+			method, path string
+			h            http.HandlerFunc
+		}{"POST", "actions/" + a, c.action})
+	}
+	if opts.SignOut != nil {
+		routes = append(routes, struct {
+			method, path string
+			h            http.HandlerFunc
+		}{"POST", "logout", c.signOut})
+	}
+	for _, rt := range routes {
+		if err := handle(rt.method, rt.path, rt.h); err != nil {
+			return nil, err
+		}
+	}
 	c.mux = mux
 	return c, nil
+}
+
+// actionNames are the console's actions, each served at
+// <prefix>actions/<name>.
+var actionNames = []string{"signal", "stop", "reset", "skip-timer"}
+
+// allowedActions says which actions the request's principal may take
+// (all of them without authentication): the pages show only those.
+func allowedActions(r *http.Request) map[string]bool {
+	p, known := auth.PrincipalOf(r.Context())
+	can := make(map[string]bool, len(actionNames)+1)
+	for _, a := range actionNames {
+		ok := !known || p.Can(auth.ConsoleNeed(http.MethodPost, "actions/"+a))
+		can[a] = ok
+		can["any"] = can["any"] || ok
+	}
+	return can
 }
 
 // ServeHTTP implements http.Handler.
@@ -216,13 +262,16 @@ type page struct {
 	Refresh int // seconds; 0 means no auto-refresh control
 	SignOut bool
 	Now     time.Time
-	Data    any
+	// Can says which actions (signal, stop, reset, skip-timer; "any") the
+	// signed-in principal may take; the pages hide the others.
+	Can  map[string]bool
+	Data any
 }
 
 // render writes a page with the layout.
 func (c *console) render(w http.ResponseWriter, r *http.Request, status int, name, title string, refresh bool, data any) {
 	p := page{Title: title, Prefix: c.opts.Prefix, CSRF: c.csrfToken(w, r), Now: c.opts.Now(), Data: data,
-		SignOut: c.opts.SignOut != nil}
+		SignOut: c.opts.SignOut != nil, Can: allowedActions(r)}
 	p.Flash, p.FlashOK = c.takeFlash(w, r)
 	if refresh {
 		p.Refresh = max(1, int(c.opts.RefreshInterval.Round(time.Second)/time.Second))

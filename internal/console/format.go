@@ -42,6 +42,7 @@ func (c *console) funcs() template.FuncMap {
 			return pagingView{L: l, What: what}
 		},
 		"runurl": c.runURL,
+		"actor":  actorOf,
 		"since": func(t time.Time) string {
 			return humanDuration(c.opts.Now().Sub(t))
 		},
@@ -240,4 +241,15 @@ func thousands(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// actorOf returns who made a run event, as its data records it (the
+// "actor" member of stop, reset and external input events), or "".
+func actorOf(data any) string {
+	m, ok := data.(map[string]any)
+	if !ok {
+		return ""
+	}
+	a, _ := m["actor"].(string)
+	return a
 }

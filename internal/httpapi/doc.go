@@ -2,9 +2,11 @@
 // served by the strict server generated from api/openapi.yaml, request
 // validation against the embedded spec, the one table that maps engine
 // error codes to HTTP statuses and iWF ErrorResponse bodies, and the
-// per-request middleware (request id, access log, panic recovery, body limit).
+// per-request middleware (request id, access log, panic recovery, body
+// limit, and the access table of package auth with the audit log).
 //
-// It imports package engine (for its error codes) and the generated
-// api/iwfapi only. The engine is reached through Service, an interface
-// declared here, so that the HTTP layer can be tested on its own.
+// It imports package engine (for its error codes and the actor of a
+// call), the generated api/iwfapi, internal/auth and internal/audit. The
+// engine is reached through Service, an interface declared here, so that
+// the HTTP layer can be tested on its own.
 package httpapi

@@ -85,10 +85,16 @@ func errorResponse(err error) (int, iwfapi.ErrorResponse) {
 func (h *handler) handleServiceError(w http.ResponseWriter, r *http.Request, err error) {
 	status, resp := errorResponse(err)
 	ev := h.log.Warn()
+	ri := infoFrom(r.Context())
+	ri.errCode = string(engine.CodeOf(err))
 	if s, detail, ok := deadlineResponse(r.Context(), err); ok {
 		// Past the request's deadline or its client gone: neither the
 		// store's fault nor the server's bug.
 		status, resp = s, iwfapi.ErrorResponse{Detail: &detail, SubStatus: ptr(iwfapi.ErrorSubStatusUncategorized)}
+		ri.errCode = string(engine.CodeDeadlineExceeded)
+		if s == statusClientClosed {
+			ri.errCode = "client_closed"
+		}
 	} else if status >= 500 {
 		ev = h.log.Error()
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
@@ -42,7 +43,13 @@ type Options struct {
 	Metrics func(w io.Writer) error
 	// Guard, when set, wraps every route after the request id and access
 	// log middleware, so that what it refuses (authentication) is logged.
+	// It puts the request's auth.Principal in its context: the access
+	// table (auth.Rules) is then enforced on every route, the console's
+	// included. Without a Guard every request may do everything.
 	Guard func(http.Handler) http.Handler
+	// Audit, when set, receives one entry per call that changes workflows
+	// (see package audit).
+	Audit *audit.Log
 	// Extra, when set, serves the paths under ExtraPrefix (the web
 	// console) behind the same middleware.
 	Extra       http.Handler
@@ -117,7 +124,12 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 	if opts.Guard != nil {
 		r.Use(opts.Guard)
 	}
-	r.Use(readBody(opts.MaxBodyBytes), deadline(opts.RequestTimeout, opts.LongPollTimeout), unrouted, h.validate)
+	policy, err := auth.NewPolicy(uiPrefix)
+	if err != nil {
+		return nil, err
+	}
+	r.Use(readBody(opts.MaxBodyBytes), access(policy, opts.Guard != nil, opts.Audit, uiPrefix),
+		deadline(opts.RequestTimeout, opts.LongPollTimeout), unrouted, h.validate)
 	if opts.Extra != nil && opts.ExtraPrefix != "" {
 		r.Mount(strings.TrimSuffix(opts.ExtraPrefix, "/"), opts.Extra)
 	}
@@ -139,10 +151,14 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 		RequestErrorHandlerFunc:  h.handleRequestError,
 		ResponseErrorHandlerFunc: h.handleServiceError,
 	})
-	return iwfapi.HandlerWithOptions(strict, iwfapi.ChiServerOptions{
+	handler := iwfapi.HandlerWithOptions(strict, iwfapi.ChiServerOptions{
 		BaseRouter:       r,
 		ErrorHandlerFunc: h.handleRequestError,
-	}), nil
+	})
+	if err := checkRoutes(r, uiPrefix); err != nil {
+		return nil, err
+	}
+	return handler, nil
 }
 
 // handleRequestError answers requests that the generated code cannot

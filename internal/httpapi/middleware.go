@@ -32,6 +32,10 @@ type requestInfo struct {
 	id      string
 	body    []byte        // the request body as read by readBody
 	timeout time.Duration // the deadline the request was given
+	// errCode is the engine error code of a failed call (for the audit
+	// log); resultRunID is the run a start or reset created.
+	errCode     string
+	resultRunID string
 }
 
 func infoFrom(ctx context.Context) *requestInfo {

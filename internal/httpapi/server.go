@@ -34,6 +34,7 @@ func (s *Server) StartWorkflow(ctx context.Context, req iwfapi.StartWorkflowRequ
 	if err != nil {
 		return nil, err
 	}
+	infoFrom(ctx).resultRunID = deref(resp.WorkflowRunId)
 	return iwfapi.StartWorkflow200JSONResponse(resp), nil
 }
 
@@ -138,6 +139,7 @@ func (s *Server) ResetWorkflow(ctx context.Context, req iwfapi.ResetWorkflowRequ
 	if err != nil {
 		return nil, err
 	}
+	infoFrom(ctx).resultRunID = resp.WorkflowRunId
 	return iwfapi.ResetWorkflow200JSONResponse(resp), nil
 }
 
@@ -234,4 +236,12 @@ func (healthCheckUnavailable) VisitHealthCheckResponse(w http.ResponseWriter) er
 		SubStatus: ptr(iwfapi.ErrorSubStatusUncategorized),
 	})
 	return nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/archive"
+	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/console"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
@@ -54,6 +55,11 @@ type Options struct {
 	WorkerURLAllow []string
 	// Auth, when set, requires its tokens on the API (see package auth).
 	Auth *auth.Tokens
+	// CertRoles, when set, maps the subjects of verified client
+	// certificates to roles (auth.Options.CertRoles).
+	CertRoles auth.CertRoles
+	// Audit, when set, receives an entry per call that changes workflows.
+	Audit *audit.Log
 	// AuthMetrics requires a token for GET /metrics too.
 	AuthMetrics bool
 	// SecureCookies marks cookies Secure (set when serving TLS).
@@ -184,7 +190,7 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		ho.Metrics = eng.WriteMetrics
 	}
 	ao := auth.Options{ProtectMetrics: opts.AuthMetrics, ConsolePrefix: ConsolePrefix, SecureCookie: opts.SecureCookies,
-		SessionTTL: opts.ConsoleSessionTTL}
+		SessionTTL: opts.ConsoleSessionTTL, CertRoles: opts.CertRoles}
 	if !opts.NoUI {
 		co := console.Options{Logger: logger.With().Str("component", "console").Logger(), Prefix: ConsolePrefix}
 		if a, ok := ec.Archive.(console.Archive); ok {
@@ -200,9 +206,10 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		}
 		ho.Extra, ho.ExtraPrefix = ui, ConsolePrefix
 	}
-	if opts.Auth != nil {
-		ho.Guard = opts.Auth.Middleware(ao)
-	}
+	// The guard always runs: without tokens it names requests
+	// "anonymous" (or by their client certificate) with full access.
+	ho.Guard = auth.Guard(opts.Auth, ao)
+	ho.Audit = opts.Audit
 	handler, err := httpapi.NewHandler(eng, ho)
 	if err != nil {
 		closeBucket()

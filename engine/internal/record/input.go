@@ -3,7 +3,7 @@ package record
 // Input is one input that reached a run from outside: an API call or the
 // mutations of an RPC answer. It is stored as the Data of an ExternalInput
 // history event, so that a reset can apply it again to a new run. Exactly
-// one field is set.
+// one of the inputs is set; Actor says who sent it, when known.
 type Input struct {
 	Signal    *SignalInput    `json:"signal,omitempty"`
 	Publish   *PublishInput   `json:"publish,omitempty"`
@@ -12,6 +12,9 @@ type Input struct {
 	SkipTimer *SkipTimer      `json:"skipTimer,omitempty"`
 	Config    *ConfigInput    `json:"configUpdate,omitempty"`
 	RPC       *RPCMutation    `json:"rpc,omitempty"`
+	// Actor is who made the call (engine.WithActor): a token's name, a
+	// client certificate's subject, "anonymous".
+	Actor string `json:"actor,omitempty"`
 }
 
 // SignalInput is a message sent to a signal channel.
