@@ -172,9 +172,14 @@ func cutConnections(base, app string) (int, error) {
 	return n, err
 }
 
+// runResult is what chaosRun found, for a caller's own summary line.
+type runResult struct {
+	workflows, lost, double int
+}
+
 // chaosRun drives the workload through the plan's faults, waits until every
 // workflow has closed, checks them all and prints the summary line.
-func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
+func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResult {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
 	w := crashtest.NewWorker(t)
@@ -338,6 +343,7 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 	if c.count("kill") > 0 && repeated == 0 && p.kills >= 10 {
 		t.Logf("no worker call was repeated: the kills struck no call in flight")
 	}
+	return runResult{workflows: len(workflows), lost: len(f.lost), double: len(f.double)}
 }
 
 // waitUntil polls cond every 20 ms until it holds, failing the test after

@@ -240,6 +240,25 @@ func (p *Pair) Rebuild() error {
 	return p.rebuild(s)
 }
 
+// WaitCaughtUp waits until the standby has replayed everything the primary
+// had written when it was called.
+func (p *Pair) WaitCaughtUp() error {
+	prim, stby := p.Primary(), p.Standby()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, prim)
+	if err != nil {
+		return fmt.Errorf("pgpair: %w", err)
+	}
+	var lsn string
+	err = conn.QueryRow(ctx, `SELECT pg_current_wal_lsn()::text`).Scan(&lsn)
+	conn.Close(context.Background())
+	if err != nil {
+		return fmt.Errorf("pgpair: %w", err)
+	}
+	return poll(ctx, stby, fmt.Sprintf("SELECT pg_last_wal_replay_lsn() >= '%s'::pg_lsn", lsn))
+}
+
 // StopStandby stops the standby (fast shutdown). Nothing the primary
 // commits while it is stopped reaches it; with asynchronous replication the
 // primary goes on acknowledging commits.
