@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,7 +88,12 @@ func TestChaosFailover(t *testing.T) {
 	}
 	fmt.Printf("failovers=%d workflows=%d lost=%d double_applied=%d longest_unavailable=%s%s\n",
 		pair.Failovers(), res.workflows, res.lost, res.double, longest.Round(time.Millisecond), mode)
-	t.Logf("%d periods of unavailability; answers other than 200 during the run: %v", outages, codes)
+	slices.Sort(outages)
+	var ds []string
+	for _, o := range outages {
+		ds = append(ds, o.Round(time.Millisecond).String())
+	}
+	t.Logf("%d periods of unavailability (%s); answers other than 200 during the run: %v", len(outages), strings.Join(ds, " "), codes)
 	if pair.Failovers() != n {
 		t.Errorf("%d failovers done, want %d", pair.Failovers(), n)
 	}
@@ -107,7 +113,7 @@ type outageWatch struct {
 	mu       sync.Mutex
 	down     time.Time // zero while available
 	longest  time.Duration
-	outages  int
+	outages  []time.Duration
 	nonOK    map[string]int
 	stopOnce sync.Once
 }
@@ -135,7 +141,7 @@ func (w *outageWatch) observe(host string, status int, err error) {
 	case status == http.StatusOK:
 		if !w.down.IsZero() {
 			w.longest = max(w.longest, now.Sub(w.down))
-			w.outages++
+			w.outages = append(w.outages, now.Sub(w.down))
 			w.down = time.Time{}
 		}
 	case status == http.StatusServiceUnavailable || err != nil:
@@ -154,9 +160,10 @@ func (w *outageWatch) observe(host string, status int, err error) {
 
 func (w *outageWatch) stop() { w.stopOnce.Do(w.stopFn) }
 
-// result is the longest unavailability, how many there were, and the count
-// of each answer other than 200 (an outage still open counts until now).
-func (w *outageWatch) result() (time.Duration, int, map[string]int) {
+// result is the longest unavailability, each of those that ended, and the
+// count of each answer other than 200 (an outage still open counts until
+// now).
+func (w *outageWatch) result() (time.Duration, []time.Duration, map[string]int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	longest := w.longest
@@ -167,7 +174,7 @@ func (w *outageWatch) result() (time.Duration, int, map[string]int) {
 	for k, v := range w.nonOK {
 		codes[k] = v
 	}
-	return longest, w.outages, codes
+	return longest, append([]time.Duration(nil), w.outages...), codes
 }
 
 // TestFailoverAsyncLoses shows what "acknowledged" is worth without

@@ -41,6 +41,7 @@ func count(t *testing.T, url string) int {
 // TestSyncFailover: a commit acknowledged by the primary survives two
 // failovers, and the two-host URL reaches whichever node is the primary.
 func TestSyncFailover(t *testing.T) {
+	t.Parallel()
 	p := Start(t, Options{})
 	exec1(t, p.URL, `CREATE TABLE t (v int)`)
 	for i := range 2 {
@@ -73,6 +74,7 @@ func TestSyncFailover(t *testing.T) {
 // TestAsyncLoss: with an asynchronous standby that receives nothing, a
 // commit the primary acknowledged is gone after the failover.
 func TestAsyncLoss(t *testing.T) {
+	t.Parallel()
 	p := Start(t, Options{Async: true})
 	exec1(t, p.URL, `CREATE TABLE t (v int)`)
 	exec1(t, p.URL, `INSERT INTO t VALUES (1)`)
