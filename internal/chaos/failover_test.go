@@ -185,8 +185,9 @@ func (w *outageWatch) result() (time.Duration, []time.Duration, map[string]int) 
 // workflows that completed before the standby stopped.
 func TestFailoverAsyncLoses(t *testing.T) {
 	pair := pgpair.Start(t, pgpair.Options{Async: true})
-	a, b := failoverNodes(t, pair)
-	c := newCluster(a, b)
+	node := crashtest.StartServer(t, crashtest.Options{Bin: serverBin, DB: pair.URL, Name: "node",
+		LeaseDuration: leaseDuration, PollInterval: pollInterval, LogLevel: "info"})
+	c := newCluster(node)
 	w := crashtest.NewWorker(t)
 	registerWorkload(w)
 	d := &driver{c: c, worker: w}

@@ -70,34 +70,3 @@ func TestSyncFailover(t *testing.T) {
 		t.Fatalf("Failovers() = %d, want 2", p.Failovers())
 	}
 }
-
-// TestAsyncLoss: with an asynchronous standby that receives nothing, a
-// commit the primary acknowledged is gone after the failover.
-func TestAsyncLoss(t *testing.T) {
-	t.Parallel()
-	p := Start(t, Options{Async: true})
-	exec1(t, p.URL, `CREATE TABLE t (v int)`)
-	exec1(t, p.URL, `INSERT INTO t VALUES (1)`)
-	// The standby has the first row before it stops.
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := poll(ctx, p.Standby(), `SELECT count(*) = 1 FROM t`); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.StopStandby(); err != nil {
-		t.Fatal(err)
-	}
-	exec1(t, p.URL, `INSERT INTO t VALUES (2)`) // acknowledged by the primary alone
-	if err := p.KillPrimary(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.StartStandby(); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Promote(); err != nil {
-		t.Fatal(err)
-	}
-	if n := count(t, p.URL); n != 1 {
-		t.Fatalf("after the failover: %d rows, want 1 (the second commit is lost)", n)
-	}
-}
