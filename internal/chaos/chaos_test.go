@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iwf-server/iwf-server/internal/chaos/pgpair"
 	"github.com/iwf-server/iwf-server/internal/crashtest"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 )
@@ -30,7 +31,9 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	if bin := os.Getenv("IWF_CRASHTEST_BIN"); bin != "" {
 		serverBin = bin
-		os.Exit(m.Run())
+		code := m.Run()
+		pgpair.Cleanup()
+		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "chaos-bin-")
 	if err != nil {
@@ -45,6 +48,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	pgpair.Cleanup()
 	os.Exit(code)
 }
 

@@ -130,7 +130,7 @@ func Start(t testing.TB, o Options) *Pair {
 	})
 
 	a := p.nodes[0]
-	if err := p.run("initdb", "-D", a.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"); err != nil {
+	if err := p.initdb(a.data()); err != nil {
 		t.Fatal(err)
 	}
 	conf := "\n# pgpair\nlisten_addresses = '127.0.0.1'\nwal_level = replica\nmax_wal_senders = 10\nhot_standby = on\n" +
@@ -166,6 +166,52 @@ func Start(t testing.TB, o Options) *Pair {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// template is a data directory fresh from initdb, made once per process:
+// initdb takes seconds of CPU (half a minute on a loaded machine), a copy
+// a fraction of one.
+var template struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// initdb puts a fresh cluster in data: a copy of the template, made with
+// initdb on first use.
+func (p *Pair) initdb(data string) error {
+	template.once.Do(func() {
+		dir, err := os.MkdirTemp("", "iwf-pgpair-template-")
+		if err != nil {
+			template.err = err
+			return
+		}
+		template.dir = dir
+		if p.asOther != "" {
+			if out, err := exec.Command("chown", p.asOther, dir).CombinedOutput(); err != nil {
+				template.err = fmt.Errorf("chown %s: %v: %s", dir, err, out)
+				return
+			}
+		}
+		template.err = p.run("initdb", "-D", filepath.Join(dir, "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
+	})
+	if template.err != nil {
+		return template.err
+	}
+	// cp -a keeps the owner (postgres) and the modes PostgreSQL checks.
+	if out, err := exec.Command("cp", "-a", filepath.Join(template.dir, "data"), data).CombinedOutput(); err != nil {
+		return fmt.Errorf("pgpair: copy the initdb template: %v: %s", err, out)
+	}
+	return nil
+}
+
+// Cleanup removes the data directory template that Start makes once per
+// process. Call it from TestMain after m.Run; without it the template
+// stays in the temporary directory.
+func Cleanup() {
+	if template.dir != "" {
+		os.RemoveAll(template.dir)
+	}
 }
 
 // Primary and Standby are the URLs of the current primary and standby

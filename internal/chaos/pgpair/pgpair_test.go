@@ -2,11 +2,18 @@ package pgpair
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 )
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	Cleanup()
+	os.Exit(code)
+}
 
 func exec1(t *testing.T, url, sql string, args ...any) {
 	t.Helper()
