@@ -91,5 +91,5 @@ CHAOS_FAILOVERS ?= 5
 chaos-failover: ## fail PostgreSQL over CHAOS_FAILOVERS (default 5) times under the mixed workload on two nodes, then check every workflow
 	@echo "== TestChaosFailover (CHAOS_FAILOVERS=$(CHAOS_FAILOVERS))"; out=$$(mktemp); start=$$(date +%s); \
 	CHAOS_FAILOVERS=$(CHAOS_FAILOVERS) $(GO) test -count=1 -timeout 0 -v -run '^TestChaosFailover$$' ./internal/chaos/ >$$out 2>&1; status=$$?; \
-	grep -E '^failovers=' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
+	grep -E '^failovers=|periods of unavailability' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
 	if [ $$status -ne 0 ]; then cat $$out; rm -f $$out; exit 1; fi; rm -f $$out

@@ -125,7 +125,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	// A connection that turns out to be on a read-only server is discarded
 	// (readonly.go).
 	cfg.ConnConfig.Tracer = roleTracer{next: o.tracer}
-	cfg.AfterRelease = keepAfterRelease
+	cfg.PrepareConn = usable
 	// The change feed's connections wait for notifications under contexts
 	// that end routinely: they keep pgx's default, which only unblocks the
 	// socket.

@@ -12,9 +12,10 @@ import (
 // (SQLSTATE 25006, read_only_sql_transaction, outside the store's own READ
 // ONLY transactions) is on a standby: a URL with several hosts reached one
 // that was demoted, or target_session_attrs was not set. Such a connection
-// is marked when the error comes back, and the pool discards it when it is
-// released instead of keeping it, so that the next connection is made anew
-// and — with target_session_attrs=read-write — reaches the current primary.
+// is marked when the error comes back, and the pool destroys it instead of
+// handing it out again (the check runs on acquire, so that releasing a
+// connection costs nothing more): the next connection is made anew and —
+// with target_session_attrs=read-write — reaches the current primary.
 // The error itself is classified as the store being unavailable (503, the
 // engine retries later).
 //
@@ -43,11 +44,11 @@ func markIfReadOnly(c *pgx.Conn, err error) {
 	}
 }
 
-// keepAfterRelease is the pool's AfterRelease hook: a marked connection is
-// destroyed.
-func keepAfterRelease(c *pgx.Conn) bool {
+// usable is the pool's PrepareConn hook: a marked connection is destroyed,
+// and the acquisition goes on with another.
+func usable(_ context.Context, c *pgx.Conn) (bool, error) {
 	marked, _ := c.PgConn().CustomData()[readOnlyMark].(bool)
-	return !marked
+	return !marked, nil
 }
 
 // roleTracer is the pgx tracer of the pool's connections: it marks a
