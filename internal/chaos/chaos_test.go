@@ -16,6 +16,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/iwf-server/iwf-server/internal/chaos/pgpair"
 	"github.com/iwf-server/iwf-server/internal/crashtest"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 )
@@ -30,7 +31,9 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	if bin := os.Getenv("IWF_CRASHTEST_BIN"); bin != "" {
 		serverBin = bin
-		os.Exit(m.Run())
+		code := m.Run()
+		pgpair.Cleanup()
+		os.Exit(code)
 	}
 	dir, err := os.MkdirTemp("", "chaos-bin-")
 	if err != nil {
@@ -45,6 +48,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
+	pgpair.Cleanup()
 	os.Exit(code)
 }
 
@@ -172,9 +176,14 @@ func cutConnections(base, app string) (int, error) {
 	return n, err
 }
 
+// runResult is what chaosRun found, for a caller's own summary line.
+type runResult struct {
+	workflows, lost, double int
+}
+
 // chaosRun drives the workload through the plan's faults, waits until every
 // workflow has closed, checks them all and prints the summary line.
-func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
+func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResult {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
 	w := crashtest.NewWorker(t)
@@ -338,6 +347,7 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) {
 	if c.count("kill") > 0 && repeated == 0 && p.kills >= 10 {
 		t.Logf("no worker call was repeated: the kills struck no call in flight")
 	}
+	return runResult{workflows: len(workflows), lost: len(f.lost), double: len(f.double)}
 }
 
 // waitUntil polls cond every 20 ms until it holds, failing the test after

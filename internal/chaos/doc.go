@@ -5,14 +5,17 @@
 // killed with SIGKILL at random moments and restarted, paused past its
 // lease (PostgreSQL, two nodes), cut off from its database
 // (pg_terminate_backend), and — when the test may mount a tmpfs — runs out
-// of disk (SQLite). A checker then verifies from the worker's records and
-// the API that every workflow reached the outcome its script implies, that
-// no state execution's effects were applied twice, that nothing
-// acknowledged to a client was lost, and that worker calls were repeated
-// only when a fault struck while they were in flight.
+// of disk (SQLite), or — on a PostgreSQL primary and standby the test owns
+// (pgpair) — loses its database's primary to a failover. A checker then
+// verifies from the worker's records and the API that every workflow
+// reached the outcome its script implies, that no state execution's
+// effects were applied twice, that nothing acknowledged to a client was
+// lost, and that worker calls were repeated only when a fault struck while
+// they were in flight.
 //
 // The package has only tests; they use the harness of internal/crashtest
 // (server processes, the recording worker, the dump reader). `make chaos`
 // runs them with CHAOS_KILLS kills per store; `make test` runs a 10-kill
-// version. See docs/reliability.md.
+// version; `make chaos-failover` (also run by `make chaos`) does
+// CHAOS_FAILOVERS failovers, and `make test` one. See docs/reliability.md.
 package chaos

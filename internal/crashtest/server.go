@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -428,10 +429,39 @@ func (s *Server) Client() *iwfapi.ClientWithResponses {
 
 // apiHTTPClient is shared by the API clients. It has no overall timeout:
 // calls carry contexts with deadlines.
-var apiHTTPClient = &http.Client{Transport: &http.Transport{
+var apiHTTPClient = &http.Client{Transport: observed{&http.Transport{
 	MaxIdleConnsPerHost: 64,
 	DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-}}
+}}}
+
+// responseObserver is the function set by ObserveResponses.
+var responseObserver atomic.Pointer[func(host string, status int, err error)]
+
+// ObserveResponses has f called with the outcome of every API call made
+// through a Server's Client from now on: the server's host:port, the HTTP
+// status (0 when err is set) and the transport's error. f runs on the
+// caller's goroutine and must be quick and safe for concurrent use. The
+// function returned stops the observation. One observer at a time.
+func ObserveResponses(f func(host string, status int, err error)) (stop func()) {
+	responseObserver.Store(&f)
+	return func() { responseObserver.CompareAndSwap(&f, nil) }
+}
+
+// observed is the API clients' transport: it reports each outcome to the
+// observer set by ObserveResponses.
+type observed struct{ next http.RoundTripper }
+
+func (o observed) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := o.next.RoundTrip(req)
+	if f := responseObserver.Load(); f != nil {
+		status := 0
+		if resp != nil {
+			status = resp.StatusCode
+		}
+		(*f)(req.URL.Host, status, err)
+	}
+	return resp, err
+}
 
 // Log returns the output of every process started so far.
 func (s *Server) Log() string {

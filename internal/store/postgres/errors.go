@@ -49,7 +49,8 @@ func checkParams(args []any) error {
 //     carries: *engine.Error with engine.CodeInvalidArgument;
 //   - the database cannot be reached or cannot take work now (no
 //     connection, a connection lost, the server shutting down or starting,
-//     too many connections, a full disk, a closed pool):
+//     too many connections, a full disk, a closed pool, a server that
+//     refuses writes because it is a standby):
 //     *engine.UnavailableError, retried later;
 //   - anything else is returned unchanged.
 //
@@ -71,7 +72,8 @@ func classify(ctx context.Context, err error) error {
 			return engine.InvalidRequestError("the request exceeds a limit of the store (PostgreSQL): "+pgErr.Message, err)
 		case strings.HasPrefix(pgErr.Code, "08"), // connection_exception
 			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // admin/crash shutdown, cannot_connect_now
-			pgErr.Code == "53100", pgErr.Code == "53200", pgErr.Code == "53300": // disk_full, out_of_memory, too_many_connections
+			pgErr.Code == "53100", pgErr.Code == "53200", pgErr.Code == "53300", // disk_full, out_of_memory, too_many_connections
+			pgErr.Code == sqlReadOnly: // read_only_sql_transaction: a standby (the connection is discarded, readonly.go)
 			return &engine.UnavailableError{Store: storeName, Err: err}
 		}
 		return err

@@ -97,3 +97,6 @@ func UpdateQuery(ctx context.Context, s *Store, sql string, args ...any) (string
 	})
 	return out, err
 }
+
+// NewConns is the number of connections s's pool has opened.
+func NewConns(s *Store) int64 { return s.pool.Stat().NewConnsCount() }

@@ -122,9 +122,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	if o.schema != "" {
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{o.schema}.Sanitize()
 	}
-	if o.tracer != nil {
-		cfg.ConnConfig.Tracer = o.tracer
-	}
+	// A connection that turns out to be on a read-only server is discarded
+	// (readonly.go).
+	cfg.ConnConfig.Tracer = roleTracer{next: o.tracer}
+	cfg.PrepareConn = usable
 	// The change feed's connections wait for notifications under contexts
 	// that end routinely: they keep pgx's default, which only unblocks the
 	// socket.
