@@ -19,6 +19,7 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/log"
 )
 
 // Proxy forwards connections from Addr to an upstream address, through the
@@ -35,6 +36,9 @@ type Proxy struct {
 // stops when the test ends.
 func New(t testing.TB, upstream string) *Proxy {
 	t.Helper()
+	// toxiproxy's toxics log through zerolog's global logger, at trace
+	// level: silence it (the servers under test are other processes).
+	log.Logger = zerolog.Nop()
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	p := toxiproxy.NewProxy(srv, "p", "127.0.0.1:0", upstream)
 	if err := p.Start(); err != nil {
