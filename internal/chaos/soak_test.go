@@ -32,6 +32,8 @@ const (
 	soakMinWarmup    = 30 * time.Second
 	soakDefaultWarm  = 10 * time.Minute
 	soakDefaultHours = time.Hour
+	// soakCapacityClients run workflows back to back to measure capacity.
+	soakCapacityClients = 32
 )
 
 // soakSampleRow is one line of the soak's CSV.
@@ -119,6 +121,7 @@ func soakStore(t *testing.T, store string, srv *crashtest.Server, dur, warm time
 	var (
 		mu      sync.Mutex
 		lat     []time.Duration // latencies of the current sample period
+		all     []timedLatency  // every latency of the load, for the verdict
 		nReq    atomic.Int64
 		errs    atomic.Int64
 		errList []string
@@ -137,8 +140,10 @@ func soakStore(t *testing.T, store string, srv *crashtest.Server, dur, warm time
 	timed := func(op func() error) error {
 		began := time.Now()
 		err := op()
+		took := time.Since(began)
 		mu.Lock()
-		lat = append(lat, time.Since(began))
+		lat = append(lat, took)
+		all = append(all, timedLatency{at: began, took: took})
 		mu.Unlock()
 		nReq.Add(1)
 		return err
@@ -161,12 +166,15 @@ func soakStore(t *testing.T, store string, srv *crashtest.Server, dur, warm time
 		done.Add(1)
 	}
 
-	// Capacity: closed-loop clients for a short while.
+	// Capacity: closed-loop clients, each starting its next workflow as
+	// soon as the last one closed, for a short while. A workflow takes
+	// over a second (its durable timer), so it takes many clients to
+	// find the server's limit rather than the clients'.
 	capDur := min(max(dur/12, 15*time.Second), 3*time.Minute)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	began := time.Now()
-	for range 8 {
+	for range soakCapacityClients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -180,11 +188,11 @@ func soakStore(t *testing.T, store string, srv *crashtest.Server, dur, warm time
 	wg.Wait()
 	capacity := float64(done.Load()) / time.Since(began).Seconds()
 	rate := capacity / 2
-	t.Logf("%s: capacity %.1f workflows/s (8 clients, %s); soak at %.1f/s for %s, warm-up %s", store, capacity, capDur, rate, dur, warm)
+	t.Logf("%s: capacity %.1f workflows/s (%d clients, %s); soak at %.1f/s for %s, warm-up %s", store, capacity, soakCapacityClients, capDur, rate, dur, warm)
 
 	// The load: open loop at rate, while the sampler runs.
 	mu.Lock()
-	lat = nil
+	lat, all = nil, nil
 	mu.Unlock()
 	errs.Store(0)
 	done.Store(0)
@@ -264,7 +272,10 @@ func soakStore(t *testing.T, store string, srv *crashtest.Server, dur, warm time
 		f.check(wf, r, dd, len(runs[wf.id]))
 	}
 
-	growth, drift := soakVerdict(rows, warm)
+	growth, _ := soakVerdict(rows, warm)
+	mu.Lock()
+	drift := p99Drift(all, loadStart.Add(warm), loadStart.Add(dur))
+	mu.Unlock()
 	fmt.Printf("soak store=%s duration=%s rate=%.1f/s (capacity %.1f) workflows=%d requests=%d errors=%d behind=%d lost=%d double_applied=%d %s p99_drift=%+.0f%% csv=%s png=%s\n",
 		store, dur, rate, capacity, len(workflows), nReq.Load(), errs.Load(), behind, len(f.lost), len(f.double), growth.String(), drift*100, csvPath, pngPath)
 	for _, e := range errList {
@@ -328,6 +339,36 @@ func soakScript(d *driver, wf *workflow, timed func(func() error) error) error {
 	return nil
 }
 
+// timedLatency is one request's latency and when it began.
+type timedLatency struct {
+	at   time.Time
+	took time.Duration
+}
+
+// p99Drift compares the p99 latency of the requests of the first third of
+// the time from warm to end with that of the last third. A window's own
+// p99 (the CSV's) rests on a few hundred requests at most and jumps with
+// every burst of the machine's other work; a third of the run pools
+// enough requests for a p99 that means something.
+func p99Drift(all []timedLatency, warm, end time.Time) float64 {
+	third := end.Sub(warm) / 3
+	var first, last []time.Duration
+	for _, l := range all {
+		switch {
+		case l.at.Before(warm):
+		case l.at.Before(warm.Add(third)):
+			first = append(first, l.took)
+		case !l.at.Before(end.Add(-third)):
+			last = append(last, l.took)
+		}
+	}
+	a, b := quantileMs(first, 0.99), quantileMs(last, 0.99)
+	if a <= 0 {
+		return 0
+	}
+	return (b - a) / a
+}
+
 // growthMap is each watched series' relative growth after the warm-up.
 type growthMap map[string]float64
 
@@ -340,7 +381,8 @@ func (g growthMap) String() string {
 }
 
 // soakVerdict compares the median of the first third of the samples after
-// the warm-up with the median of the last third: a leak grows steadily, so
+// the warm-up with the median of the last third (its second result, the
+// drift of the windows' p99, is for the record; p99Drift decides): a leak grows steadily, so
 // it shows between the two, while medians ride out the samples that catch
 // a burst.
 func soakVerdict(rows []soakSampleRow, warm time.Duration) (growthMap, float64) {

@@ -113,6 +113,16 @@ func (l *liveness) close() {
 
 func (l *liveness) run() {
 	defer close(l.done)
+	// A probe under way ends with close, not after its timeout.
+	base, cancelBase := context.WithCancel(context.Background())
+	defer cancelBase()
+	go func() {
+		select {
+		case <-l.stop:
+			cancelBase()
+		case <-base.Done():
+		}
+	}()
 	var conn *pgx.Conn
 	defer func() {
 		if conn != nil {
@@ -127,7 +137,7 @@ func (l *liveness) run() {
 			return
 		case <-tick.C:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+		ctx, cancel := context.WithTimeout(base, l.timeout)
 		err := func() error {
 			if conn == nil {
 				c, err := pgx.ConnectConfig(ctx, l.probeCfg)
@@ -140,6 +150,9 @@ func (l *liveness) run() {
 			return conn.QueryRow(ctx, `SELECT 1`).Scan(&one)
 		}()
 		cancel()
+		if base.Err() != nil {
+			return
+		}
 		if err != nil {
 			if conn != nil {
 				_ = conn.Close(context.Background())
