@@ -149,6 +149,8 @@ func (l *liveness) run() {
 			var one int
 			return conn.QueryRow(ctx, `SELECT 1`).Scan(&one)
 		}()
+		// Read before cancel, which would set ctx.Err() in any case.
+		timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
 		cancel()
 		if base.Err() != nil {
 			return
@@ -158,7 +160,7 @@ func (l *liveness) run() {
 				_ = conn.Close(context.Background())
 				conn = nil
 			}
-			if ctx.Err() != nil || l.down.Load() {
+			if timedOut || l.down.Load() {
 				// No answer in time, or still none: down. A probe that
 				// failed fast (a refused connection, a restarted
 				// server) leaves the state to the pool's own errors.
