@@ -8,7 +8,7 @@ IMAGE     ?= iwf-server:dev
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos chaos-failover
+.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos chaos-failover chaos-net soak
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -93,3 +93,26 @@ chaos-failover: ## fail PostgreSQL over CHAOS_FAILOVERS (default 5) times under 
 	CHAOS_FAILOVERS=$(CHAOS_FAILOVERS) $(GO) test -count=1 -timeout 0 -v -run '^TestChaosFailover$$' ./internal/chaos/ >$$out 2>&1; status=$$?; \
 	grep -E '^failovers=|periods of unavailability' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
 	if [ $$status -ne 0 ]; then cat $$out; rm -f $$out; exit 1; fi; rm -f $$out
+
+# Network faults (toxiproxy between a node and PostgreSQL: 200 ms latency, a
+# bandwidth limit, resets, a black hole; CHAOS_NETFAULTS of each, default 1)
+# and clock skew (a node under libfaketime 90 s ahead, then behind), each
+# under the mixed workload and the checker; CI runs it after make test.
+chaos-net: ## network faults between a node and PostgreSQL, and a node with a skewed clock, under the chaos workload
+	@out=$$(mktemp); start=$$(date +%s); \
+	IWF_CHAOS_NET=1 $(GO) test -count=1 -timeout 20m -v -run '^(TestNetFaults|TestClockSkew)$$' ./internal/chaos/ >$$out 2>&1; status=$$?; \
+	grep -E '^(kills=|netfaults=|skew=)' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
+	if [ $$status -ne 0 ]; then grep -E -- '--- FAIL|_test.go:[0-9]+:' $$out | head -100; fi; rm -f $$out; exit $$status
+
+# The soak: the chaos workload at half the measured capacity for
+# SOAK_DURATION on each store, sampled every 10 s into SOAK_DIR/soak-<store>.csv
+# and .png; warm-up 10 min per hour (at least 30 s). Short runs check the
+# machinery: make soak SOAK_DURATION=3m.
+SOAK_DURATION ?= 1h
+SOAK_DIR      ?= bin/soak
+
+soak: ## run the workload at half capacity for SOAK_DURATION (default 1h) per store; fail on leaks, p99 drift or any error
+	@mkdir -p $(SOAK_DIR); out=$$(mktemp); \
+	SOAK_DURATION=$(SOAK_DURATION) SOAK_DIR=$(abspath $(SOAK_DIR)) $(GO) test -count=1 -timeout 0 -v -run '^TestSoak$$' ./internal/chaos/ >$$out 2>&1; status=$$?; \
+	grep -E '^soak ' $$out; \
+	if [ $$status -ne 0 ]; then grep -E -- '--- FAIL|_test.go:[0-9]+:' $$out | head -100; fi; rm -f $$out; exit $$status

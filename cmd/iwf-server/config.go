@@ -23,6 +23,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 	"github.com/iwf-server/iwf-server/internal/workerpolicy"
 	"github.com/iwf-server/iwf-server/search"
@@ -50,6 +51,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// DBConnectTimeout bounds connecting to PostgreSQL at start.
 	DBConnectTimeout time.Duration
+	// DBLivenessTimeout is how long PostgreSQL may leave the liveness
+	// probe unanswered before the node treats it as down.
+	DBLivenessTimeout time.Duration
 	// ReadTimeout bounds how long a client may take to send a request,
 	// headers and body; a slower one is disconnected.
 	ReadTimeout time.Duration
@@ -137,6 +141,7 @@ func DefaultConfig() Config {
 		MaxBodyBytes:      httpapi.DefaultMaxBodyBytes,
 		ReadTimeout:       DefaultReadTimeout,
 		DBConnectTimeout:  server.DefaultConnectTimeout,
+		DBLivenessTimeout: postgres.DefaultLivenessTimeout,
 		WriteTimeout:      DefaultWriteTimeout,
 		LeaseDuration:     engine.DefaultLeaseDuration,
 		PollInterval:      engine.DefaultPollInterval,
@@ -176,7 +181,8 @@ func (c Config) Validate() error {
 	for name, d := range map[string]time.Duration{
 		"max-wait": c.MaxWait, "lease-duration": c.LeaseDuration, "poll-interval": c.PollInterval,
 		"read-timeout": c.ReadTimeout, "write-timeout": c.WriteTimeout, "db-connect-timeout": c.DBConnectTimeout,
-		"shutdown-grace": c.ShutdownGrace, "request-timeout": c.RequestTimeout, "console-session-ttl": c.ConsoleSessionTTL,
+		"db-liveness-timeout": c.DBLivenessTimeout,
+		"shutdown-grace":      c.ShutdownGrace, "request-timeout": c.RequestTimeout, "console-session-ttl": c.ConsoleSessionTTL,
 		"retention-interval": c.RetentionInterval,
 	} {
 		if d <= 0 {
@@ -394,6 +400,8 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.MaxWait }),
 	durationSetting("db-connect-timeout", "IWF_DB_CONNECT_TIMEOUT", "how long connecting to PostgreSQL may take at start",
 		func(c *Config) *time.Duration { return &c.DBConnectTimeout }),
+	durationSetting("db-liveness-timeout", "IWF_DB_LIVENESS_TIMEOUT", "how long PostgreSQL may leave the node's liveness probe (SELECT 1, every second) unanswered before the node treats it as down: it answers 503, closes its connections and reconnects once the database answers",
+		func(c *Config) *time.Duration { return &c.DBLivenessTimeout }),
 	durationSetting("read-timeout", "IWF_READ_TIMEOUT", "how long a client may take to send a request (headers and body); slower ones are disconnected",
 		func(c *Config) *time.Duration { return &c.ReadTimeout }),
 	durationSetting("write-timeout", "IWF_WRITE_TIMEOUT", "how long a request may take to be answered after its headers; must exceed max-wait",

@@ -159,6 +159,7 @@ func (m *Main) Run(ctx context.Context) error {
 		Logger:            &m.logger,
 		MaxBodyBytes:      m.Config.MaxBodyBytes,
 		ConnectTimeout:    m.Config.DBConnectTimeout,
+		DBLivenessTimeout: m.Config.DBLivenessTimeout,
 		SQLiteSynchronous: m.Config.SQLiteSynchronous,
 		RequestTimeout:    m.Config.RequestTimeout,
 		RestrictHosts:     auth.IsLoopbackAddr(m.Config.Addr),

@@ -133,6 +133,9 @@ type workflow struct {
 type driver struct {
 	c      *cluster
 	worker *crashtest.Worker
+	// onErr, when set, is told of every failed attempt of retry (the soak
+	// counts them).
+	onErr func(what string, err error)
 }
 
 // call runs one API call with retries: op answers done when the call took
@@ -150,6 +153,9 @@ func (d *driver) retry(what string, op func(ctx context.Context, srv *crashtest.
 			return nil
 		}
 		last = err
+		if d.onErr != nil && err != nil {
+			d.onErr(what, err)
+		}
 		time.Sleep(20 * time.Millisecond) // a fault is under way; try again
 	}
 	return fmt.Errorf("%s: gave up after %s: %v", what, opTimeout, last)

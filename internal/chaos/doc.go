@@ -18,4 +18,11 @@
 // runs them with CHAOS_KILLS kills per store; `make test` runs a 10-kill
 // version; `make chaos-failover` (also run by `make chaos`) does
 // CHAOS_FAILOVERS failovers, and `make test` one. See docs/reliability.md.
+//
+// `make chaos-net` runs the network faults between a node and PostgreSQL
+// (TestNetFaults, through internal/faultproxy) and a node whose clock is
+// 90 s off (TestClockSkew), both under the same workload and checker;
+// `make test` runs TestWorkerLinkFaults (faults between the server and a
+// worker). `make soak` runs TestSoak: the workload at half capacity for
+// SOAK_DURATION, sampled for leaks and latency drift.
 package chaos

@@ -402,6 +402,16 @@ func (s *Server) Running() bool {
 	return s.cmd != nil
 }
 
+// Pid is the process id of the running process, 0 when none runs.
+func (s *Server) Pid() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil || s.cmd.Process == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
 // URL is the base URL of the server's API.
 func (s *Server) URL() string {
 	s.mu.Lock()

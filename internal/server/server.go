@@ -29,6 +29,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/console"
+	"github.com/iwf-server/iwf-server/internal/dbclock"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
@@ -79,6 +80,10 @@ type Options struct {
 	// SQLiteSynchronous is the durability of a SQLite store's commits
 	// (default sqlite.SyncNormal; see docs/reliability.md).
 	SQLiteSynchronous sqlite.Synchronous
+	// DBLivenessTimeout is how long PostgreSQL may leave the store's
+	// liveness probe unanswered before the node treats it as down
+	// (default postgres.DefaultLivenessTimeout; see docs/reliability.md).
+	DBLivenessTimeout time.Duration
 	// RestrictHosts serves only requests whose Host header names
 	// localhost, a loopback address or one of AllowedHosts, and answers
 	// others 421 (set when listening on a loopback address: it defeats DNS
@@ -115,7 +120,8 @@ type Server struct {
 	// Handler serves the REST API, /metrics and the healthcheck.
 	Handler http.Handler
 
-	store    Store // closed by Close when the server opened it
+	store    Store          // closed by Close when the server opened it
+	clock    *dbclock.Clock // the database's clock, stopped by Close
 	started  bool
 	ownStore bool
 	archive  *archive.Bucket // opened from Options.ArchiveURL
@@ -228,7 +234,8 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := OpenStore(ctx, target, StoreOptions{ConnectTimeout: opts.ConnectTimeout, SQLiteSynchronous: opts.SQLiteSynchronous})
+	st, err := OpenStore(ctx, target, StoreOptions{ConnectTimeout: opts.ConnectTimeout, SQLiteSynchronous: opts.SQLiteSynchronous,
+		LivenessTimeout: opts.DBLivenessTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +244,26 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	}
 	if opts.TraceDB == "" {
 		opts.TraceDB = map[DBKind]string{SQLite: "sqlite", Postgres: "postgresql"}[target.Kind]
+	}
+	// Nodes sharing a database run on its clock (see package dbclock).
+	var clock *dbclock.Clock
+	if src, ok := st.(interface {
+		Now(context.Context) (time.Time, error)
+	}); ok && opts.Engine.Clock == nil {
+		clock = dbclock.New(dbclock.NodeClock(), src.Now)
+		cctx, cancel := context.WithTimeout(ctx, connectTimeoutOr(opts.ConnectTimeout))
+		err := clock.Sync(cctx)
+		cancel()
+		if err != nil {
+			st.Close()
+			return nil, fmt.Errorf("read the database's clock: %w", err)
+		}
+		if opts.Logger != nil {
+			off, bound := clock.Offset()
+			opts.Logger.Info().Dur("offset", off).Dur("bound", bound).Msg("running on the database's clock (offset: database minus this node)")
+		}
+		clock.Start(dbclock.DefaultInterval)
+		opts.Engine.Clock = clock
 	}
 	if d, ok := st.(interface {
 		DurabilityWarnings(context.Context) ([]string, error)
@@ -251,10 +278,13 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	}
 	s, err := New(st, opts)
 	if err != nil {
+		if clock != nil {
+			clock.Stop()
+		}
 		st.Close()
 		return nil, err
 	}
-	s.store, s.ownStore = st, true
+	s.store, s.ownStore, s.clock = st, true, clock
 	return s, nil
 }
 
@@ -277,6 +307,10 @@ func (s *Server) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close engine: %w", err))
 		}
 		s.started = false
+	}
+	if s.clock != nil {
+		s.clock.Stop()
+		s.clock = nil
 	}
 	if s.ownStore && s.store != nil {
 		if err := s.store.Close(); err != nil {
@@ -381,6 +415,16 @@ type StoreOptions struct {
 	ConnectTimeout time.Duration
 	// SQLiteSynchronous is the durability of a SQLite store's commits.
 	SQLiteSynchronous sqlite.Synchronous
+	// LivenessTimeout is postgres.WithLivenessTimeout (0: its default).
+	LivenessTimeout time.Duration
+}
+
+// connectTimeoutOr is d, or DefaultConnectTimeout when d is not positive.
+func connectTimeoutOr(d time.Duration) time.Duration {
+	if d <= 0 {
+		return DefaultConnectTimeout
+	}
+	return d
 }
 
 // OpenStore opens the database d names and applies its migrations. The
@@ -410,7 +454,11 @@ func OpenStore(ctx context.Context, d DB, o StoreOptions) (Store, error) {
 		st, err = sqlite.Open(ctx, d.Path, opts...)
 	case Postgres:
 		cctx, cancel := context.WithTimeout(ctx, connectTimeout)
-		st, err = postgres.Open(cctx, d.URL)
+		var popts []postgres.Option
+		if o.LivenessTimeout != 0 {
+			popts = append(popts, postgres.WithLivenessTimeout(o.LivenessTimeout))
+		}
+		st, err = postgres.Open(cctx, d.URL, popts...)
 		cancel()
 		if err != nil {
 			return nil, explainPostgres(d, connectTimeout, err)

@@ -51,6 +51,8 @@ type Store struct {
 	// combiner commits blind transactions, several in one PostgreSQL
 	// transaction when they wait at once.
 	combiner *combiner
+	// live watches that the database answers (nil when turned off).
+	live *liveness
 }
 
 var (
@@ -65,6 +67,7 @@ type options struct {
 	schema      string
 	tracer      pgx.QueryTracer // tests count round trips with it
 	readTimeout time.Duration
+	liveness    time.Duration
 }
 
 // DefaultReadTimeout is the statement timeout of View transactions whose
@@ -126,6 +129,21 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	// (readonly.go).
 	cfg.ConnConfig.Tracer = roleTracer{next: o.tracer}
 	cfg.PrepareConn = usable
+	var live *liveness
+	if o.liveness >= 0 {
+		timeout := o.liveness
+		if timeout == 0 {
+			timeout = DefaultLivenessTimeout
+		}
+		live = newLiveness(timeout)
+		if cfg.ConnConfig.ConnectTimeout == 0 {
+			cfg.ConnConfig.ConnectTimeout = timeout
+		}
+		live.probeCfg = cfg.ConnConfig.Copy()
+		live.probeCfg.DialFunc = live.dialer.DialContext
+		live.probeCfg.Tracer = nil
+		cfg.ConnConfig.DialFunc = live.dial
+	}
 	// The change feed's connections wait for notifications under contexts
 	// that end routinely: they keep pgx's default, which only unblocks the
 	// socket.
@@ -167,8 +185,11 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	case readTimeout < 0:
 		readTimeout = 0
 	}
-	s := &Store{pool: pool, readTimeout: readTimeout, gate: newGate(int(cfg.MaxConns)), schema: o.schema, feed: newFeed(feedCfg, feedSchema)}
+	s := &Store{pool: pool, readTimeout: readTimeout, gate: newGate(int(cfg.MaxConns)), schema: o.schema, feed: newFeed(feedCfg, feedSchema), live: live}
 	s.combiner = newCombiner(s.pool)
+	if live != nil {
+		live.start()
+	}
 	return s, nil
 }
 
@@ -187,6 +208,9 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.feed.close()
+	if s.live != nil {
+		s.live.close()
+	}
 	s.pool.Close()
 	return nil
 }
