@@ -83,12 +83,33 @@ type Bucket struct {
 // Open opens the archive at a gocloud.dev/blob URL: file:///dir,
 // s3://bucket?region=R[&endpoint=URL&use_path_style=true],
 // gs://bucket, azblob://container.
+//
+// A file:// archive writes each object's temporary file next to it
+// (gocloud's no_tmp_dir) unless the URL says otherwise: the default, a
+// file in os.TempDir renamed into place, fails with "invalid cross-device
+// link" whenever the archive is on another file system than /tmp (a
+// mounted volume), and every run would stay unarchived and undeleted.
 func Open(ctx context.Context, rawURL string) (*Bucket, error) {
-	b, err := blob.OpenBucket(ctx, rawURL)
+	b, err := blob.OpenBucket(ctx, withLocalTemp(rawURL))
 	if err != nil {
 		return nil, fmt.Errorf("archive: opening %s: %w", Redact(rawURL), err)
 	}
 	return &Bucket{b: b}, nil
+}
+
+// withLocalTemp adds no_tmp_dir=1 to a file:// URL that does not set it.
+func withLocalTemp(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Scheme != "file" {
+		return rawURL
+	}
+	q := u.Query()
+	if _, set := q["no_tmp_dir"]; set {
+		return rawURL
+	}
+	q.Set("no_tmp_dir", "1")
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Redact returns a URL for logs and errors: without user information,

@@ -190,3 +190,32 @@ func TestDecodeStop(t *testing.T) {
 		t.Fatalf("Decode with a failing onEvent: %v", err)
 	}
 }
+
+// TestFileTempNextToObject: a file:// archive does not stage its objects in
+// os.TempDir (a rename from there fails when the archive is a mounted
+// volume on another file system); with TMPDIR pointing nowhere, writes
+// still succeed. An explicit no_tmp_dir in the URL is left as given.
+func TestFileTempNextToObject(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", filepath.Join(dir, "no-such-dir"))
+	ctx := context.Background()
+	b, err := archive.Open(ctx, "file://"+filepath.Join(dir, "archive")+"?create_dir=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if err := b.Put(ctx, &archive.Run{WorkflowID: "wf", RunID: "run-1", ClosedMs: 1}, pages(3, 2, 0, nil)); err != nil {
+		t.Fatalf("put with TMPDIR missing: %v", err)
+	}
+	if _, err := b.Read(ctx, "wf", "run-1", nil); err != nil {
+		t.Fatalf("read back: %v", err)
+	}
+	explicit, err := archive.Open(ctx, "file://"+filepath.Join(dir, "archive")+"?no_tmp_dir=")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer explicit.Close()
+	if err := explicit.Put(ctx, &archive.Run{WorkflowID: "wf", RunID: "run-2", ClosedMs: 2}, pages(3, 2, 0, nil)); err == nil {
+		t.Fatal("put staged in a missing TMPDIR succeeded: the URL's own no_tmp_dir was not left as given")
+	}
+}
