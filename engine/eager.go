@@ -94,6 +94,7 @@ func (e *Engine) fireTimerEager(ctx context.Context, task *Task) (bool, error) {
 	if err == nil {
 		err = checkDecision(resp)
 	}
+	e.recordStateCall(s, "execute", err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return true, ctx.Err()
