@@ -435,4 +435,3 @@ func value(text, name string) string {
 }
 
 func ptr[T any](v T) *T { return &v }
-
