@@ -67,8 +67,8 @@ var valueSets = map[string]map[string]any{
 		"extraArgs": []any{"--max-wait=30s"},
 	},
 	"inline tokens": {
-		"database":          map[string]any{"existingSecret": "iwf-db"},
-		"auth":              map[string]any{"tokens": []any{"token-one-aaaaaaaaaaaaaaaa", "token-two-bbbbbbbbbbbbbbbb"}},
+		"database":            map[string]any{"existingSecret": "iwf-db"},
+		"auth":                map[string]any{"tokens": []any{"token-one-aaaaaaaaaaaaaaaa", "token-two-bbbbbbbbbbbbbbbb"}},
 		"podDisruptionBudget": map[string]any{"enabled": true, "maxUnavailable": 2},
 	},
 }
@@ -437,4 +437,3 @@ func knownFlags(t *testing.T) map[string]bool {
 	}
 	return flags
 }
-
