@@ -80,7 +80,7 @@ func render(t *testing.T, vals map[string]any) (string, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	install := action.NewInstall(&action.Configuration{})
+	install := action.NewInstall(&action.Configuration{Log: func(string, ...any) {}})
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.ReleaseName, install.Namespace = "iwf", "iwf"
 	install.IncludeCRDs = true
