@@ -2,6 +2,7 @@ package check
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -34,7 +35,7 @@ func TestHelmLint(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			lint := action.NewLint()
 			lint.Namespace = "iwf"
-			result := lint.Run([]string{chartDir}, vals)
+			result := lint.Run([]string{chartDir}, copyValues(t, vals))
 			for _, err := range result.Errors {
 				t.Errorf("lint error: %v", err)
 			}
@@ -84,7 +85,9 @@ func render(t *testing.T, vals map[string]any) (string, error) {
 	install.DryRun, install.ClientOnly, install.Replace = true, true, true
 	install.ReleaseName, install.Namespace = "iwf", "iwf"
 	install.IncludeCRDs = true
-	rel, err := install.Run(ch, vals)
+	// Helm merges the chart's defaults into the map it is given: keep the
+	// test's values as written.
+	rel, err := install.Run(ch, copyValues(t, vals))
 	if err != nil {
 		return "", err
 	}
@@ -393,6 +396,21 @@ func TestHelmTemplateRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// copyValues deep-copies values (through JSON, as Helm reads them from
+// files).
+func copyValues(t *testing.T, vals map[string]any) map[string]any {
+	t.Helper()
+	b, err := json.Marshal(vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func containerPort(t *testing.T, c corev1.Container, name string) int32 {
