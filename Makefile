@@ -19,12 +19,14 @@ run: ## start the server on the embedded SQLite store (./iwf.db)
 build: ## build the server binary into bin/
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/iwf-server
 
-test: ## run all tests (SQLite always; PostgreSQL when reachable): server and SDK modules, one summary
+test: ## run all tests (SQLite always; PostgreSQL when reachable): server, SDK and deploy/check modules, one summary
 	@out=$$(mktemp); status=0; failed=""; \
 	echo "== server module"; \
 	$(GO) test -count=1 ./... 2>&1 | tee -a $$out; test $${PIPESTATUS[0]} -eq 0 || { status=1; failed="$$failed server"; }; \
 	echo "== SDK module (sdk-go)"; \
 	(cd sdk-go && $(GO) test -count=1 ./...) 2>&1 | tee -a $$out; test $${PIPESTATUS[0]} -eq 0 || { status=1; failed="$$failed sdk-go"; }; \
+	echo "== deployment files (deploy/check: Helm chart, compose, systemd)"; \
+	(cd deploy/check && $(GO) test -count=1 ./...) 2>&1 | tee -a $$out; test $${PIPESTATUS[0]} -eq 0 || { status=1; failed="$$failed deploy/check"; }; \
 	echo "== summary"; \
 	echo "packages passed: $$(grep -c '^ok ' $$out)"; \
 	if [ $$status -eq 0 ]; then echo "all tests passed"; else \
@@ -49,6 +51,7 @@ lint: ## gofmt and go vet (server and SDK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || (echo "gofmt needed:"; echo "$$out"; exit 1)
 	$(GO) vet ./...
 	cd sdk-go && $(GO) vet ./...
+	cd deploy/check && $(GO) vet ./...
 
 docker: ## build the container image
 	docker build -t $(IMAGE) .

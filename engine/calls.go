@@ -340,6 +340,7 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 			err = fmt.Errorf("err msg: %v, response: %s", verr, encode(resp))
 		}
 	}
+	e.recordStateCall(s, "waitUntil", err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -366,6 +367,7 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 	if err == nil {
 		err = checkDecision(resp)
 	}
+	e.recordStateCall(s, "execute", err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -392,6 +394,17 @@ func nameTimeout(err error, api string) {
 	if errors.As(err, &ce) && ce.Timeout {
 		ce.API = api
 	}
+}
+
+// recordStateCall counts a state API call by workflow type and state: a
+// failed call, or an answer the engine refused, is an error.
+func (e *Engine) recordStateCall(s *apiSnapshot, api string, err error) {
+	wt, st := e.metrics.stateLabels.labels(s.run.WorkflowType, s.x.StateID)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	e.metrics.stateCalls.inc(wt, st, api, outcome)
 }
 
 // recordCall counts a worker call and its latency.

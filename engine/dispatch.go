@@ -433,6 +433,7 @@ func (d *dispatcher) claim(ctx context.Context) int {
 			}
 			return total
 		}
+		e.metrics.lastClaim.Store(time.Now().UnixMilli())
 		if len(tasks) > 0 {
 			e.metrics.claimed.add(int64(len(tasks)))
 		}

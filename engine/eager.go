@@ -106,6 +106,7 @@ func (e *Engine) callExecuteEager(ctx context.Context, task *Task, idx record.Ti
 	if err == nil {
 		err = checkDecision(resp)
 	}
+	e.recordStateCall(s, "execute", err)
 	if err != nil {
 		if ctx.Err() != nil {
 			return true, ctx.Err()

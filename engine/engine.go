@@ -203,7 +203,11 @@ func (e *Engine) changedElsewhere(c Changes) {
 
 // Healthy reports whether the store answers.
 func (e *Engine) Healthy(ctx context.Context) error {
-	return e.store.Ping(ctx)
+	err := e.store.Ping(ctx)
+	if err != nil && ctx.Err() == nil {
+		e.metrics.storeUnavailable.inc()
+	}
+	return err
 }
 
 // horizon is how far ahead the poller claims tasks, so that timers found by

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Metrics are the engine's counters and latency histograms, written in the
@@ -33,6 +34,11 @@ type metrics struct {
 	archiveFailures  counterVec   // archive writes that failed
 	sweepSeconds     histogramVec // retention sweep durations
 	retentionBacklog atomic.Int64 // expired runs left after the last sweep
+
+	stateCalls       counterVec   // state API calls, by workflow type, state, api and outcome
+	stateLabels      labelLimiter // bounds stateCalls' workflow_type and state labels
+	storeUnavailable counterVec   // operations that found the store unavailable
+	lastClaim        atomic.Int64 // unix milliseconds of the last claim query that succeeded
 }
 
 func newMetrics() *metrics {
@@ -54,6 +60,11 @@ func newMetrics() *metrics {
 			"Archive writes of expired runs that failed; such a run is kept and archived again at the next sweep."),
 		sweepSeconds: newHistogramVec("iwf_retention_sweep_seconds", "Duration of retention sweeps.",
 			[]float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300, 900}),
+		stateCalls: newCounterVec("iwf_state_calls_total",
+			fmt.Sprintf("Calls to workers' state APIs, by workflow type, state, API and outcome; the first %d types and %d states per type are named, the others count as %s.", MaxMetricWorkflowTypes, MaxMetricStatesPerType, OtherLabel),
+			"workflow_type", "state", "api", "outcome"),
+		storeUnavailable: newCounterVec("iwf_store_unavailable_total",
+			"Store operations (claims, lease renewals, tasks, sweeps, health checks) that found the database unavailable."),
 		retaken: newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
 	}
 }
@@ -77,8 +88,12 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.runsArchived.write(&b)
 	m.archiveFailures.write(&b)
 	m.sweepSeconds.write(&b)
+	m.stateCalls.write(&b)
+	m.storeUnavailable.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
+	fmt.Fprintf(&b, "# HELP iwf_tasks_ready Due tasks of this process waiting for a free goroutine (--concurrency).\n# TYPE iwf_tasks_ready gauge\niwf_tasks_ready %d\n", e.disp.backlog())
+	fmt.Fprintf(&b, "# HELP iwf_tasks_claim_last_success_timestamp_seconds When this process's poller last claimed due work successfully (Unix time; 0 before the first claim).\n# TYPE iwf_tasks_claim_last_success_timestamp_seconds gauge\niwf_tasks_claim_last_success_timestamp_seconds %.3f\n", float64(m.lastClaim.Load())/1000)
 	fmt.Fprintf(&b, "# HELP iwf_long_polls_waiting Long polls (getWithWait, waitForStateCompletion) of this process waiting for a change.\n# TYPE iwf_long_polls_waiting gauge\niwf_long_polls_waiting %d\n", e.waits.count())
 	fmt.Fprintf(&b, "# HELP go_goroutines Goroutines of this process (a leak shows as steady growth).\n# TYPE go_goroutines gauge\ngo_goroutines %d\n", runtime.NumGoroutine())
 	_, err := io.WriteString(w, b.String())
@@ -109,7 +124,13 @@ func (c *counterVec) add(n int64, values ...string) {
 
 func (c *counterVec) write(b *strings.Builder) {
 	fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s counter\n", c.name, c.help, c.name)
-	for _, kv := range sortedEntries(&c.values) {
+	entries := sortedEntries(&c.values)
+	if len(entries) == 0 && len(c.labels) == 0 {
+		// A counter without labels exists from the start, at 0, so that
+		// rate() and alerts see it before its first increment.
+		fmt.Fprintf(b, "%s 0\n", c.name)
+	}
+	for _, kv := range entries {
 		fmt.Fprintf(b, "%s%s %d\n", c.name, labelText(c.labels, kv.key, ""), kv.value.(*atomic.Int64).Load())
 	}
 }
@@ -190,7 +211,7 @@ func labelText(names []string, joined, le string) string {
 			if i < len(values) {
 				v = values[i]
 			}
-			parts = append(parts, fmt.Sprintf("%s=%q", n, v))
+			parts = append(parts, n+`="`+labelEscaper.Replace(strings.ToValidUTF8(v, "\uFFFD"))+`"`)
 		}
 	}
 	if le != "" {
@@ -200,4 +221,83 @@ func labelText(names []string, joined, le string) string {
 		return ""
 	}
 	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// labelEscaper escapes a label value for the text exposition format.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
+// Per-type labels. iwf_state_calls_total names the workflow type and state
+// of each call, which come from users: the first MaxMetricWorkflowTypes
+// types a process sees, and the first MaxMetricStatesPerType states of
+// each, keep their names; later ones count under OtherLabel, so the
+// number of series stays bounded whatever the workload.
+const (
+	// MaxMetricWorkflowTypes bounds the workflow types named in metrics.
+	MaxMetricWorkflowTypes = 100
+	// MaxMetricStatesPerType bounds the states named per workflow type.
+	MaxMetricStatesPerType = 50
+	// OtherLabel stands for the workflow types and states past the bounds.
+	OtherLabel = "_other"
+	// maxLabelBytes bounds the length of a named type or state.
+	maxLabelBytes = 128
+)
+
+// labelLimiter admits the first workflow types and states it sees.
+type labelLimiter struct {
+	mu    sync.RWMutex
+	types map[string]map[string]bool // admitted type -> admitted states
+}
+
+// labels returns the workflow_type and state label values for a call.
+func (l *labelLimiter) labels(workflowType, state string) (string, string) {
+	workflowType, state = truncateLabel(workflowType), truncateLabel(state)
+	l.mu.RLock()
+	states, typeOK := l.types[workflowType]
+	stateOK := typeOK && states[state]
+	full := len(l.types) >= MaxMetricWorkflowTypes
+	statesFull := len(states) >= MaxMetricStatesPerType
+	l.mu.RUnlock()
+	switch {
+	case stateOK:
+		return workflowType, state
+	case !typeOK && full:
+		return OtherLabel, OtherLabel
+	case typeOK && statesFull:
+		return workflowType, OtherLabel
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.types == nil {
+		l.types = map[string]map[string]bool{}
+	}
+	states, typeOK = l.types[workflowType]
+	if !typeOK {
+		if len(l.types) >= MaxMetricWorkflowTypes {
+			return OtherLabel, OtherLabel
+		}
+		states = map[string]bool{}
+		l.types[workflowType] = states
+	}
+	if !states[state] {
+		if len(states) >= MaxMetricStatesPerType {
+			return workflowType, OtherLabel
+		}
+		states[state] = true
+	}
+	return workflowType, state
+}
+
+// truncateLabel makes s valid UTF-8 (label values are joined with \xff,
+// which never occurs in valid UTF-8) and cuts it to maxLabelBytes, on a
+// character boundary.
+func truncateLabel(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= maxLabelBytes {
+		return s
+	}
+	i := maxLabelBytes
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i]
 }

@@ -201,6 +201,7 @@ func (e *Engine) storeUnavailable(err error, what string) bool {
 	if !IsUnavailable(err) {
 		return false
 	}
+	e.metrics.storeUnavailable.inc()
 	if suppressed, ok := e.failureLogs.allow("store: "+what, e.cfg.Clock.Now()); ok {
 		ev := e.log.Warn().Err(err)
 		if suppressed > 0 {

@@ -680,7 +680,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 		case CommandServe, CommandMigrate:
 			cmd, args = args[0], args[1:]
 		default:
-			return "", "", cfg, fmt.Errorf("unknown command %q (want serve or migrate)", args[0])
+			return "", "", cfg, fmt.Errorf("unknown command %q (want serve, migrate or backup)", args[0])
 		}
 	}
 
@@ -710,6 +710,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 		fs.SetOutput(usageOut)
 		fmt.Fprintf(usageOut, "Usage: iwf-server [serve|migrate] [flags]\n\n"+
 			"serve (the default) runs the server; migrate applies the database migrations and exits.\n"+
+			"iwf-server backup --db sqlite://PATH --to FILE copies a SQLite store while it serves (backup -help).\n"+
 			"Precedence: flag > environment > config file > default.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}

@@ -1,6 +1,7 @@
 // Command iwf-server runs the iWF-compatible workflow server: the REST API
 // of package httpapi over the engine, on an embedded SQLite store or on
-// PostgreSQL. `iwf-server migrate` applies the database migrations and exits.
+// PostgreSQL. `iwf-server migrate` applies the database migrations and exits;
+// `iwf-server backup` copies a SQLite store while it serves.
 //
 // This package owns configuration, wiring, signals and the migrate
 // subcommand; it may import every other package of the module.
@@ -46,6 +47,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	if len(os.Args) > 1 && os.Args[1] == CommandBackup {
+		if err := runBackup(ctx, os.Args[2:], os.LookupEnv, os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		} else if err != nil {
+			fail(err)
+			os.Exit(1)
+		}
+		return
+	}
 	m := NewMain()
 	if err := m.ParseFlags(ctx, os.Args[1:]); errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
