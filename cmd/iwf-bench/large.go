@@ -224,7 +224,7 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	}
 	l.preload = time.Since(began)
 	if err != nil {
-		return fail("preload: %v", err)
+		return fail("%v", err)
 	}
 	if l.largeSize, err = size(); err != nil {
 		return fail("size: %v", err)

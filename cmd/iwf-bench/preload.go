@@ -140,15 +140,24 @@ func (d dialect) param(n int) string {
 	if d.postgres {
 		return "$" + strconv.Itoa(n)
 	}
-	return "?"
+	return "?" + strconv.Itoa(n)
 }
 
 // insertSQL returns the statement that clones the template's rows of t for
-// the clones a..b (parameters: template key, a, b, template run id,
-// template workflow id, template customer).
-func (d dialect) insertSQL(t tableInfo) string {
+// the clones a..b and its arguments: template key, a, b, and when a
+// column's values are rewritten the template's run id, workflow id and
+// customer.
+func (d dialect) insertSQL(t tableInfo, tpl preloadTemplate, a, b int) (string, []any) {
 	var cols, exprs []string
+	key := tpl.runID
+	if t.by == "workflow_id" {
+		key = tpl.workflowID
+	}
+	args := []any{key, a, b}
 	replaced := func(e string) string {
+		if len(args) == 3 {
+			args = append(args, tpl.runID, tpl.workflowID, tpl.customer)
+		}
 		return "replace(replace(replace(" + e + ", " + d.param(4) + ", c.run_id), " + d.param(5) + ", c.workflow_id), " + d.param(6) + ", c.cust)"
 	}
 	for _, c := range t.columns {
@@ -181,7 +190,7 @@ func (d dialect) insertSQL(t tableInfo) string {
 		order += ", t." + t.order
 	}
 	return fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s t JOIN %s c ON c.i BETWEEN %s AND %s WHERE t.%s = %s ORDER BY %s",
-		t.name, strings.Join(cols, ", "), strings.Join(exprs, ", "), t.name, clones, d.param(2), d.param(3), t.by, d.param(1), order)
+		t.name, strings.Join(cols, ", "), strings.Join(exprs, ", "), t.name, clones, d.param(2), d.param(3), t.by, d.param(1), order), args
 }
 
 // preloadTemplate names the template run whose rows are cloned.
@@ -241,11 +250,8 @@ func preloadSQLite(ctx context.Context, path string, tpl preloadTemplate, first,
 			return err
 		}
 		for _, t := range tables {
-			key := tpl.runID
-			if t.by == "workflow_id" {
-				key = tpl.workflowID
-			}
-			if _, err := tx.ExecContext(ctx, d.insertSQL(t), key, a, b, tpl.runID, tpl.workflowID, tpl.customer); err != nil {
+			q, args := d.insertSQL(t, tpl, a, b)
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
 				_ = tx.Rollback()
 				return fmt.Errorf("preload: %s: %w", t.name, err)
 			}
@@ -359,11 +365,8 @@ func preloadPostgres(ctx context.Context, dbURL string, tpl preloadTemplate, fir
 			return err
 		}
 		for _, t := range tables {
-			key := tpl.runID
-			if t.by == "workflow_id" {
-				key = tpl.workflowID
-			}
-			if _, err := tx.Exec(ctx, d.insertSQL(t), key, a, b, tpl.runID, tpl.workflowID, tpl.customer); err != nil {
+			q, args := d.insertSQL(t, tpl, a, b)
+			if _, err := tx.Exec(ctx, q, args...); err != nil {
 				_ = tx.Rollback(ctx)
 				return fmt.Errorf("preload: %s: %w", t.name, err)
 			}
