@@ -5,7 +5,8 @@ package main
 // run. The template ran through the real server, so the clones hold
 // exactly the rows the engine writes for such a run; only the ids and the
 // values that name the run change (run id, workflow id, CustomerId), each
-// to a value of the same length. The tables to clone are read from the
+// to a value of the same length, and the times (columns at and *_at, but
+// for 0), which move back by w5Spacing per clone. The tables to clone are read from the
 // schema: a table with a run_id column holds per-run rows and is cloned,
 // workflows is cloned by its workflow id, and the preload refuses to run
 // when the schema has a table it does not know (TestPreloadMatchesEngine
@@ -130,6 +131,14 @@ func classifyTables(tables []tableInfo) ([]tableInfo, error) {
 	return out, nil
 }
 
+// isTimeColumn reports whether a column holds a time in unix milliseconds
+// (0 for none): created_at, closed_at, at, ...
+func isTimeColumn(name string) bool { return name == "at" || strings.HasSuffix(name, "_at") }
+
+// w5Spacing is the time between two clones' starts: clone i's times are
+// the template's minus (first + n - i) times it.
+const w5Spacing = 10 // ms
+
 // dialect is what differs between the stores' SQL in the preload.
 type dialect struct {
 	postgres bool
@@ -171,6 +180,10 @@ func (d dialect) insertSQL(t tableInfo, tpl preloadTemplate, a, b int) (string, 
 			e = "c.run_id"
 		case c.name == "workflow_id":
 			e = "c.workflow_id"
+		case isTimeColumn(c.name):
+			// The clones' times are spread over the past, as a real
+			// store's are: planners read their distribution.
+			e = "CASE WHEN " + col + " = 0 THEN 0 ELSE " + col + " - c.shift END"
 		case c.text:
 			e = replaced(col)
 		case c.bytea:
@@ -231,15 +244,15 @@ func preloadSQLite(ctx context.Context, path string, tpl preloadTemplate, first,
 		return err
 	}
 	d := dialect{}
-	if _, err := conn.ExecContext(ctx, `CREATE TEMP TABLE w5_clones (i INTEGER PRIMARY KEY, run_id TEXT NOT NULL, workflow_id TEXT NOT NULL, cust TEXT NOT NULL)`); err != nil {
+	if _, err := conn.ExecContext(ctx, `CREATE TEMP TABLE w5_clones (i INTEGER PRIMARY KEY, run_id TEXT NOT NULL, workflow_id TEXT NOT NULL, cust TEXT NOT NULL, shift INTEGER NOT NULL)`); err != nil {
 		return err
 	}
 	// A random version-4 UUID, as the engine's run ids are.
 	const uuid = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
 		substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`
-	if _, err := conn.ExecContext(ctx, `WITH RECURSIVE s(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM s WHERE i < ?)
-		INSERT INTO temp.w5_clones SELECT i, `+uuid+`, printf('w5-%010d', i), printf('cust-%07d', i / ?) FROM s`,
-		first, first+n-1, w5PerCustomer); err != nil {
+	if _, err := conn.ExecContext(ctx, `WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
+		INSERT INTO temp.w5_clones SELECT i, `+uuid+`, printf('w5-%010d', i), printf('cust-%07d', i / ?3), (?2 + 1 - i) * ?4 FROM s`,
+		first, first+n-1, w5PerCustomer, w5Spacing); err != nil {
 		return fmt.Errorf("preload: clone ids: %w", err)
 	}
 	began := time.Now()
@@ -346,12 +359,12 @@ func preloadPostgres(ctx context.Context, dbURL string, tpl preloadTemplate, fir
 		return err
 	}
 	d := dialect{postgres: true}
-	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE temp_w5_clones (i BIGINT PRIMARY KEY, run_id TEXT COLLATE "C" NOT NULL, workflow_id TEXT COLLATE "C" NOT NULL, cust TEXT COLLATE "C" NOT NULL)`); err != nil {
+	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE temp_w5_clones (i BIGINT PRIMARY KEY, run_id TEXT COLLATE "C" NOT NULL, workflow_id TEXT COLLATE "C" NOT NULL, cust TEXT COLLATE "C" NOT NULL, shift BIGINT NOT NULL)`); err != nil {
 		return err
 	}
 	if _, err := conn.Exec(ctx, `INSERT INTO temp_w5_clones
-		SELECT i, gen_random_uuid()::text, 'w5-' || lpad(i::text, 10, '0'), 'cust-' || lpad((i / $3)::text, 7, '0')
-		FROM generate_series($1::bigint, $2::bigint) AS i`, first, first+n-1, w5PerCustomer); err != nil {
+		SELECT i, gen_random_uuid()::text, 'w5-' || lpad(i::text, 10, '0'), 'cust-' || lpad((i / $3)::text, 7, '0'), ($2 + 1 - i) * $4
+		FROM generate_series($1::bigint, $2::bigint) AS i`, first, first+n-1, w5PerCustomer, w5Spacing); err != nil {
 		return fmt.Errorf("preload: clone ids: %w", err)
 	}
 	if _, err := conn.Exec(ctx, `ANALYZE temp_w5_clones`); err != nil {
