@@ -86,6 +86,10 @@ func (t *target) startRequest(workload, id string) iwfapi.WorkflowStartRequest {
 	case "W1":
 		req.IwfWorkflowType = typeW1
 		req.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
+	case "W5":
+		req.IwfWorkflowType = typeW5
+		req.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
+		req.WorkflowStartOptions = &iwfapi.WorkflowStartOptions{SearchAttributes: ptr(w5Attributes(id))}
 	case "W2":
 		req.IwfWorkflowType = typeW2
 	case "W3":

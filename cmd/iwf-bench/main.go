@@ -27,6 +27,12 @@
 //	    deleted (and, on PostgreSQL, up to -vacuum-wait for autovacuum);
 //	    the store's size after each fill and expiry, and size after cycle 3
 //	    / after cycle 1 against <= 1.1.
+//	W5  not in the default list: a large store. W1 @1 and W1 @64 on an
+//	    empty database; then -n W5=N (default 1,000,000) closed two-state
+//	    workflows with search attributes preloaded (cloned in the database
+//	    from a run the server made), and on that store W1 @1, W1 @64, a
+//	    selective search, the console's list and run pages, and a
+//	    retention sweep of the N runs while W1 @64 runs.
 //
 // How each figure is measured is printed with the results and described in
 // docs/benchmarks.md. The tool reads /proc and so runs on Linux only.
@@ -95,14 +101,14 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("iwf-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	store := fs.String("store", "both", "store to measure: sqlite, postgres or both")
-	workloads := fs.String("workloads", "W1,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only; R: space after retention, not in the default list)")
+	workloads := fs.String("workloads", "W1,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only; R: space after retention, and W5: a large store, are not in the default list)")
 	duration := fs.Duration("duration", 10*time.Second, "measured window of each closed-loop run (after a warm-up of a fifth of it, at most 2s)")
-	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); R=N workflows per fill (default 200000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
+	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); R=N workflows per fill (default 200000); W5=N preloaded runs (default 1000000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
 	vacuumWait := fs.Duration("vacuum-wait", 2*time.Minute, "R on PostgreSQL: how long each expiry waits for autovacuum to clear the dead rows before the size is taken")
 	inFlight := fs.Int("inflight", 64, "workflows in flight in the throughput runs (W1, W2), and concurrent start calls in W3")
 	timer := fs.Duration("timer", 5*time.Second, "W3's durable timer (whole seconds)")
 	timerW4 := fs.Duration("timer-w4", 60*time.Second, "W4's durable timer (whole seconds)")
-	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 and 300 W4 sleepers on 1s and 2s timers, 20 cross-node samples, 300 R workflows per fill")
+	quick := fs.Bool("quick", false, "smoke run to check the tool: 1s windows, 200 W3 and 300 W4 sleepers on 1s and 2s timers, 20 cross-node samples, 300 R workflows per fill, 2000 W5 runs")
 	pprofDir := fs.String("pprof", "", "build the server with net/http/pprof (via go build -overlay, sources untouched) and save a CPU profile and a goroutine dump of every closed-loop run's window into this `dir`")
 	var serverArgs multiFlag
 	fs.Var(&serverArgs, "server-arg", "extra `flag` for iwf-server, e.g. -server-arg=--log-level=warn (repeatable)")
@@ -123,7 +129,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	o := &options{
 		duration: *duration, inFlight: *inFlight, timer: *timer, timerW4: *timerW4, quick: *quick,
 		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin, vacuumWait: *vacuumWait,
-		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000, "W4": 100_000, "X": 200, "R": defaultSpaceN},
+		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000, "W4": 100_000, "X": 200, "R": defaultSpaceN, "W5": defaultLargeN},
 	}
 	switch strings.ToLower(*store) {
 	case "sqlite":
@@ -138,11 +144,11 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	for _, w := range strings.Split(*workloads, ",") {
 		w = strings.ToUpper(strings.TrimSpace(w))
 		switch w {
-		case "W1", "W2", "W3", "W4", "X", "R":
+		case "W1", "W2", "W3", "W4", "X", "R", "W5":
 			o.workloads[w] = true
 		case "":
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3, W4, X, R)", w)
+			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3, W4, X, R, W5)", w)
 		}
 	}
 	if o.serverBin != "" && o.pprofDir != "" {
@@ -159,6 +165,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		o.counts["W4"] = 300
 		o.counts["X"] = 20
 		o.counts["R"] = 300
+		o.counts["W5"] = 2000
 		o.vacuumWait = 5 * time.Second
 	}
 	if err := parseCounts(*counts, o.counts); err != nil {
@@ -200,8 +207,8 @@ func parseCounts(s string, into map[string]int) error {
 		}
 		switch k = strings.ToUpper(strings.TrimSpace(k)); k {
 		case "":
-			into["W1"], into["W2"], into["W3"], into["W4"], into["X"], into["R"] = n, n, n, n, n, n
-		case "W1", "W2", "W3", "W4", "X", "R":
+			into["W1"], into["W2"], into["W3"], into["W4"], into["X"], into["R"], into["W5"] = n, n, n, n, n, n, n
+		case "W1", "W2", "W3", "W4", "X", "R", "W5":
 			into[k] = n
 		default:
 			return fmt.Errorf("-n %q: unknown workload %q", part, k)
@@ -411,6 +418,10 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	if o.workloads["R"] && ctx.Err() == nil {
 		progress("running %s R (space after retention, %s workflows per fill) ...", store, fmtInt(int64(o.counts["R"])))
 		sr.space = runSpace(ctx, o, store, bin, tmp, w, pg, tag, progress)
+	}
+	if o.workloads["W5"] && ctx.Err() == nil {
+		progress("running %s W5 (a large store, %s preloaded runs) ...", store, fmtInt(int64(o.counts["W5"])))
+		sr.large = runLarge(ctx, o, store, bin, tmp, w, pg, tag, progress)
 	}
 	return sr
 }

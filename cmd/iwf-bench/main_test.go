@@ -158,6 +158,16 @@ func TestParseOptions(t *testing.T) {
 	if !o.workloads["R"] || len(o.workloads) != 1 || o.counts["R"] != 5000 || o.vacuumWait != 30*time.Second {
 		t.Errorf("R: workloads %v counts %v vacuum wait %v", o.workloads, o.counts, o.vacuumWait)
 	}
+	// W5 is not in the default list either; its count.
+	if o, err = parseOptions(nil, io.Discard); err != nil || o.workloads["W5"] || o.counts["W5"] != 1_000_000 {
+		t.Errorf("defaults: %v, workloads %v, W5=%d", err, o.workloads, o.counts["W5"])
+	}
+	if o, err = parseOptions([]string{"-workloads", "w5", "-n", "W5=1234"}, io.Discard); err != nil || !o.workloads["W5"] || len(o.workloads) != 1 || o.counts["W5"] != 1234 {
+		t.Errorf("W5: %v, workloads %v, W5=%d", err, o.workloads, o.counts["W5"])
+	}
+	if o, err = parseOptions([]string{"-quick", "-workloads", "W5"}, io.Discard); err != nil || o.counts["W5"] != 2000 {
+		t.Errorf("-quick W5: %v, W5=%d", err, o.counts["W5"])
+	}
 	for _, bad := range [][]string{{"-store", "mysql"}, {"-workloads", "W9"}, {"-n", "W3=0"}, {"-n", "Y=3"}, {"-timer", "300ms"}, {"-timer-w4", "0s"}, {"-n", "R=-1"}, {"-vacuum-wait", "-1s"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)

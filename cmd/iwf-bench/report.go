@@ -144,6 +144,7 @@ type storeReport struct {
 	results []*result
 	failed  []string     // runs that failed, with the reason
 	space   *spaceResult // workload R, nil when not run
+	large   *largeResult // workload W5, nil when not run
 }
 
 // printReport writes one store's table, notes and target checks.
@@ -153,11 +154,14 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 		fmt.Fprintf(out, "SKIPPED: %s\n", sr.skipped)
 		return
 	}
+	if sr.large != nil {
+		defer printLarge(out, sr.large, o)
+	}
 	if sr.space != nil {
 		defer printSpace(out, sr.space, o)
-		if len(sr.results) == 0 && len(sr.failed) == 0 {
-			return // only R was run
-		}
+	}
+	if (sr.space != nil || sr.large != nil) && len(sr.results) == 0 && len(sr.failed) == 0 {
+		return // only R and W5 were run
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\t\t\t\t\t\t\tCPU s/1k wf\t\t\t\t")
@@ -426,6 +430,14 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 			cell = fmt.Sprintf("%.2f %s (<= %.1f)", r, cell, spaceTarget)
 		}
 		find(fmt.Sprintf("R size of cycle %d / cycle 1 (most space held)", spaceCycles)).cells[sr.store] = cell
+	}
+	for _, sr := range reports {
+		if sr.large == nil {
+			continue
+		}
+		for _, g := range sr.large.goals() {
+			find(g.what).cells[sr.store] = g.shown + " " + g.verdict
+		}
 	}
 	fmt.Fprintln(out, "\n== targets ==")
 	if o.quick {

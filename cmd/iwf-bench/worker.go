@@ -21,6 +21,7 @@ const (
 	typeW2 = "BenchW2" // S1 waits for signal "go", then completes
 	typeW3 = "BenchW3" // S1 waits for a durable timer, then completes
 	typeW4 = "BenchW4" // as W3, on W4's (long) timer
+	typeW5 = "BenchW5" // W5's preloaded runs: W1's shape, with search attributes
 
 	stateS1 = "S1"
 	stateS2 = "S2"
@@ -212,9 +213,9 @@ func (w *worker) execute(rw http.ResponseWriter, r *http.Request) {
 	final := true
 	body := w.complete
 	switch {
-	case req.WorkflowType == typeW1 && req.WorkflowStateId == stateS1:
+	case (req.WorkflowType == typeW1 || req.WorkflowType == typeW5) && req.WorkflowStateId == stateS1:
 		body, final = w.w1S1, false
-	case req.WorkflowType == typeW1 && req.WorkflowStateId == stateS2,
+	case (req.WorkflowType == typeW1 || req.WorkflowType == typeW5) && req.WorkflowStateId == stateS2,
 		req.WorkflowType == typeW2 && req.WorkflowStateId == stateS1,
 		req.WorkflowType == typeW3 && req.WorkflowStateId == stateS1,
 		req.WorkflowType == typeW4 && req.WorkflowStateId == stateS1:

@@ -12,10 +12,25 @@ import (
 // pool; a deletion is one function of the write queue, so it commits
 // between the engine's own batches and a crash leaves it whole or undone.
 
+// closeOrder is the expression of the search-order indexes (0002): the
+// close time, with open runs last. It must stay identical to theirs.
+const closeOrder = `(CASE WHEN closed_at = 0 THEN 9223372036854775807 ELSE closed_at END)`
+
 // expiredQuery returns the SELECT list's statement of RunsExpired (or
 // its count) and its arguments. The index runs_closed_at serves the range
-// on closed_at (open runs have 0) in close order.
+// on closed_at (open runs have 0) in close order. The retention of one
+// workflow type (what the engine asks for) reads runs_search_type_order,
+// whose prefix is the type and then the close time: the oldest runs of
+// the type come first and the LIMIT ends the read. With closed_at and an
+// IN list instead, SQLite reads every run of the type and sorts them, for
+// every batch: a sweep of N runs of one type then costs N squared.
 func expiredQuery(columns string, e engine.RunExpiry) (string, []any, error) {
+	if len(e.Types) == 1 {
+		// closeOrder < ClosedBefore also excludes open runs (their
+		// closeOrder is the largest integer).
+		return `SELECT ` + columns + ` FROM runs WHERE workflow_type = ? AND ` + closeOrder + ` < ? ORDER BY ` + closeOrder + ` LIMIT ?`,
+			[]any{e.Types[0], e.ClosedBefore, e.Limit}, nil
+	}
 	list := e.ExceptTypes
 	cond := `workflow_type NOT IN (SELECT value FROM json_each(?))`
 	if e.Types != nil {

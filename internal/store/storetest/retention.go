@@ -65,6 +65,9 @@ func testRunsExpiredSelects(t *testing.T, s engine.Store) {
 	equal(t, "closed before", expired(engine.RunExpiry{ClosedBefore: at(3 * time.Hour).UnixMilli(), Limit: 10}), []string{"a1", "b1"})
 	equal(t, "except B", expired(engine.RunExpiry{ClosedBefore: later, ExceptTypes: []string{"B"}, Limit: 10}), []string{"a1", "a2"})
 	equal(t, "only B", expired(engine.RunExpiry{ClosedBefore: later, Types: []string{"B"}, Limit: 10}), []string{"b1"})
+	equal(t, "only A, oldest close first", expired(engine.RunExpiry{ClosedBefore: later, Types: []string{"A"}, Limit: 10}), []string{"a1", "a2"})
+	equal(t, "only A, limit", expired(engine.RunExpiry{ClosedBefore: later, Types: []string{"A"}, Limit: 1}), []string{"a1"})
+	equal(t, "only A, closed before", expired(engine.RunExpiry{ClosedBefore: at(3 * time.Hour).UnixMilli(), Types: []string{"A"}, Limit: 10}), []string{"a1"})
 	equal(t, "only a type with none", len(expired(engine.RunExpiry{ClosedBefore: later, Types: []string{"C"}, Limit: 10})), 0)
 	if n, err := s.RunsExpiredCount(ctx, engine.RunExpiry{ClosedBefore: later, Limit: 2}); err != nil || n != 2 {
 		t.Fatalf("RunsExpiredCount with a cap of 2 = %d, %v", n, err)
