@@ -108,6 +108,14 @@ type Config struct {
 	// SweepPause is the pause between two deletion batches of a sweep.
 	// Default DefaultSweepPause.
 	SweepPause time.Duration
+	// SweepShare bounds the share of time a sweep keeps the store busy:
+	// after a batch whose store work took d, the sweep pauses at least
+	// d×(1−SweepShare)/SweepShare (and at least SweepPause). On a store
+	// with a single writer (SQLite) each deletion batch holds the writer,
+	// so a share of 0.25 leaves live work three quarters of it. 0 means 1:
+	// only SweepPause between batches (PostgreSQL's deletions do not block
+	// other writers).
+	SweepShare float64
 	// Archive, when set, receives every expired run before a sweep
 	// deletes it; a run whose write fails is not deleted (see Sweep).
 	// nil deletes expired runs without archiving them.

@@ -193,10 +193,12 @@ func (e *Engine) Sweep(ctx context.Context) (SweepStats, error) {
 func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats) error {
 	for _, x := range expiries {
 		for {
+			listed := time.Now()
 			ids, err := e.store.RunsExpired(ctx, x)
 			if err != nil {
 				return err
 			}
+			busy := time.Since(listed)
 			if len(ids) == 0 {
 				break
 			}
@@ -216,10 +218,12 @@ func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats
 					break
 				}
 			}
+			deleting := time.Now()
 			n, err := e.store.RunsDelete(ctx, ids)
 			if err != nil {
 				return err
 			}
+			busy += time.Since(deleting)
 			st.Deleted += n
 			e.metrics.runsDeleted.add(int64(n))
 			// A short batch was the last; a batch of runs that other
@@ -228,7 +232,7 @@ func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats
 			if !full || n == 0 {
 				break
 			}
-			t := e.cfg.Clock.NewTimer(e.cfg.SweepPause)
+			t := e.cfg.Clock.NewTimer(e.cfg.sweepPause(busy))
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -238,6 +242,19 @@ func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats
 		}
 	}
 	return nil
+}
+
+// sweepPause is the pause after a batch whose store work (listing and
+// deleting, not archiving) took busy: SweepPause, or longer so that the
+// sweep keeps the store busy at most SweepShare of the time.
+func (c *Config) sweepPause(busy time.Duration) time.Duration {
+	pause := c.SweepPause
+	if c.SweepShare > 0 && c.SweepShare < 1 {
+		if p := time.Duration(float64(busy) * (1 - c.SweepShare) / c.SweepShare); p > pause {
+			pause = p
+		}
+	}
+	return pause
 }
 
 // validateRetention checks the retention settings and fills in the
@@ -265,6 +282,9 @@ func (c *Config) validateRetention() error {
 	}
 	if c.SweepInterval < 0 || c.SweepBatch < 0 || c.SweepPause < 0 {
 		return errors.New("engine: SweepInterval, SweepBatch and SweepPause must be positive")
+	}
+	if c.SweepShare < 0 || c.SweepShare > 1 {
+		return fmt.Errorf("engine: SweepShare must be between 0 and 1, got %g", c.SweepShare)
 	}
 	return nil
 }

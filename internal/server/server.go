@@ -44,6 +44,10 @@ type Store interface {
 	Migrate(ctx context.Context) error
 }
 
+// SQLiteSweepShare is the share of time a retention sweep may keep an
+// SQLite store's writer busy (engine.Config.SweepShare).
+const SQLiteSweepShare = 0.25
+
 // Options configure New. The zero value of each field selects its default.
 type Options struct {
 	// Engine holds the engine's settings. When Engine.WorkerClient is nil
@@ -241,6 +245,11 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	}
 	if target.Kind == SQLite {
 		opts.Engine.ReleaseLeasesOnStart = true
+		// A deletion batch holds SQLite's only writer: retention sweeps
+		// leave live work three quarters of it.
+		if opts.Engine.SweepShare == 0 {
+			opts.Engine.SweepShare = SQLiteSweepShare
+		}
 	}
 	if opts.TraceDB == "" {
 		opts.TraceDB = map[DBKind]string{SQLite: "sqlite", Postgres: "postgresql"}[target.Kind]
