@@ -408,6 +408,14 @@ func (p *Pair) killNode(n *node) bool {
 			}
 		}
 		if left == 0 {
+			// The killed postmaster can linger as a zombie until its
+			// parent (init, after pg_ctl's daemonizing) reaps it; a new
+			// postmaster would take the zombie's PID in the socket's lock
+			// file for a live one and refuse to start. It is dead: remove
+			// its socket and lock file.
+			sock := filepath.Join(n.dir, fmt.Sprintf(".s.PGSQL.%d", n.port))
+			_ = os.Remove(sock + ".lock")
+			_ = os.Remove(sock)
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)
