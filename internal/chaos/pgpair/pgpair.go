@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -38,6 +37,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
 )
 
 // Options configure Start.
@@ -89,7 +90,7 @@ func (n *node) url() string {
 // when IWF_TEST_POSTGRES_REQUIRED=1.
 func Start(t testing.TB, o Options) *Pair {
 	t.Helper()
-	bin := serverBin()
+	bin := pgtest.ServerBin("pg_basebackup")
 	if bin == "" {
 		msg := "no PostgreSQL server programs (initdb, pg_ctl, pg_basebackup) in /usr/lib/postgresql/*/bin or PATH"
 		if os.Getenv("IWF_TEST_POSTGRES_REQUIRED") == "1" {
@@ -116,7 +117,7 @@ func Start(t testing.TB, o Options) *Pair {
 				t.Fatalf("chown %s: %v: %s", dir, err, out)
 			}
 		}
-		p.nodes[i] = &node{name: name, dir: dir, port: freePort(t)}
+		p.nodes[i] = &node{name: name, dir: dir, port: pgtest.FreePort(t)}
 	}
 	p.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d,127.0.0.1:%d/postgres?sslmode=disable&target_session_attrs=read-write",
 		p.nodes[0].port, p.nodes[1].port)
@@ -516,35 +517,4 @@ func tail(b []byte, n int) string {
 		b = b[len(b)-n:]
 	}
 	return string(b)
-}
-
-// serverBin finds the directory of initdb, pg_ctl and pg_basebackup: the
-// newest /usr/lib/postgresql/<version>/bin, else PATH.
-func serverBin() string {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "pg_basebackup")); err == nil {
-			return d
-		}
-	}
-	if p, err := exec.LookPath("initdb"); err == nil {
-		return filepath.Dir(p)
-	}
-	return ""
-}
-
-func version(binDir string) int {
-	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return n
-}
-
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }

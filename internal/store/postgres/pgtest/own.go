@@ -73,7 +73,7 @@ func StartOwnWith(t testing.TB, opts OwnOptions) *OwnServer {
 			t.Fatalf("pgtest: server setting %q=%q: empty name, or a space or quote in it", k, v)
 		}
 	}
-	bin := serverBin()
+	bin := ServerBin("initdb")
 	if bin == "" {
 		msg := "no PostgreSQL server programs (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or PATH"
 		if os.Getenv(EnvRequired) == "1" {
@@ -98,7 +98,7 @@ func StartOwnWith(t testing.TB, opts OwnOptions) *OwnServer {
 	if s.asOther != "" {
 		s.run("chown", "-R", s.asOther, dir)
 	}
-	s.port = freePort(t)
+	s.port = FreePort(t)
 	if password == "" {
 		s.pg("initdb", "-D", s.data(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync")
 		s.URL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", s.port)
@@ -200,17 +200,19 @@ func (s *OwnServer) output(name string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// serverBin finds the directory of initdb and pg_ctl: the newest
-// /usr/lib/postgresql/<version>/bin, else PATH.
-func serverBin() string {
+// ServerBin finds the directory of PostgreSQL's server programs that holds
+// tool (initdb, pg_ctl, pg_basebackup): the newest
+// /usr/lib/postgresql/<version>/bin that has it, else the directory of tool
+// on PATH; "" when there is none.
+func ServerBin(tool string) string {
 	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
 	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
+		if _, err := os.Stat(filepath.Join(d, tool)); err == nil {
 			return d
 		}
 	}
-	if p, err := exec.LookPath("initdb"); err == nil {
+	if p, err := exec.LookPath(tool); err == nil {
 		return filepath.Dir(p)
 	}
 	return ""
@@ -221,7 +223,8 @@ func version(binDir string) int {
 	return n
 }
 
-func freePort(t testing.TB) int {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
