@@ -716,20 +716,8 @@ func (t *txn) HistoryList(ctx context.Context, runID string, afterID int64, limi
 	if err != nil {
 		return nil, wrap("HistoryList", err)
 	}
-	defer rows.Close()
-	var out []*engine.HistoryEvent
-	for rows.Next() {
-		var (
-			e  engine.HistoryEvent
-			at int64
-		)
-		if err := rows.Scan(&e.ID, &e.RunID, &at, &e.Type, &e.ExecutionID, &e.Data); err != nil {
-			return nil, wrap("HistoryList", err)
-		}
-		e.At = rowfmt.FromMs(at)
-		out = append(out, &e)
-	}
-	return out, wrap("HistoryList", rows.Err())
+	out, err := scanHistory(rows)
+	return out, wrap("HistoryList", err)
 }
 
 // HistoryOutline implements engine.ReadTx.
