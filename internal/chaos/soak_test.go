@@ -84,8 +84,13 @@ func TestSoak(t *testing.T) {
 				db = "sqlite://" + d + "/iwf.db"
 				size = func() float64 { return dirMB(d) }
 			case "postgres":
+				// A server of the soak's own, with autovacuum on as in
+				// production: the shared test server runs without it, and an
+				// hour of churn on the task tables without vacuum measures
+				// bloat, not the engine.
+				pg := pgtest.StartOwnWith(t, pgtest.OwnOptions{Settings: map[string]string{"autovacuum": "on"}})
 				app = "iwf-soak-" + strconv.FormatUint(rand.Uint64(), 36)
-				u, err := url.Parse(crashtest.PostgresDB(t))
+				u, err := url.Parse(pg.URL)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -93,13 +98,12 @@ func TestSoak(t *testing.T) {
 				q.Set("application_name", app)
 				u.RawQuery = q.Encode()
 				db = u.String()
-				schema := q.Get("search_path")
 				conns = func() int {
-					return pgCount(t, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app)
+					return pgCount(t, pg.URL, `SELECT count(*) FROM pg_stat_activity WHERE application_name = $1`, app)
 				}
 				size = func() float64 {
-					return float64(pgCount(t, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
-						JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relkind = 'r'`, schema)) / (1 << 20)
+					return float64(pgCount(t, pg.URL, `SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+						JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind = 'r'`)) / (1 << 20)
 				}
 			}
 			srv := crashtest.StartServer(t, crashtest.Options{Bin: serverBin, DB: db, Name: "server", LogLevel: "warn",
@@ -537,11 +541,11 @@ func metricValue(srv *crashtest.Server, name string) float64 {
 	return 0
 }
 
-// pgCount runs a one-value query on the test PostgreSQL server.
-func pgCount(t *testing.T, query string, args ...any) int {
+// pgCount runs a one-value query on the PostgreSQL server at dbURL; -1 when it cannot.
+func pgCount(t *testing.T, dbURL, query string, args ...any) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	conn, err := pgx.Connect(ctx, pgtest.URL(t))
+	conn, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		return -1
 	}
