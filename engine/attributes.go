@@ -40,6 +40,9 @@ func toStoreDataAttributes(kvs []record.KeyValue) ([]*Attribute, error) {
 		if key == "" {
 			return nil, Errorf(CodeInvalidArgument, "a data attribute needs a non-empty key")
 		}
+		if err := CheckName("data attribute key", key); err != nil {
+			return nil, err
+		}
 		out = append(out, &Attribute{Key: key, Value: encodeValue(kv.Value)})
 	}
 	return out, nil
@@ -91,6 +94,9 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 	if key == "" {
 		return nil, Errorf(CodeInvalidArgument, "a search attribute needs a non-empty key")
 	}
+	if err := CheckName("search attribute key", key); err != nil {
+		return nil, err
+	}
 	if isSystemSearchAttribute(key) {
 		return nil, Errorf(CodeInvalidArgument, "search attribute %s is maintained by the server", key)
 	}
@@ -110,6 +116,14 @@ func (e *Engine) toStoreSearchAttribute(sa record.SearchAttribute, now time.Time
 		}
 	}
 	a := &SearchAttribute{Key: key, ValueType: vt, Raw: encode(sa)}
+	if err := checkNoNUL("search attribute "+key, deref(sa.StringValue)); err != nil {
+		return nil, err
+	}
+	for _, s := range slice(sa.StringArrayValue) {
+		if err := checkNoNUL("search attribute "+key, s); err != nil {
+			return nil, err
+		}
+	}
 	switch vt {
 	case search.Keyword:
 		a.String = ptr(deref(sa.StringValue))

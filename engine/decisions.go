@@ -156,6 +156,9 @@ func (r *runTxn) publish(executionID string, msgs []record.Publish) error {
 		if m.ChannelName == "" {
 			return Errorf(CodeInvalidArgument, "an internal channel message needs a channelName")
 		}
+		if err := CheckName("channelName", m.ChannelName); err != nil {
+			return err
+		}
 		rows = append(rows, &Message{RunID: r.run.RunID, Kind: ChannelInternal, Channel: m.ChannelName, Value: encodeValue(m.Value), CreatedAt: r.now})
 		names = append(names, m.ChannelName)
 	}

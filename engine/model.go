@@ -80,13 +80,29 @@ func unixMs(t time.Time) int64 { return t.UnixMilli() }
 const MaxNameBytes = 1024
 
 // CheckName reports a name (an id, state id, channel name or attribute
-// key) that is not valid UTF-8 or is longer than MaxNameBytes.
+// key) that is not valid UTF-8, holds the character U+0000 or is longer
+// than MaxNameBytes.
 func CheckName(field, s string) error {
 	if !utf8.ValidString(s) {
 		return Errorf(CodeInvalidArgument, "%s is not valid UTF-8", field)
 	}
+	if err := checkNoNUL(field, s); err != nil {
+		return err
+	}
 	if len(s) > MaxNameBytes {
 		return Errorf(CodeInvalidArgument, "%s is %d bytes long; the limit is %d", field, len(s), MaxNameBytes)
+	}
+	return nil
+}
+
+// checkNoNUL refuses a text the stores keep as text (a name, a KEYWORD or
+// TEXT search attribute value) when it holds U+0000: PostgreSQL cannot
+// store that character in text, so both stores refuse it alike rather
+// than one keeping what the other rejects. Payloads (encoded objects) are
+// kept as bytes and may hold it.
+func checkNoNUL(field, s string) error {
+	if strings.IndexByte(s, 0) >= 0 {
+		return Errorf(CodeInvalidArgument, "%s holds the character U+0000 (NUL), which ids, names and search attribute texts may not contain", field)
 	}
 	return nil
 }

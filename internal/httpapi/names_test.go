@@ -8,8 +8,9 @@ import (
 )
 
 // Names (ids, state ids, channel names, attribute keys) must be valid
-// UTF-8 and at most 1,024 bytes: JSON decoding would otherwise turn bad
-// bytes into U+FFFD and make two different ids one workflow.
+// UTF-8 without U+0000 and at most 1,024 bytes: JSON decoding would
+// otherwise turn bad bytes into U+FFFD and make two different ids one
+// workflow, and PostgreSQL cannot keep U+0000 in text.
 func TestNamesMustBeUTF8AndShort(t *testing.T) {
 	s := newTestServer(t, httpapi.Options{})
 	long := strings.Repeat("x", 1025)
@@ -29,6 +30,9 @@ func TestNamesMustBeUTF8AndShort(t *testing.T) {
 		{"long workflow id", signalPath, `{"workflowId":"` + long + `","signalChannelName":"ch"}`, 400, "workflowId is 1025 bytes long; the limit is 1024"},
 		{"long channel", signalPath, `{"workflowId":"wf-1","signalChannelName":"` + long + `"}`, 400, "signalChannelName is 1025 bytes long"},
 		{"1024 bytes", signalPath, `{"workflowId":"` + ok1024 + `","signalChannelName":"ch"}`, 200, ""},
+		{"NUL in an id", signalPath, `{"workflowId":"wf-\u0000","signalChannelName":"ch"}`, 400, "workflowId holds the character U+0000"},
+		{"NUL in a channel", signalPath, `{"workflowId":"wf-1","signalChannelName":"c\u0000h"}`, 400, "signalChannelName holds the character U+0000"},
+		{"NUL in a value is fine", signalPath, `{"workflowId":"wf-1","signalChannelName":"ch","signalValue":{"data":"a\u0000b"}}`, 200, ""},
 		{"long value is fine", signalPath, `{"workflowId":"wf-1","signalChannelName":"ch","signalValue":{"data":"` + long + `"}}`, 200, ""},
 		{"long start state", startPath, `{"workflowId":"wf-1","iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"http://localhost:8803","startStateId":"` + long + `"}`, 400, "startStateId is 1025"},
 		{"long attribute key in a list", "/api/v1/workflow/dataobjects/set", `{"workflowId":"wf-1","objects":[{"key":"a"},{"key":"` + long + `"}]}`, 400, "key is 1025 bytes"},
