@@ -83,7 +83,7 @@ func (t *target) startRequest(workload, id string) iwfapi.WorkflowStartRequest {
 		StartStateId: ptr(stateS1),
 	}
 	switch workload {
-	case "W1":
+	case "W1", "W1b":
 		req.IwfWorkflowType = typeW1
 		req.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
 	case "W5":
@@ -179,6 +179,9 @@ type loopSpec struct {
 	warmup   time.Duration
 	duration time.Duration // measured window, unless count > 0
 	count    int           // measure exactly this many workflows
+	// warmupCount, when positive, opens the window once that many
+	// workflows completed, instead of after warmup.
+	warmupCount int
 	// withWait also waits for each workflow with getWithWait and records
 	// that latency; the next workflow starts only after both completions.
 	withWait bool
@@ -208,6 +211,8 @@ func (t *target) closedLoop(ctx context.Context, spec loopSpec) (*result, error)
 		stop         atomic.Bool
 		errs         errorLog
 		windowOpen   = make(chan struct{})
+		warmed       = make(chan struct{}) // warmupCount workflows completed
+		completions  atomic.Int64
 		s0, s1       cpuSample
 		endOnce      sync.Once
 		profDone     <-chan error
@@ -225,8 +230,13 @@ func (t *target) closedLoop(ctx context.Context, spec loopSpec) (*result, error)
 	ctlDone := make(chan struct{})
 	go func() {
 		defer close(ctlDone)
+		warm := time.After(spec.warmup)
+		if spec.warmupCount > 0 {
+			warm = nil
+		}
 		select {
-		case <-time.After(spec.warmup):
+		case <-warm:
+		case <-warmed:
 		case <-ctx.Done():
 			return
 		}
@@ -305,6 +315,9 @@ func (t *target) closedLoop(ctx context.Context, spec loopSpec) (*result, error)
 				t.worker.forget(id)
 				if !s.end.IsZero() {
 					per[g] = append(per[g], s)
+					if completions.Add(1) == int64(spec.warmupCount) {
+						close(warmed)
+					}
 				}
 				if isMeasured && spec.count > 0 && !s.end.IsZero() && measuredDone.Add(1) == int64(spec.count) {
 					endWindow()
@@ -536,7 +549,7 @@ func maxAsleep(fl []*flight, timer time.Duration) int {
 
 // statesPer is the number of state executions of one workflow.
 func statesPer(workload string) int {
-	if workload == "W1" {
+	if workload == "W1" || workload == "W1b" {
 		return 2
 	}
 	return 1

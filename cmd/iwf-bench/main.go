@@ -12,6 +12,9 @@
 //
 //	W1  S1 -> S2 -> graceful completion, both states skip waitUntil;
 //	    once with 1 workflow in flight (latency), once with -inflight (throughput).
+//	W1b W1's workflows in another shape: -n W1b=N workflows (default 4,000)
+//	    after a warm-up of 200, 50 in flight, each started with /start and
+//	    awaited with /getWithWait before the next starts.
 //	W2  S1 waits (waitUntil) for a signal the generator sends right after
 //	    the start, then completes; -inflight in flight.
 //	W3  -n W3=N workflows (default 10,000) all sleep on a durable timer of
@@ -101,9 +104,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("iwf-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	store := fs.String("store", "both", "store to measure: sqlite, postgres or both")
-	workloads := fs.String("workloads", "W1,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only; R: space after retention, and W5: a large store, are not in the default list)")
+	workloads := fs.String("workloads", "W1,W1b,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only; R: space after retention, and W5: a large store, are not in the default list)")
 	duration := fs.Duration("duration", 10*time.Second, "measured window of each closed-loop run (after a warm-up of a fifth of it, at most 2s)")
-	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); R=N workflows per fill (default 200000); W5=N preloaded runs (default 1000000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
+	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); R=N workflows per fill (default 200000); W1b=N measured W1b workflows (default 4000); W5=N preloaded runs (default 1000000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
 	vacuumWait := fs.Duration("vacuum-wait", 2*time.Minute, "R on PostgreSQL: how long each expiry waits for autovacuum to clear the dead rows before the size is taken")
 	inFlight := fs.Int("inflight", 64, "workflows in flight in the throughput runs (W1, W2), and concurrent start calls in W3")
 	timer := fs.Duration("timer", 5*time.Second, "W3's durable timer (whole seconds)")
@@ -129,7 +132,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	o := &options{
 		duration: *duration, inFlight: *inFlight, timer: *timer, timerW4: *timerW4, quick: *quick,
 		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin, vacuumWait: *vacuumWait,
-		workloads: map[string]bool{}, counts: map[string]int{"W3": 10_000, "W4": 100_000, "X": 200, "R": defaultSpaceN, "W5": defaultLargeN},
+		workloads: map[string]bool{}, counts: map[string]int{"W1b": w1bCount, "W3": 10_000, "W4": 100_000, "X": 200, "R": defaultSpaceN, "W5": defaultLargeN},
 	}
 	switch strings.ToLower(*store) {
 	case "sqlite":
@@ -142,13 +145,13 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		return nil, fmt.Errorf("-store %q: want sqlite, postgres or both", *store)
 	}
 	for _, w := range strings.Split(*workloads, ",") {
-		w = strings.ToUpper(strings.TrimSpace(w))
+		w = canonicalWorkload(w)
 		switch w {
-		case "W1", "W2", "W3", "W4", "X", "R", "W5":
+		case "W1", "W1b", "W2", "W3", "W4", "X", "R", "W5":
 			o.workloads[w] = true
 		case "":
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W2, W3, W4, X, R, W5)", w)
+			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W1b, W2, W3, W4, X, R, W5)", w)
 		}
 	}
 	if o.serverBin != "" && o.pprofDir != "" {
@@ -166,6 +169,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		o.counts["X"] = 20
 		o.counts["R"] = 300
 		o.counts["W5"] = 2000
+		o.counts["W1b"] = 300
 		o.vacuumWait = 5 * time.Second
 	}
 	if err := parseCounts(*counts, o.counts); err != nil {
@@ -205,10 +209,10 @@ func parseCounts(s string, into map[string]int) error {
 		if err != nil || n <= 0 {
 			return fmt.Errorf("-n %q: want a positive count", part)
 		}
-		switch k = strings.ToUpper(strings.TrimSpace(k)); k {
+		switch k = canonicalWorkload(k); k {
 		case "":
-			into["W1"], into["W2"], into["W3"], into["W4"], into["X"], into["R"], into["W5"] = n, n, n, n, n, n, n
-		case "W1", "W2", "W3", "W4", "X", "R", "W5":
+			into["W1"], into["W1b"], into["W2"], into["W3"], into["W4"], into["X"], into["R"], into["W5"] = n, n, n, n, n, n, n, n
+		case "W1", "W1b", "W2", "W3", "W4", "X", "R", "W5":
 			into[k] = n
 		default:
 			return fmt.Errorf("-n %q: unknown workload %q", part, k)
@@ -216,6 +220,23 @@ func parseCounts(s string, into map[string]int) error {
 	}
 	return nil
 }
+
+// canonicalWorkload spells a workload name as the tool does: upper case,
+// but W1b with a small b.
+func canonicalWorkload(w string) string {
+	w = strings.ToUpper(strings.TrimSpace(w))
+	if w == "W1B" {
+		return "W1b"
+	}
+	return w
+}
+
+// W1b's shape: measured workflows, warm-up workflows, workflows in flight.
+const (
+	w1bCount    = 4000
+	w1bWarmup   = 200
+	w1bInFlight = 50
+)
 
 // multiFlag is a repeatable string flag.
 type multiFlag []string
@@ -311,6 +332,10 @@ func printHeader(out io.Writer, o *options) {
 	fmt.Fprintf(out, "          completed in the window; latency covers workflows started in it: start call issued -> the worker receives the\n")
 	fmt.Fprintf(out, "          final execute call (worker timestamp, no polling; excludes the commit of that last answer). The @1 run also waits\n")
 	fmt.Fprintf(out, "          with getWithWait before the next start and reports that latency too (it gates the @1 target).\n")
+	if o.workloads["W1b"] {
+		fmt.Fprintf(out, "          W1b: W1's workflows, %d in flight, each awaited with getWithWait before the next starts; the window opens after\n", w1bInFlight)
+		fmt.Fprintf(out, "          %d completed warm-up workflows and closes when %s measured ones completed.\n", w1bWarmup, fmtInt(int64(o.counts["W1b"])))
+	}
 	fmt.Fprintf(out, "          srv CPU = utime+stime of the server from /proc/<pid>/stat over the window; peak RSS = VmHWM of the server.\n")
 	fmt.Fprintf(out, "          CPU busy = share of all %d cores (/proc/stat): server + generator/worker (this process) + db (the PostgreSQL backends\n", runtime.NumCPU())
 	fmt.Fprintf(out, "          of the run's database, /proc/<pid>/stat) + other (other processes, kernel). srv (+db) CPU is per 1,000 completed workflows.\n")
@@ -352,6 +377,9 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 		if o.inFlight > 1 {
 			runs = append(runs, runDef{"W1", o.inFlight, false})
 		}
+	}
+	if o.workloads["W1b"] {
+		runs = append(runs, runDef{"W1b", w1bInFlight, true})
 	}
 	if o.workloads["W2"] {
 		runs = append(runs, runDef{"W2", o.inFlight, false})
@@ -472,6 +500,12 @@ func runOne(ctx context.Context, o *options, bin, db, logPath string, w *worker,
 		nodeB.stop()
 	default:
 		spec := loopSpec{workload: workload, inFlight: inFlight, warmup: o.warmup, duration: o.duration, count: o.counts[workload], withWait: withWait}
+		if workload == "W1b" {
+			spec.warmupCount = w1bWarmup
+			if o.quick {
+				spec.warmupCount = 20
+			}
+		}
 		if o.pprofDir != "" {
 			spec.profile = filepath.Join(o.pprofDir, fmt.Sprintf("%s-%s-%d.pprof", strings.ToLower(store), strings.ToLower(workload), inFlight))
 		}

@@ -147,6 +147,17 @@ func TestParseOptions(t *testing.T) {
 	if !o.workloads["W4"] || !o.workloads["X"] || o.workloads["W1"] || o.counts["W4"] != 500 || o.counts["X"] != 7 || o.timerW4 != 3*time.Second {
 		t.Errorf("workloads %v counts %v timer %v", o.workloads, o.counts, o.timerW4)
 	}
+	// W1b is spelled in any case, is in the default list and has its own count.
+	o, err = parseOptions([]string{"-workloads", "w1B", "-n", "w1b=900"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.workloads["W1b"] || len(o.workloads) != 1 || o.counts["W1b"] != 900 {
+		t.Errorf("W1b: workloads %v counts %v", o.workloads, o.counts)
+	}
+	if o, err = parseOptions(nil, io.Discard); err != nil || !o.workloads["W1b"] || o.counts["W1b"] != w1bCount {
+		t.Errorf("defaults: %v; workloads %v counts %v", err, o.workloads, o.counts)
+	}
 	// R is not in the default list; its count and the autovacuum wait.
 	if o, err = parseOptions(nil, io.Discard); err != nil || o.workloads["R"] || o.counts["R"] != 200_000 || o.vacuumWait != 2*time.Minute {
 		t.Errorf("defaults: %v, workloads %v, R=%d, vacuum wait %v", err, o.workloads, o.counts["R"], o.vacuumWait)
@@ -231,7 +242,7 @@ func TestQuickSQLite(t *testing.T) {
 	}
 	report := out.String()
 	t.Log("\n" + report)
-	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W2 @64", "W3 timers", "W4 timers", "targets:", "== targets ==", "W4 p99 timer lateness"} {
+	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W1b @50", "W2 @64", "W3 timers", "W4 timers", "targets:", "== targets ==", "W4 p99 timer lateness"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -241,8 +252,8 @@ func TestQuickSQLite(t *testing.T) {
 			t.Errorf("report contains %q", bad)
 		}
 	}
-	if got := strings.Count(report, "verified COMPLETED"); got != 5 {
-		t.Errorf("%d runs verified their workflows, want 5", got)
+	if got := strings.Count(report, "verified COMPLETED"); got != 6 {
+		t.Errorf("%d runs verified their workflows, want 6", got)
 	}
 }
 

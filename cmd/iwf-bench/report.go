@@ -87,6 +87,10 @@ func (r *result) name() string {
 	}
 }
 
+// pgShareTarget is the least share of SQLite's W1 and W1b throughput that
+// PostgreSQL is to reach in the same run.
+const pgShareTarget = 0.8
+
 // goal is a target from the brief, checked against one figure of a run.
 type goal struct {
 	workload string
@@ -109,12 +113,13 @@ func goals(store string) []goal {
 		v := float64(r.peakRSS) / (1 << 20)
 		return v, fmtMB(r.peakRSS)
 	}
+	states := func(r *result) (float64, string) {
+		v := r.throughput() * float64(r.statesPerWorkflow)
+		return v, fmtRate(v) + "/s"
+	}
 	g := []goal{
-		{workload: "W1", what: "state executions/s", limit: tput, unit: "/s",
-			measure: func(r *result) (float64, string) {
-				v := r.throughput() * float64(r.statesPerWorkflow)
-				return v, fmtRate(v) + "/s"
-			}},
+		{workload: "W1", what: "state executions/s", limit: tput, unit: "/s", measure: states},
+		{workload: "W1b", what: "state executions/s", limit: tput, unit: "/s", measure: states},
 		{workload: "W1", latency: true, what: "p50 start->completion observed with getWithWait", limit: p50, atMost: true, unit: "ms",
 			measure: func(r *result) (float64, string) {
 				if r.latWait == nil {
@@ -279,6 +284,9 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 		if g.workload == "X" {
 			label = "X"
 		}
+		if g.workload == "W1b" {
+			label = fmt.Sprintf("W1b @%d", w1bInFlight)
+		}
 		if g.workload == "W1" {
 			label = "W1 @1"
 			if !g.latency {
@@ -421,6 +429,37 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 			find(goalLabel(g, o)).cells[sr.store] = cell
 		}
 	}
+	// PostgreSQL's throughput as a share of SQLite's, in the same run of
+	// the tool, for both shapes of W1.
+	var lite, pg *storeReport
+	for _, sr := range reports {
+		switch sr.store {
+		case storeSQLite:
+			lite = sr
+		case storePostgres:
+			pg = sr
+		}
+	}
+	for _, g := range goals(storePostgres) {
+		if g.latency || (g.workload != "W1" && g.workload != "W1b") || !o.workloads[g.workload] || lite == nil || pg == nil {
+			continue
+		}
+		a, b := lite.find(g), pg.find(g)
+		if a == nil || b == nil {
+			continue
+		}
+		va, _ := g.measure(a)
+		vb, _ := g.measure(b)
+		if va <= 0 {
+			continue
+		}
+		verdict := "PASS"
+		if vb/va < pgShareTarget {
+			verdict = "MISS"
+		}
+		find(fmt.Sprintf("%s PostgreSQL / SQLite state executions/s", strings.TrimSuffix(goalLabel(g, o), " state executions/s"))).
+			cells[storePostgres] = fmt.Sprintf("%.2f %s (>= %.2f)", vb/va, verdict, pgShareTarget)
+	}
 	for _, sr := range reports {
 		if sr.space == nil {
 			continue
@@ -470,6 +509,8 @@ func goalLabel(g goal, o *options) string {
 		return "W1 @1 " + g.what
 	case g.workload == "W1":
 		return fmt.Sprintf("W1 @%d %s", o.inFlight, g.what)
+	case g.workload == "W1b":
+		return fmt.Sprintf("W1b @%d %s", w1bInFlight, g.what)
 	case g.workload == "X":
 		return "cross-node " + g.what
 	}
