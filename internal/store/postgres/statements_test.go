@@ -54,6 +54,16 @@ var maxRoundTripsPerWorkflow = map[string]float64{
 	shapeW3: 11,
 }
 
+// maxIndexEntriesPerWorkflow bounds the index entries written per
+// workflow of each shape (tableWrites.indexEntries: inserted rows and
+// updates that are not HOT, times the indexes of their table) likewise:
+// the measured value plus 20%. Measured W1 33.5, W2 43.5, W3 44.5.
+var maxIndexEntriesPerWorkflow = map[string]float64{
+	shapeW1: 40,
+	shapeW2: 52,
+	shapeW3: 53,
+}
+
 // TestStatementCounts counts, with pg_stat_statements, the SQL statements
 // and transactions the server runs per workflow for three workflow shapes,
 // through the real server (REST API, engine, HTTP worker client) on a
@@ -140,6 +150,13 @@ func TestStatementCounts(t *testing.T) {
 		if trips, limit := float64(got.roundTrips)/n, maxRoundTripsPerWorkflow[shape]; trips > limit {
 			t.Errorf("%s: %.2f round trips per workflow, more than the bound %.0f (see maxRoundTripsPerWorkflow)", shape, trips, limit)
 		}
+		all, _ := got.indexEntries()
+		if all < n {
+			t.Errorf("%s: %d index entries written for %d workflows: pg_stat_user_tables saw no writes", shape, all, n)
+		}
+		if entries, limit := float64(all)/n, maxIndexEntriesPerWorkflow[shape]; entries > limit {
+			t.Errorf("%s: %.2f index entries written per workflow, more than the bound %.0f (see maxIndexEntriesPerWorkflow)", shape, entries, limit)
+		}
 	}
 }
 
@@ -165,6 +182,40 @@ type stmtCounts struct {
 	// of the rows and index entries written that does not depend on the
 	// machine's speed.
 	walRecords, walBytes int64
+	// tables are the row writes per table (pg_stat_user_tables), from
+	// which the index entries written follow.
+	tables map[string]tableWrites
+}
+
+// tableWrites are one table's row writes in a lifetime and its indexes.
+type tableWrites struct {
+	inserts, updates, hotUpdates, deletes int64
+	// indexes is the number of indexes of the table, partial of them
+	// partial indexes (an entry only for rows matching their predicate).
+	indexes, partial int64
+}
+
+// indexEntries is the number of index entries the table's writes added:
+// each inserted row and each update that is not HOT adds one entry to
+// every index. Into partial indexes only rows that match the predicate go;
+// they are counted as if every row did, so the figure is an upper bound
+// by at most partialEntries.
+func (w tableWrites) indexEntries() int64 { return (w.inserts + w.updates - w.hotUpdates) * w.indexes }
+
+// partialEntries is the share of indexEntries that went to partial
+// indexes, at most.
+func (w tableWrites) partialEntries() int64 {
+	return (w.inserts + w.updates - w.hotUpdates) * w.partial
+}
+
+// indexEntries sums tableWrites.indexEntries and partialEntries over the
+// tables.
+func (c stmtCounts) indexEntries() (all, partial int64) {
+	for _, w := range c.tables {
+		all += w.indexEntries()
+		partial += w.partialEntries()
+	}
+	return all, partial
 }
 
 // stmtKey identifies a normalized statement; nested ones (run by a
@@ -179,6 +230,8 @@ type stmtKey struct {
 func (m *stmtMeter) measure(ctx context.Context, shape string, n int) stmtCounts {
 	t := m.t
 	t.Helper()
+	m.waitNoBackends(ctx)
+	tables0 := m.tableWrites(ctx)
 	m.waitNoBackends(ctx)
 	var c0 stmtCounts
 	if err := m.admin.QueryRow(ctx, `SELECT xact_commit, xact_rollback FROM pg_stat_database WHERE datid = $1`, m.dbid).
@@ -301,7 +354,47 @@ func (m *stmtMeter) measure(ctx context.Context, shape string, n int) stmtCounts
 	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
+	c.tables = m.tableWrites(ctx)
+	for name, w := range c.tables {
+		b := tables0[name]
+		w.inserts, w.updates, w.hotUpdates, w.deletes = w.inserts-b.inserts, w.updates-b.updates, w.hotUpdates-b.hotUpdates, w.deletes-b.deletes
+		c.tables[name] = w
+	}
 	return c
+}
+
+// tableWrites reads the row write counters of stmtDB's tables and counts
+// their indexes. It connects to stmtDB (the statistics views show only the
+// database a session is in) and leaves before returning; the caller waits
+// for its backend to go before counting the lifetime's transactions.
+func (m *stmtMeter) tableWrites(ctx context.Context) map[string]tableWrites {
+	t := m.t
+	t.Helper()
+	conn, err := pgx.Connect(ctx, m.storeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	rows, err := conn.Query(ctx, `SELECT s.relname, s.n_tup_ins, s.n_tup_upd, s.n_tup_hot_upd, s.n_tup_del,
+			count(i.indexrelid), count(i.indexrelid) FILTER (WHERE i.indpred IS NOT NULL)
+		FROM pg_stat_user_tables s LEFT JOIN pg_index i ON i.indrelid = s.relid
+		WHERE s.schemaname = 'public' GROUP BY 1, 2, 3, 4, 5`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]tableWrites{}
+	for rows.Next() {
+		var name string
+		var w tableWrites
+		if err := rows.Scan(&name, &w.inserts, &w.updates, &w.hotUpdates, &w.deletes, &w.indexes, &w.partial); err != nil {
+			t.Fatal(err)
+		}
+		out[name] = w
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // start starts one workflow of shape and returns its run id.
@@ -385,7 +478,13 @@ func (m *stmtMeter) waitNoBackends(ctx context.Context) {
 // minus returns c without what base ran.
 func (c stmtCounts) minus(base stmtCounts) stmtCounts {
 	out := stmtCounts{calls: map[stmtKey]int64{}, text: c.text, commits: c.commits - base.commits, rollbacks: c.rollbacks - base.rollbacks,
-		roundTrips: c.roundTrips - base.roundTrips, walRecords: c.walRecords - base.walRecords, walBytes: c.walBytes - base.walBytes}
+		roundTrips: c.roundTrips - base.roundTrips, walRecords: c.walRecords - base.walRecords, walBytes: c.walBytes - base.walBytes,
+		tables: map[string]tableWrites{}}
+	for name, w := range c.tables {
+		b := base.tables[name]
+		w.inserts, w.updates, w.hotUpdates, w.deletes = w.inserts-b.inserts, w.updates-b.updates, w.hotUpdates-b.hotUpdates, w.deletes-b.deletes
+		out.tables[name] = w
+	}
 	for k, v := range c.calls {
 		if v -= base.calls[k]; v != 0 {
 			out.calls[k] = v
@@ -457,6 +556,23 @@ func (c stmtCounts) log(t *testing.T, shape string, n int) {
 	fmt.Fprintf(&b, "  %7.2f  total top-level statements (BEGIN, COMMIT and ROLLBACK not counted)\n", float64(c.statements())/float64(n))
 	fmt.Fprintf(&b, "  %7.2f  round trips (a statement sent alone, or a pipeline of them)\n", float64(c.roundTrips)/float64(n))
 	fmt.Fprintf(&b, "  %7.1f  WAL records written by the statements (%.0f bytes)\n", float64(c.walRecords)/float64(n), float64(c.walBytes)/float64(n))
+	names := make([]string, 0, len(c.tables))
+	for name, w := range c.tables {
+		if w.inserts != 0 || w.updates != 0 || w.deletes != 0 {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	per := func(v int64) float64 { return float64(v) / float64(n) }
+	fmt.Fprintf(&b, "  rows written per workflow, by table (HOT: updates that added no index entry):\n")
+	fmt.Fprintf(&b, "  %-24s %7s %7s %7s %7s %8s %14s\n", "table", "insert", "update", "HOT", "delete", "indexes", "index entries")
+	for _, name := range names {
+		w := c.tables[name]
+		fmt.Fprintf(&b, "  %-24s %7.2f %7.2f %7.2f %7.2f %5d/%-2d %14.2f\n", name, per(w.inserts), per(w.updates), per(w.hotUpdates), per(w.deletes),
+			w.indexes, w.partial, per(w.indexEntries()))
+	}
+	all, partial := c.indexEntries()
+	fmt.Fprintf(&b, "  %7.2f  index entries written (indexes/partial: a partial index counted as if every row matched; at most %.2f of them partial)\n", per(all), per(partial))
 	fmt.Fprintf(&b, "  %7.2f  pg_stat_database.xact_commit (a pool ping after a connection idled 1 s counts here too)\n", float64(c.commits)/float64(n))
 	fmt.Fprintf(&b, "  %7.2f  pg_stat_database.xact_rollback (read-only transactions end with ROLLBACK)\n", float64(c.rollbacks)/float64(n))
 	t.Log(b.String())
