@@ -116,6 +116,13 @@ type Config struct {
 	// only SweepPause between batches (PostgreSQL's deletions do not block
 	// other writers).
 	SweepShare float64
+	// SweepHold is how long one deletion transaction should hold the
+	// writer of a store that has one (RunsDeleteTimer): the sweep deletes
+	// each batch in transactions of as many runs as the store took
+	// SweepHold for in the previous one, with the SweepShare pause after
+	// each, so that live writes wait for a sweep at most about SweepHold at
+	// a time. 0 deletes each batch in one transaction.
+	SweepHold time.Duration
 	// Archive, when set, receives every expired run before a sweep
 	// deletes it; a run whose write fails is not deleted (see Sweep).
 	// nil deletes expired runs without archiving them.
