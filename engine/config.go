@@ -112,7 +112,7 @@ type Config struct {
 	// after a batch whose store work took d, the sweep pauses at least
 	// d×(1−SweepShare)/SweepShare (and at least SweepPause). On a store
 	// with a single writer (SQLite) each deletion batch holds the writer,
-	// so a share of 0.25 leaves live work three quarters of it. 0 means 1:
+	// so a share of 0.4 leaves live work three fifths of it. 0 means 1:
 	// only SweepPause between batches (PostgreSQL's deletions do not block
 	// other writers).
 	SweepShare float64
