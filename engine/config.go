@@ -112,10 +112,17 @@ type Config struct {
 	// after a batch whose store work took d, the sweep pauses at least
 	// d×(1−SweepShare)/SweepShare (and at least SweepPause). On a store
 	// with a single writer (SQLite) each deletion batch holds the writer,
-	// so a share of 0.25 leaves live work three quarters of it. 0 means 1:
+	// so a share of 0.4 leaves live work three fifths of it. 0 means 1:
 	// only SweepPause between batches (PostgreSQL's deletions do not block
 	// other writers).
 	SweepShare float64
+	// SweepHold is how long one deletion transaction should hold the
+	// writer of a store that has one (RunsDeleteTimer): the sweep deletes
+	// each batch in transactions of as many runs as the store took
+	// SweepHold for in the previous one, with the SweepShare pause after
+	// each, so that live writes wait for a sweep at most about SweepHold at
+	// a time. 0 deletes each batch in one transaction.
+	SweepHold time.Duration
 	// Archive, when set, receives every expired run before a sweep
 	// deletes it; a run whose write fails is not deleted (see Sweep).
 	// nil deletes expired runs without archiving them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -21,6 +22,9 @@ type Engine struct {
 	// feed is the store's ChangeFeed, nil when it has none (SQLite).
 	feed    ChangeFeed
 	metrics *metrics
+	// sweepChunk is the size of the next deletion transaction of a sweep
+	// under Config.SweepHold (0: none timed yet).
+	sweepChunk atomic.Int64
 	// starting holds a token per start transaction in flight (startSlots).
 	starting chan struct{}
 	// searching holds a token per search in flight (Config.MaxSearches).

@@ -28,6 +28,9 @@ const (
 	DefaultSweepBatch = 200
 	// DefaultSweepPause is the pause between two batches of a sweep.
 	DefaultSweepPause = 20 * time.Millisecond
+	// firstSweepChunk is the size of a process's first deletion
+	// transaction under Config.SweepHold, before any was timed.
+	firstSweepChunk = 16
 	// backlogCap bounds the count of expired runs a sweep reports.
 	backlogCap = 1_000_000
 )
@@ -218,14 +221,12 @@ func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats
 					break
 				}
 			}
-			deleting := time.Now()
-			n, err := e.store.RunsDelete(ctx, ids)
+			n, held, err := e.deleteBatch(ctx, ids, busy)
+			st.Deleted += n
 			if err != nil {
 				return err
 			}
-			busy += time.Since(deleting)
-			st.Deleted += n
-			e.metrics.runsDeleted.add(int64(n))
+			busy = held
 			// A short batch was the last; a batch of runs that other
 			// transactions held would come back at once: leave those to
 			// the next sweep.
@@ -244,17 +245,76 @@ func (e *Engine) sweep(ctx context.Context, expiries []RunExpiry, st *SweepStats
 	return nil
 }
 
+// deleteBatch deletes the runs of one batch: in one transaction, or, on a
+// store with one writer and SweepHold set, in transactions sized to hold
+// the writer about SweepHold each, with the SweepShare pause after each but
+// the last. It returns the runs deleted and the store time of the last
+// transaction (listed: the batch's listing time, counted with the first),
+// which the pause after the batch answers for.
+func (e *Engine) deleteBatch(ctx context.Context, ids []string, listed time.Duration) (int, time.Duration, error) {
+	timer, timed := e.store.(RunsDeleteTimer)
+	if !timed || e.cfg.SweepHold <= 0 {
+		deleting := time.Now()
+		n, err := e.store.RunsDelete(ctx, ids)
+		e.metrics.runsDeleted.add(int64(n))
+		return n, listed + time.Since(deleting), err
+	}
+	deleted, busy := 0, listed
+	for len(ids) > 0 {
+		chunk := int(e.sweepChunk.Load())
+		if chunk <= 0 {
+			chunk = min(firstSweepChunk, e.cfg.SweepBatch)
+		}
+		part := ids[:min(chunk, len(ids))]
+		ids = ids[len(part):]
+		n, held, err := timer.RunsDeleteTimed(ctx, part)
+		deleted += n
+		e.metrics.runsDeleted.add(int64(n))
+		if err != nil {
+			return deleted, busy, err
+		}
+		busy += held
+		e.sweepChunk.Store(int64(e.cfg.sweepChunk(len(part), held)))
+		if len(ids) == 0 {
+			break
+		}
+		t := e.cfg.Clock.NewTimer(e.cfg.sharePause(busy))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return deleted, busy, ctx.Err()
+		case <-t.C():
+		}
+		busy = 0
+	}
+	return deleted, busy, nil
+}
+
+// sweepChunk is the number of runs the next deletion transaction takes,
+// after one of n runs held the writer for held: as many as SweepHold
+// allows at the same cost per run, between 1 and SweepBatch.
+func (c *Config) sweepChunk(n int, held time.Duration) int {
+	if held <= 0 {
+		return c.SweepBatch
+	}
+	k := int(int64(c.SweepHold) * int64(n) / int64(held))
+	return max(1, min(k, c.SweepBatch))
+}
+
+// sharePause is the pause after store work that took busy that keeps the
+// sweep's share of the store's time at SweepShare (0 without a share).
+func (c *Config) sharePause(busy time.Duration) time.Duration {
+	if c.SweepShare > 0 && c.SweepShare < 1 {
+		return time.Duration(float64(busy) * (1 - c.SweepShare) / c.SweepShare)
+	}
+	return 0
+}
+
 // sweepPause is the pause after a batch whose store work (listing and
 // deleting, not archiving) took busy: SweepPause, or longer so that the
 // sweep keeps the store busy at most SweepShare of the time.
 func (c *Config) sweepPause(busy time.Duration) time.Duration {
-	pause := c.SweepPause
-	if c.SweepShare > 0 && c.SweepShare < 1 {
-		if p := time.Duration(float64(busy) * (1 - c.SweepShare) / c.SweepShare); p > pause {
-			pause = p
-		}
-	}
-	return pause
+	return max(c.SweepPause, c.sharePause(busy))
 }
 
 // validateRetention checks the retention settings and fills in the
@@ -280,8 +340,8 @@ func (c *Config) validateRetention() error {
 	if c.SweepPause == 0 {
 		c.SweepPause = DefaultSweepPause
 	}
-	if c.SweepInterval < 0 || c.SweepBatch < 0 || c.SweepPause < 0 {
-		return errors.New("engine: SweepInterval, SweepBatch and SweepPause must be positive")
+	if c.SweepInterval < 0 || c.SweepBatch < 0 || c.SweepPause < 0 || c.SweepHold < 0 {
+		return errors.New("engine: SweepInterval, SweepBatch, SweepPause and SweepHold must be positive")
 	}
 	if c.SweepShare < 0 || c.SweepShare > 1 {
 		return fmt.Errorf("engine: SweepShare must be between 0 and 1, got %g", c.SweepShare)

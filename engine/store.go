@@ -503,3 +503,12 @@ type OutlineData struct {
 	MarkedType string
 	Marker     string
 }
+
+// RunsDeleteTimer is implemented by a store whose writes take turns on one
+// writer (SQLite). RunsDeleteTimed is RunsDelete that also returns how long
+// the deletion held the writer: the time its transaction ran, not the time
+// it waited for its turn behind other writes. A sweep paces itself by it
+// (Config.SweepShare) and sizes its transactions by it (Config.SweepHold).
+type RunsDeleteTimer interface {
+	RunsDeleteTimed(ctx context.Context, runIDs []string) (deleted int, held time.Duration, err error)
+}

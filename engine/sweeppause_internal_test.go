@@ -39,3 +39,29 @@ func TestSweepPause(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepChunk: under SweepHold, the next deletion transaction takes as
+// many runs as the last one's cost per run allows in SweepHold, at least
+// one and at most SweepBatch.
+func TestSweepChunk(t *testing.T) {
+	cfg := Config{SweepHold: 3 * time.Millisecond, SweepBatch: 1000}
+	for _, c := range []struct {
+		n    int
+		held time.Duration
+		want int
+	}{
+		{16, 3 * time.Millisecond, 16},      // on target
+		{16, 1 * time.Millisecond, 48},      // cheap: three times as many
+		{100, 10 * time.Millisecond, 30},    // 0.1 ms a run
+		{10, 60 * time.Millisecond, 1},      // dear: one run, never none
+		{500, 100 * time.Microsecond, 1000}, // very cheap: at most SweepBatch
+		{16, 0, 1000},                       // nothing measured
+	} {
+		if got := cfg.sweepChunk(c.n, c.held); got != c.want {
+			t.Errorf("%d runs held %s: next %d, want %d", c.n, c.held, got, c.want)
+		}
+	}
+	if err := (&Config{SweepHold: -time.Millisecond}).validateRetention(); err == nil {
+		t.Error("a negative SweepHold accepted")
+	}
+}

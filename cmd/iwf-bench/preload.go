@@ -247,12 +247,18 @@ func preloadSQLite(ctx context.Context, path string, tpl preloadTemplate, first,
 	if _, err := conn.ExecContext(ctx, `CREATE TEMP TABLE w5_clones (i INTEGER PRIMARY KEY, run_id TEXT NOT NULL, workflow_id TEXT NOT NULL, cust TEXT NOT NULL, shift INTEGER NOT NULL)`); err != nil {
 		return err
 	}
-	// A random version-4 UUID, as the engine's run ids are.
-	const uuid = `lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2) || '-' ||
+	var started int64
+	if err := conn.QueryRowContext(ctx, `SELECT started_at FROM runs WHERE run_id = ?`, tpl.runID).Scan(&started); err != nil {
+		return fmt.Errorf("preload: the template's start time: %w", err)
+	}
+	// A version-7 UUID, as the engine's run ids are, of the clone's start
+	// time (?5 - shift): 48 bits of milliseconds, then random bits.
+	const uuid = `lower(substr(printf('%012x', ?5 - (?2 + 1 - i) * ?4), 1, 8) || '-' || substr(printf('%012x', ?5 - (?2 + 1 - i) * ?4), 9, 4) ||
+		'-7' || substr(hex(randomblob(2)), 2) || '-' ||
 		substr('89ab', 1 + abs(random() % 4), 1) || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)))`
 	if _, err := conn.ExecContext(ctx, `WITH RECURSIVE s(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM s WHERE i < ?2)
 		INSERT INTO temp.w5_clones SELECT i, `+uuid+`, printf('w5-%010d', i), printf('cust-%07d', i / ?3), (?2 + 1 - i) * ?4 FROM s`,
-		first, first+n-1, w5PerCustomer, w5Spacing); err != nil {
+		first, first+n-1, w5PerCustomer, w5Spacing, started); err != nil {
 		return fmt.Errorf("preload: clone ids: %w", err)
 	}
 	began := time.Now()
@@ -362,9 +368,19 @@ func preloadPostgres(ctx context.Context, dbURL string, tpl preloadTemplate, fir
 	if _, err := conn.Exec(ctx, `CREATE TEMP TABLE temp_w5_clones (i BIGINT PRIMARY KEY, run_id TEXT COLLATE "C" NOT NULL, workflow_id TEXT COLLATE "C" NOT NULL, cust TEXT COLLATE "C" NOT NULL, shift BIGINT NOT NULL)`); err != nil {
 		return err
 	}
+	var started int64
+	if err := conn.QueryRow(ctx, `SELECT started_at FROM runs WHERE run_id = $1`, tpl.runID).Scan(&started); err != nil {
+		return fmt.Errorf("preload: the template's start time: %w", err)
+	}
+	// A version-7 UUID, as the engine's run ids are: the clone's start time
+	// in milliseconds as the first 12 hex digits, the rest from a random
+	// UUID with the version digit set to 7.
 	if _, err := conn.Exec(ctx, `INSERT INTO temp_w5_clones
-		SELECT i, gen_random_uuid()::text, 'w5-' || lpad(i::text, 10, '0'), 'cust-' || lpad((i / $3)::text, 7, '0'), ($2 + 1 - i) * $4
-		FROM generate_series($1::bigint, $2::bigint) AS i`, first, first+n-1, w5PerCustomer, w5Spacing); err != nil {
+		SELECT i, substr(h, 1, 8) || '-' || substr(h, 9, 4) || '-7' || substr(r, 16), 'w5-' || lpad(i::text, 10, '0'),
+			'cust-' || lpad((i / $3)::text, 7, '0'), ($2 + 1 - i) * $4
+		FROM generate_series($1::bigint, $2::bigint) AS i,
+			LATERAL (SELECT lpad(to_hex($5::bigint - ($2 + 1 - i) * $4), 12, '0') AS h, gen_random_uuid()::text AS r) AS v`,
+		first, first+n-1, w5PerCustomer, w5Spacing, started); err != nil {
 		return fmt.Errorf("preload: clone ids: %w", err)
 	}
 	if _, err := conn.Exec(ctx, `ANALYZE temp_w5_clones`); err != nil {

@@ -100,3 +100,6 @@ func UpdateQuery(ctx context.Context, s *Store, sql string, args ...any) (string
 
 // NewConns is the number of connections s's pool has opened.
 func NewConns(s *Store) int64 { return s.pool.Stat().NewConnsCount() }
+
+// SQLRunsDelete is the statement of RunsDelete.
+const SQLRunsDelete = sqlRunsDelete

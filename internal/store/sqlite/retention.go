@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
 )
@@ -97,21 +98,49 @@ func (s *Store) RunsExpiredCount(ctx context.Context, e engine.RunExpiry) (int, 
 var runTables = []string{"executions", "history", "messages", "data_attributes", "search_attribute_words",
 	"search_attribute_strings", "search_attributes", "tasks"}
 
+// The statements of a deletion, prepared once (queries). Each takes the
+// batch's run ids as one JSON array and reads each table through its index
+// on run_id.
+var (
+	qRetentionDoomed = query(`SELECT run_id, workflow_id FROM runs WHERE run_id` + inJSON + ` AND closed_at > 0`)
+	qRetentionTables = func() []int {
+		q := make([]int, len(runTables))
+		for i, t := range runTables {
+			q[i] = query(`DELETE FROM ` + t + ` WHERE run_id` + inJSON)
+		}
+		return q
+	}()
+	// A workflow id goes with its current run: its next start finds it
+	// unused.
+	qRetentionWorkflows = query(`DELETE FROM workflows WHERE workflow_id` + inJSON + ` AND current_run_id` + inJSON)
+	qRetentionRuns      = query(`DELETE FROM runs WHERE run_id` + inJSON)
+)
+
 // RunsDelete implements engine.Store.
 func (s *Store) RunsDelete(ctx context.Context, runIDs []string) (int, error) {
+	n, _, err := s.RunsDeleteTimed(ctx, runIDs)
+	return n, err
+}
+
+// RunsDeleteTimed implements engine.RunsDeleteTimer: held is how long the
+// deletion's function ran on the writer, which no other write can use
+// meanwhile; the time it waited for the writer is not part of it.
+func (s *Store) RunsDeleteTimed(ctx context.Context, runIDs []string) (int, time.Duration, error) {
 	if len(runIDs) == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	in, err := json.Marshal(runIDs)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var n int
+	var held time.Duration
 	err = s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+		began := time.Now()
+		defer func() { held = time.Since(began) }()
 		t := tx.(*txn)
 		n = 0
-		rows, err := t.tx.QueryContext(ctx, `SELECT run_id, workflow_id FROM runs
-			WHERE run_id IN (SELECT value FROM json_each(?)) AND closed_at > 0`, string(in))
+		rows, err := t.stmt(ctx, qRetentionDoomed).QueryContext(ctx, string(in))
 		if err != nil {
 			return err
 		}
@@ -130,18 +159,15 @@ func (s *Store) RunsDelete(ctx context.Context, runIDs []string) (int, error) {
 		}
 		doomed, _ := json.Marshal(runs)
 		wfs, _ := json.Marshal(workflows)
-		for _, table := range runTables {
-			if _, err := t.tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE run_id IN (SELECT value FROM json_each(?))`, string(doomed)); err != nil {
-				return fmt.Errorf("delete from %s: %w", table, err)
+		for i, q := range qRetentionTables {
+			if _, err := t.stmt(ctx, q).ExecContext(ctx, string(doomed)); err != nil {
+				return fmt.Errorf("delete from %s: %w", runTables[i], err)
 			}
 		}
-		// A workflow id goes with its current run: its next start finds it
-		// unused.
-		if _, err := t.tx.ExecContext(ctx, `DELETE FROM workflows WHERE workflow_id IN (SELECT value FROM json_each(?))
-			AND current_run_id IN (SELECT value FROM json_each(?))`, string(wfs), string(doomed)); err != nil {
+		if _, err := t.stmt(ctx, qRetentionWorkflows).ExecContext(ctx, string(wfs), string(doomed)); err != nil {
 			return fmt.Errorf("delete from workflows: %w", err)
 		}
-		res, err := t.tx.ExecContext(ctx, `DELETE FROM runs WHERE run_id IN (SELECT value FROM json_each(?))`, string(doomed))
+		res, err := t.stmt(ctx, qRetentionRuns).ExecContext(ctx, string(doomed))
 		if err != nil {
 			return fmt.Errorf("delete from runs: %w", err)
 		}
@@ -150,9 +176,9 @@ func (s *Store) RunsDelete(ctx context.Context, runIDs []string) (int, error) {
 		return err
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sqlite: RunsDelete: %w", err)
+		return 0, held, fmt.Errorf("sqlite: RunsDelete: %w", err)
 	}
-	return n, nil
+	return n, held, nil
 }
 
 // RetentionLock implements engine.Store. One process owns a SQLite file,
@@ -163,3 +189,5 @@ func (s *Store) RetentionLock(context.Context) (func(), bool, error) {
 	}
 	return s.sweep.Unlock, true, nil
 }
+
+var _ engine.RunsDeleteTimer = (*Store)(nil)

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ var retentionTests = []struct {
 	{"RunsExpiredSelects", testRunsExpiredSelects},
 	{"RunsDeleteRemovesEverything", testRunsDeleteRemovesEverything},
 	{"RunsDeleteKeepsNewerCurrentRun", testRunsDeleteKeepsNewerCurrentRun},
+	{"RunsDeleteBatchKeepsNeighbours", testRunsDeleteBatchKeepsNeighbours},
 	{"RetentionLockIsExclusive", testRetentionLock},
 }
 
@@ -153,4 +156,96 @@ func testRetentionLock(t *testing.T, s engine.Store) {
 		t.Fatalf("RetentionLock after release: %v, %v", ok, err)
 	}
 	release2()
+}
+
+// testRunsDeleteBatchKeepsNeighbours deletes a batch of closed runs whose
+// rows sit among those of runs that stay (closed but not in the batch, and
+// running): the batch goes whole, in one call, and the others keep every
+// row, and their search attributes of every type stay found by value and by
+// presence. With a store that times its deletions (engine.RunsDeleteTimer)
+// the batch is deleted through it.
+func testRunsDeleteBatchKeepsNeighbours(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	const n = 24
+	id := func(i int) string { return fmt.Sprintf("b%02d", i) }
+	var doomed, kept []string
+	for i := range n {
+		r := id(i)
+		update(t, s, func(ctx context.Context, tx engine.Tx) error {
+			if err := writeEverything(ctx, tx, r); err != nil {
+				return err
+			}
+			return tx.SearchAttributeUpsert(ctx, r, []*engine.SearchAttribute{
+				kwAttr("kw", "v"), intAttr("int", int64(i)), doubleAttr("dbl", float64(i)/2), boolAttr("bool", i%2 == 0),
+				timeAttr("time", at(time.Duration(i)*time.Minute)), textAttr("txt", "hello world"), arrayAttr("arr", "x", "y"),
+			})
+		})
+		switch i % 3 {
+		case 0, 1: // two of three closed and in the batch
+			closeRun(t, s, r, "Type", at(time.Hour))
+			doomed = append(doomed, r)
+		default: // the rest: closed but kept, or running
+			if i%2 == 0 {
+				closeRun(t, s, r, "Type", at(time.Hour))
+			}
+			kept = append(kept, r)
+		}
+	}
+	var deleted int
+	var err error
+	if timer, ok := s.(engine.RunsDeleteTimer); ok {
+		var held time.Duration
+		deleted, held, err = timer.RunsDeleteTimed(ctx, doomed)
+		if err == nil && held <= 0 {
+			t.Errorf("RunsDeleteTimed held the writer for %s; want the time its deletion ran", held)
+		}
+	} else {
+		deleted, err = s.RunsDelete(ctx, doomed)
+	}
+	if err != nil || deleted != len(doomed) {
+		t.Fatalf("RunsDelete of %d runs = %d, %v", len(doomed), deleted, err)
+	}
+	view(t, s, func(ctx context.Context, tx engine.ReadTx) error {
+		for _, r := range doomed {
+			if _, err := tx.RunGet(ctx, r); !errors.Is(err, engine.ErrNotFound) {
+				t.Errorf("run %s after its deletion: %v", r, err)
+			}
+			if a, err := tx.SearchAttributeGet(ctx, r, nil); err != nil || len(a) != 0 {
+				t.Errorf("search attributes of %s after its deletion: %d, %v", r, len(a), err)
+			}
+		}
+		for _, r := range kept {
+			if _, err := tx.RunGet(ctx, r); err != nil {
+				t.Errorf("kept run %s: %v", r, err)
+			}
+			if id, err := tx.WorkflowGetCurrentRun(ctx, "wf-"+r); err != nil || id != r {
+				t.Errorf("workflow of kept run %s: %q, %v", r, id, err)
+			}
+			if xs, err := tx.ExecutionList(ctx, r); err != nil || len(xs) != 1 {
+				t.Errorf("executions of kept run %s: %d, %v", r, len(xs), err)
+			}
+			if h, err := tx.HistoryList(ctx, r, 0, 0); err != nil || len(h) != 1 {
+				t.Errorf("history of kept run %s: %d, %v", r, len(h), err)
+			}
+			if a, err := tx.SearchAttributeGet(ctx, r, nil); err != nil || len(a) != 8 {
+				t.Errorf("search attributes of kept run %s: %d, %v", r, len(a), err)
+			}
+		}
+		return nil
+	})
+	want := sortedIDs(kept)
+	for _, c := range []struct {
+		name string
+		expr search.Expr
+	}{
+		{"KEYWORD =", cond(field("kw", search.Keyword), search.Eq, "v")},
+		{"INT >=", cond(field("int", search.Int), search.Ge, int64(0))},
+		{"DOUBLE <", cond(field("dbl", search.Double), search.Lt, float64(n))},
+		{"BOOL IS NOT NULL", cond(field("bool", search.Bool), search.Present)},
+		{"DATETIME BETWEEN", cond(field("time", search.Datetime), search.Between, at(-time.Hour), at(time.Duration(n)*time.Minute))},
+		{"TEXT MATCH", cond(field("txt", search.Text), search.Match, "hello")},
+		{"KEYWORD_ARRAY =", cond(field("arr", search.KeywordArray), search.Eq, "y")},
+	} {
+		equal(t, c.name+" after a batch deletion", sortedIDs(searchAll(t, s, c.expr, search.Order{}, 100)), want)
+	}
 }
