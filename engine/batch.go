@@ -114,7 +114,7 @@ func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
 func (e *Engine) StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
 	var resp iwfapi.BatchStartResponse
 	if strings.TrimSpace(req.Query) == "" {
-		return resp, Errorf(CodeInvalidArgument, "query is required: a batch over every run must say so, e.g. WorkflowStatus = 'RUNNING'")
+		return resp, Errorf(CodeInvalidArgument, "query is required: a batch over every run must say so, e.g. ExecutionStatus = 'Running'")
 	}
 	opts, err := batchOptionsIn(req)
 	if err != nil {
@@ -470,14 +470,8 @@ func (e *Engine) workBatch(ctx context.Context, b *Batch) {
 			return
 		}
 		for _, it := range items {
-			if wait := time.Until(next); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-ctx.Done():
-					t.Stop()
-					return
-				case <-t.C:
-				}
+			if !e.batchWait(ctx, b.ID, next) {
+				return
 			}
 			next = maxTime(next.Add(interval), time.Now().Add(-time.Second))
 			if time.Now().After(renewAt) {
@@ -508,6 +502,39 @@ func (e *Engine) workBatch(ctx context.Context, b *Batch) {
 			if errors.Is(err, errBatchItemGone) {
 				break
 			}
+		}
+	}
+}
+
+// batchWait waits until the time of the batch's next run, looking every
+// PollInterval whether the batch is still running; false when it is not
+// or ctx ended.
+func (e *Engine) batchWait(ctx context.Context, id string, until time.Time) bool {
+	for {
+		wait := time.Until(until)
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(min(wait, e.cfg.PollInterval))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if time.Until(until) <= 0 {
+			return true
+		}
+		var state BatchState
+		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+			b, err := tx.BatchGet(ctx, id)
+			if err == nil {
+				state = b.State
+			}
+			return err
+		})
+		if err == nil && state != BatchRunning {
+			return false
 		}
 	}
 }
