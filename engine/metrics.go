@@ -70,7 +70,7 @@ func newMetrics() *metrics {
 			"Store operations (claims, lease renewals, tasks, sweeps, health checks) that found the database unavailable."),
 		batchItems:       newCounterVec("iwf_batch_items_processed_total", "Runs of batch operations processed by this process: the operation applied, or the run marked failed."),
 		batchItemsFailed: newCounterVec("iwf_batch_items_failed_total", "Runs of batch operations the operation failed on (closed, deleted, refused); describe the batch for the reasons."),
-		retaken: newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
+		retaken:          newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
 	}
 }
 
