@@ -549,6 +549,9 @@ func maxTime(a, b time.Time) time.Time {
 // batchPause waits a moment after a transient failure (the store is
 // unavailable); false when ctx ended.
 func (e *Engine) batchPause(ctx context.Context, log zerolog.Logger, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	log.Warn().Err(err).Msg("batch paused: the store failed; retrying")
 	t := time.NewTimer(e.cfg.PollInterval)
 	defer t.Stop()
