@@ -7,17 +7,17 @@
 CREATE TABLE batches (
     seq              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     batch_id         TEXT COLLATE "C" NOT NULL UNIQUE,
-    query            TEXT NOT NULL,
+    query            TEXT COLLATE "C" NOT NULL,
     operation        TEXT COLLATE "C" NOT NULL,
     options          BYTEA,
-    reason           TEXT NOT NULL DEFAULT '',
+    reason           TEXT COLLATE "C" NOT NULL DEFAULT '',
     rps              DOUBLE PRECISION NOT NULL,
     state            TEXT COLLATE "C" NOT NULL,
-    message          TEXT NOT NULL DEFAULT '',
+    message          TEXT COLLATE "C" NOT NULL DEFAULT '',
     matched          BIGINT NOT NULL DEFAULT 0,
     done             BIGINT NOT NULL DEFAULT 0,
     failed           BIGINT NOT NULL DEFAULT 0,
-    created_by       TEXT NOT NULL DEFAULT '',
+    created_by       TEXT COLLATE "C" NOT NULL DEFAULT '',
     created_at       BIGINT NOT NULL,
     updated_at       BIGINT NOT NULL,
     closed_at        BIGINT NOT NULL DEFAULT 0,
@@ -32,7 +32,7 @@ CREATE TABLE batch_items (
     workflow_id TEXT COLLATE "C" NOT NULL,
     run_id      TEXT COLLATE "C" NOT NULL,
     status      TEXT COLLATE "C" NOT NULL,
-    failure     TEXT NOT NULL DEFAULT '',
+    failure     TEXT COLLATE "C" NOT NULL DEFAULT '',
     PRIMARY KEY (batch_id, seq)
 );
 CREATE INDEX batch_items_status ON batch_items (batch_id, status, seq);
