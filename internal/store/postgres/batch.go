@@ -85,12 +85,7 @@ func (t *txn) BatchItemFinish(ctx context.Context, batchID string, seq int64, st
 	if err != nil || tag.RowsAffected() == 0 {
 		return false, wrap("BatchItemFinish", err)
 	}
-	done, failed := 0, 0
-	if status == engine.BatchItemFailed {
-		failed = 1
-	} else {
-		done = 1
-	}
+	done, failed := rowfmt.BatchCounts(status)
 	tag, err = t.tx.Exec(ctx, `UPDATE batches SET done = done + $1, failed = failed + $2, updated_at = $3
 		WHERE batch_id = $4 AND state = 'running'`, done, failed, rowfmt.ToMs(now), batchID)
 	return tag.RowsAffected() > 0, wrap("BatchItemFinish", err)

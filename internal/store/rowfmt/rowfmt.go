@@ -226,3 +226,12 @@ func BatchClosing(s engine.BatchState) bool {
 // BatchAbandoned is the message of a starting batch whose creator stopped
 // before it stored every matching run.
 const BatchAbandoned = "the server stopped while it stored the matching runs; start the batch again"
+
+// BatchCounts is what finishing an item with status adds to its batch's
+// done and failed counters.
+func BatchCounts(status engine.BatchItemStatus) (done, failed int) {
+	if status == engine.BatchItemFailed {
+		return 0, 1
+	}
+	return 1, 0
+}

@@ -109,12 +109,7 @@ func (t *txn) BatchItemFinish(ctx context.Context, batchID string, seq int64, st
 	if err != nil || !ok {
 		return false, wrap("BatchItemFinish", err)
 	}
-	done, failed := 0, 0
-	if status == engine.BatchItemFailed {
-		failed = 1
-	} else {
-		done = 1
-	}
+	done, failed := rowfmt.BatchCounts(status)
 	ok, err = affected(t.exec(ctx, qBatchCount, done, failed, rowfmt.ToMs(now), batchID))
 	return ok, wrap("BatchItemFinish", err)
 }
