@@ -46,7 +46,7 @@ const (
 	// (Config.MaxBatchRuns); a start whose query matches more is a 400.
 	DefaultMaxBatchRuns = 200000
 	// batchChunk is how many items one transaction stores at start, and
-	// how many pending items the runner reads at a time.
+	// the page size of the query's evaluation.
 	batchChunk = 1000
 	// batchRunnerChunk is how many pending items the runner reads at a time.
 	batchRunnerChunk = 100
