@@ -8,7 +8,7 @@ IMAGE     ?= iwf-server:dev
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos chaos-failover chaos-net soak
+.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos chaos-failover chaos-net soak batch-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -113,6 +113,16 @@ chaos-net: ## network faults between a node and PostgreSQL, and a node with a sk
 # machinery: make soak SOAK_DURATION=3m.
 SOAK_DURATION ?= 1h
 SOAK_DIR      ?= bin/soak
+
+# BATCH_CHECK_RUNS runs terminated by one batch at BATCH_CHECK_RPS while W1 runs, with a SIGKILL
+# mid-batch, on SQLite and PostgreSQL; prints W1's throughput alone and during the batch.
+BATCH_CHECK_RUNS ?= 10000
+BATCH_CHECK_RPS ?= 100
+batch-check: ## terminate BATCH_CHECK_RUNS (default 10000) runs by query while W1 runs, kill -9 mid-batch; W1 must keep >= 70 %
+	@out=$$(mktemp); BATCH_CHECK_RUNS=$(BATCH_CHECK_RUNS) BATCH_CHECK_RPS=$(BATCH_CHECK_RPS) \
+	$(GO) test -count=1 -timeout 0 -v -run '^TestBatchUnderLoad$$' ./internal/crashtest/ >$$out 2>&1; status=$$?; \
+	grep -E '^batch-check ' $$out; \
+	if [ $$status -ne 0 ]; then grep -E -- '--- FAIL|_test.go:[0-9]+:' $$out | head -50; fi; rm -f $$out; exit $$status
 
 soak: ## run the workload at half capacity for SOAK_DURATION (default 1h) per store; fail on leaks, p99 drift or any error
 	@mkdir -p $(SOAK_DIR); out=$$(mktemp); \

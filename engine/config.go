@@ -74,6 +74,10 @@ type Config struct {
 	// connections and the CPU of the database for the rest. Default
 	// DefaultMaxSearches.
 	MaxSearches int
+	// MaxBatchRuns bounds the runs one batch operation may match: a
+	// batch whose query matches more is refused (400). Default
+	// DefaultMaxBatchRuns.
+	MaxBatchRuns int
 	// SearchAttributeTypes optionally declares search attribute names and
 	// their types (KEYWORD, TEXT, DATETIME, INT, DOUBLE, BOOL,
 	// KEYWORD_ARRAY). When set, writes of undeclared keys or mismatched
@@ -156,6 +160,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LongPollRecheck < 0 {
 		return c, fmt.Errorf("engine: LongPollRecheck must be positive, got %s", c.LongPollRecheck)
+	}
+	if c.MaxBatchRuns == 0 {
+		c.MaxBatchRuns = DefaultMaxBatchRuns
+	}
+	if c.MaxBatchRuns < 0 {
+		return c, fmt.Errorf("engine: MaxBatchRuns must be positive, got %d", c.MaxBatchRuns)
 	}
 	if c.MaxSearches == 0 {
 		c.MaxSearches = DefaultMaxSearches

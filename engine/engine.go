@@ -29,6 +29,8 @@ type Engine struct {
 	starting chan struct{}
 	// searching holds a token per search in flight (Config.MaxSearches).
 	searching chan struct{}
+	// batchNudge wakes the batch runner (a batch started here).
+	batchNudge chan struct{}
 	// failureLogs rate-limits the warn lines of failed worker calls.
 	failureLogs logLimiter
 
@@ -59,6 +61,8 @@ func New(store Store, cfg Config) (*Engine, error) {
 		metrics:   newMetrics(),
 		starting:  make(chan struct{}, startSlots),
 		searching: make(chan struct{}, cfg.MaxSearches),
+
+		batchNudge: make(chan struct{}, 1),
 	}
 	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)
@@ -92,6 +96,16 @@ func (e *Engine) Start(ctx context.Context) error {
 		if n > 0 {
 			e.log.Info().Int64("tasks", n).Msg("released leases of a previous process")
 		}
+		err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			n, err = tx.BatchRelease(ctx, "", "")
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			e.log.Info().Int64("batches", n).Msg("released batch leases of a previous process")
+		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
@@ -107,6 +121,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.cfg.retentionOn() {
 		e.goRun(func() { e.sweeper(runCtx) })
 	}
+	e.goRun(func() { e.batchRunner(runCtx) })
 	return nil
 }
 

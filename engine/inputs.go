@@ -18,10 +18,16 @@ const externalInputEvent = "ExternalInput"
 
 // applyExternal applies one external input to a running run.
 func (e *Engine) applyExternal(ctx context.Context, workflowID, runID string, in record.Input) error {
+	return e.applyExternalThen(ctx, workflowID, runID, in, nil)
+}
+
+// applyExternalThen is applyExternal with then called in its transaction
+// (see mutateRunThen).
+func (e *Engine) applyExternalThen(ctx context.Context, workflowID, runID string, in record.Input, then func(t *txn) error) error {
 	in.Actor = ActorOf(ctx)
-	return e.mutateRun(ctx, workflowID, runID, func(r *runTxn) error {
+	return e.mutateRunThen(ctx, workflowID, runID, func(r *runTxn) error {
 		return r.applyInput(in, false)
-	})
+	}, then)
 }
 
 // applyInput applies an external input and records it. With replay (a

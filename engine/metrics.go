@@ -39,6 +39,9 @@ type metrics struct {
 	stateLabels      labelLimiter // bounds stateCalls' workflow_type and state labels
 	storeUnavailable counterVec   // operations that found the store unavailable
 	lastClaim        atomic.Int64 // unix milliseconds of the last claim query that succeeded
+
+	batchItems       counterVec // batch items processed (done or failed)
+	batchItemsFailed counterVec // batch items the operation failed on
 }
 
 func newMetrics() *metrics {
@@ -65,7 +68,9 @@ func newMetrics() *metrics {
 			"workflow_type", "state", "api", "outcome"),
 		storeUnavailable: newCounterVec("iwf_store_unavailable_total",
 			"Store operations (claims, lease renewals, tasks, sweeps, health checks) that found the database unavailable."),
-		retaken: newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
+		batchItems:       newCounterVec("iwf_batch_items_processed_total", "Runs of batch operations processed by this process: the operation applied, or the run marked failed."),
+		batchItemsFailed: newCounterVec("iwf_batch_items_failed_total", "Runs of batch operations the operation failed on (closed, deleted, refused); describe the batch for the reasons."),
+		retaken:          newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
 	}
 }
 
@@ -90,6 +95,8 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.sweepSeconds.write(&b)
 	m.stateCalls.write(&b)
 	m.storeUnavailable.write(&b)
+	m.batchItems.write(&b)
+	m.batchItemsFailed.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_ready Due tasks of this process waiting for a free goroutine (--concurrency).\n# TYPE iwf_tasks_ready gauge\niwf_tasks_ready %d\n", e.disp.backlog())

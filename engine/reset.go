@@ -27,6 +27,12 @@ import (
 //   - HISTORY_EVENT_ID / HISTORY_EVENT_TIME name a point in this server's
 //     history (see the dump): the latest execution started at or before it.
 func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error) {
+	return e.resetWorkflow(ctx, req, nil)
+}
+
+// resetWorkflow is ResetWorkflow with then called in its transaction (see
+// mutateRunThen).
+func (e *Engine) resetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest, then func(t *txn) error) (iwfapi.WorkflowResetResponse, error) {
 	if req.WorkflowId == "" {
 		return iwfapi.WorkflowResetResponse{}, errNoWorkflowID()
 	}
@@ -84,6 +90,9 @@ func (e *Engine) ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 			data["actor"] = b.actor
 		}
 		b.record(b.event("", "Reset", data))
+		if then != nil {
+			return then(t)
+		}
 		return nil
 	})
 	return iwfapi.WorkflowResetResponse{WorkflowRunId: newRunID}, err

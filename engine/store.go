@@ -269,6 +269,8 @@ type ReadTx interface {
 	// search attribute key in any run, or ErrNotFound when the key was never
 	// written.
 	SearchAttributeTypeOf(ctx context.Context, key string) (search.ValueType, error)
+
+	batchReadTx
 }
 
 // Tx is a read-write transaction.
@@ -336,6 +338,8 @@ type Tx interface {
 
 	// HistoryAppend appends events to runs' histories and sets their IDs.
 	HistoryAppend(ctx context.Context, events []*HistoryEvent) error
+
+	batchTx
 }
 
 // RunExpiry selects closed runs by close time and workflow type: those

@@ -60,6 +60,12 @@ func readRun(ctx context.Context, tx ReadTx, workflowID, runID string) (*Run, *r
 // mutateRun locks the named run, checks that it is running, calls fn and
 // saves the run. Everything happens in one transaction.
 func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn func(r *runTxn) error) error {
+	return e.mutateRunThen(ctx, workflowID, runID, fn, nil)
+}
+
+// mutateRunThen is mutateRun with then, when not nil, called in the same
+// transaction after the run is saved (a batch marks its item done there).
+func (e *Engine) mutateRunThen(ctx context.Context, workflowID, runID string, fn func(r *runTxn) error, then func(t *txn) error) error {
 	traceParent, traceState := e.traceContextOf(ctx)
 	e.annotateRun(ctx, workflowID, runID)
 	return e.update(ctx, func(t *txn) error {
@@ -87,7 +93,13 @@ func (e *Engine) mutateRun(ctx context.Context, workflowID, runID string, fn fun
 			// the first input that brings one.
 			rd.Trace, rd.TraceState = traceParent, traceState
 		}
-		return r.save()
+		if err := r.save(); err != nil {
+			return err
+		}
+		if then != nil {
+			return then(t)
+		}
+		return nil
 	})
 }
 
@@ -367,6 +379,12 @@ func (e *Engine) PublishToInternalChannel(ctx context.Context, req iwfapi.Publis
 
 // StopWorkflow cancels, terminates or fails a run (POST /api/v1/workflow/stop).
 func (e *Engine) StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error {
+	return e.stopWorkflow(ctx, req, nil)
+}
+
+// stopWorkflow is StopWorkflow with then called in its transaction (see
+// mutateRunThen).
+func (e *Engine) stopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest, then func(t *txn) error) error {
 	stopType := "CANCEL"
 	if req.StopType != nil && *req.StopType != "" {
 		stopType = string(*req.StopType)
@@ -388,10 +406,10 @@ func (e *Engine) StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopReques
 		msg = deref(req.Reason)
 	}
 	actor := ActorOf(ctx)
-	return e.mutateRun(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(r *runTxn) error {
+	return e.mutateRunThen(ctx, req.WorkflowId, deref(req.WorkflowRunId), func(r *runTxn) error {
 		r.actor = actor
 		return r.closeRun(status, errType, msg)
-	})
+	}, then)
 }
 
 // GetWorkflow describes a run (POST /api/v1/workflow/get).

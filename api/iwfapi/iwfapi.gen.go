@@ -37,6 +37,60 @@ func (e AttemptFailureApi) Valid() bool {
 	}
 }
 
+// Defines values for BatchOperation.
+const (
+	BatchOperationCancel    BatchOperation = "CANCEL"
+	BatchOperationFail      BatchOperation = "FAIL"
+	BatchOperationReset     BatchOperation = "RESET"
+	BatchOperationSignal    BatchOperation = "SIGNAL"
+	BatchOperationSkipTimer BatchOperation = "SKIP_TIMER"
+	BatchOperationTerminate BatchOperation = "TERMINATE"
+)
+
+// Valid indicates whether the value is a known member of the BatchOperation enum.
+func (e BatchOperation) Valid() bool {
+	switch e {
+	case BatchOperationCancel:
+		return true
+	case BatchOperationFail:
+		return true
+	case BatchOperationReset:
+		return true
+	case BatchOperationSignal:
+		return true
+	case BatchOperationSkipTimer:
+		return true
+	case BatchOperationTerminate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchState.
+const (
+	BatchStateCancelled BatchState = "CANCELLED"
+	BatchStateCompleted BatchState = "COMPLETED"
+	BatchStateRunning   BatchState = "RUNNING"
+	BatchStateStarting  BatchState = "STARTING"
+)
+
+// Valid indicates whether the value is a known member of the BatchState enum.
+func (e BatchState) Valid() bool {
+	switch e {
+	case BatchStateCancelled:
+		return true
+	case BatchStateCompleted:
+		return true
+	case BatchStateRunning:
+		return true
+	case BatchStateStarting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelRequestStatus.
 const (
 	ChannelRequestStatusReceived ChannelRequestStatus = "RECEIVED"
@@ -571,6 +625,153 @@ type AttemptFailure struct {
 
 // AttemptFailureApi defines model for AttemptFailure.Api.
 type AttemptFailureApi string
+
+// BatchCancelRequest defines model for BatchCancelRequest.
+type BatchCancelRequest struct {
+	BatchId string `json:"batchId"`
+}
+
+// BatchDescribeRequest defines model for BatchDescribeRequest.
+type BatchDescribeRequest struct {
+	BatchId string `json:"batchId"`
+
+	// FailuresPageSize Failures per page; absent or 0 means 100, at most 1000.
+	FailuresPageSize  *int32  `json:"failuresPageSize,omitempty"`
+	FailuresPageToken *string `json:"failuresPageToken,omitempty"`
+}
+
+// BatchDescribeResponse defines model for BatchDescribeResponse.
+type BatchDescribeResponse struct {
+	// Batch A batch operation and its progress (extension of this server).
+	Batch    BatchInfo      `json:"batch"`
+	Failures []BatchFailure `json:"failures"`
+
+	// FailuresNextPageToken Set when there are more failures.
+	FailuresNextPageToken *string `json:"failuresNextPageToken,omitempty"`
+}
+
+// BatchFailure defines model for BatchFailure.
+type BatchFailure struct {
+	Reason        string `json:"reason"`
+	WorkflowId    string `json:"workflowId"`
+	WorkflowRunId string `json:"workflowRunId"`
+}
+
+// BatchInfo A batch operation and its progress (extension of this server).
+type BatchInfo struct {
+	BatchId           string `json:"batchId"`
+	ClosedTimestampMs *int64 `json:"closedTimestampMs,omitempty"`
+
+	// CreatedBy The actor who started it, recorded in each run's history.
+	CreatedBy          string `json:"createdBy"`
+	CreatedTimestampMs int64  `json:"createdTimestampMs"`
+	Done               int64  `json:"done"`
+	Failed             int64  `json:"failed"`
+	Matched            int64  `json:"matched"`
+
+	// Message Why a batch was cancelled by the server.
+	Message *string `json:"message,omitempty"`
+
+	// Operation What a batch does to each run (extension of this server).
+	Operation BatchOperation `json:"operation"`
+	Pending   int64          `json:"pending"`
+	Query     string         `json:"query"`
+	Reason    *string        `json:"reason,omitempty"`
+
+	// Reset The reset each run receives; the fields of a reset request.
+	Reset             *BatchResetOptions `json:"reset,omitempty"`
+	Rps               float64            `json:"rps"`
+	SignalChannelName *string            `json:"signalChannelName,omitempty"`
+
+	// SkipTimer The timer skipped in each run; the fields of a skip-timer request.
+	SkipTimer *BatchSkipTimerOptions `json:"skipTimer,omitempty"`
+
+	// State STARTING while the matching runs are stored, RUNNING until each was
+	// processed, then COMPLETED; CANCELLED when cancelled (or when the
+	// server stopped while it stored the matching runs).
+	State              BatchState `json:"state"`
+	UpdatedTimestampMs int64      `json:"updatedTimestampMs"`
+}
+
+// BatchListRequest defines model for BatchListRequest.
+type BatchListRequest struct {
+	NextPageToken *string `json:"nextPageToken,omitempty"`
+
+	// PageSize Batches per page; absent or 0 means 100, at most 1000.
+	PageSize *int32 `json:"pageSize,omitempty"`
+}
+
+// BatchListResponse defines model for BatchListResponse.
+type BatchListResponse struct {
+	Batches       []BatchInfo `json:"batches"`
+	NextPageToken *string     `json:"nextPageToken,omitempty"`
+}
+
+// BatchOperation What a batch does to each run (extension of this server).
+type BatchOperation string
+
+// BatchResetOptions The reset each run receives; the fields of a reset request.
+type BatchResetOptions struct {
+	HistoryEventId   *int32  `json:"historyEventId,omitempty"`
+	HistoryEventTime *string `json:"historyEventTime,omitempty"`
+
+	// ResetType Kind of reset point.
+	ResetType         WorkflowResetType `json:"resetType"`
+	SkipSignalReapply *bool             `json:"skipSignalReapply,omitempty"`
+	SkipUpdateReapply *bool             `json:"skipUpdateReapply,omitempty"`
+	StateExecutionId  *string           `json:"stateExecutionId,omitempty"`
+	StateId           *string           `json:"stateId,omitempty"`
+}
+
+// BatchSkipTimerOptions The timer skipped in each run; the fields of a skip-timer request.
+type BatchSkipTimerOptions struct {
+	TimerCommandId           *string `json:"timerCommandId,omitempty"`
+	TimerCommandIndex        *int32  `json:"timerCommandIndex,omitempty"`
+	WorkflowStateExecutionId string  `json:"workflowStateExecutionId"`
+}
+
+// BatchStartRequest Starts a batch operation (extension of this server).
+type BatchStartRequest struct {
+	// Operation What a batch does to each run (extension of this server).
+	Operation BatchOperation `json:"operation"`
+
+	// Query A search query, as /api/v1/workflow/search takes it.
+	Query string `json:"query"`
+
+	// Reason Why; the reason of the stops, and shown with the batch.
+	Reason *string `json:"reason,omitempty"`
+
+	// Reset The reset each run receives; the fields of a reset request.
+	Reset *BatchResetOptions `json:"reset,omitempty"`
+
+	// Rps Runs processed per second at most; absent or 0 means 50.
+	Rps *float64 `json:"rps,omitempty"`
+
+	// SignalChannelName For SIGNAL, the channel.
+	SignalChannelName *string `json:"signalChannelName,omitempty"`
+
+	// SignalValue An opaque payload: `data` serialised by the SDK's object encoder and
+	// the name of that `encoding`. The server stores and forwards it without
+	// decoding. `extStoreId`/`extPath` are set only when the payload lives
+	// in external storage.
+	SignalValue *EncodedObject `json:"signalValue,omitempty"`
+
+	// SkipTimer The timer skipped in each run; the fields of a skip-timer request.
+	SkipTimer *BatchSkipTimerOptions `json:"skipTimer,omitempty"`
+}
+
+// BatchStartResponse defines model for BatchStartResponse.
+type BatchStartResponse struct {
+	BatchId string `json:"batchId"`
+
+	// Matched How many runs the query matched.
+	Matched int64 `json:"matched"`
+}
+
+// BatchState STARTING while the matching runs are stored, RUNNING until each was
+// processed, then COMPLETED; CANCELLED when cancelled (or when the
+// server stopped while it stored the matching runs).
+type BatchState string
 
 // ChannelInfo Information about a channel's buffered messages.
 type ChannelInfo struct {
@@ -1784,6 +1985,18 @@ type WorkflowWorkerRpcResponse struct {
 	UpsertStateLocals *[]KeyValue `json:"upsertStateLocals,omitempty"`
 }
 
+// CancelBatchJSONRequestBody defines body for CancelBatch for application/json ContentType.
+type CancelBatchJSONRequestBody = BatchCancelRequest
+
+// DescribeBatchJSONRequestBody defines body for DescribeBatch for application/json ContentType.
+type DescribeBatchJSONRequestBody = BatchDescribeRequest
+
+// ListBatchesJSONRequestBody defines body for ListBatches for application/json ContentType.
+type ListBatchesJSONRequestBody = BatchListRequest
+
+// StartBatchJSONRequestBody defines body for StartBatch for application/json ContentType.
+type StartBatchJSONRequestBody = BatchStartRequest
+
 // UpdateWorkflowConfigJSONRequestBody defines body for UpdateWorkflowConfig for application/json ContentType.
 type UpdateWorkflowConfigJSONRequestBody = WorkflowConfigUpdateRequest
 
@@ -1929,6 +2142,92 @@ func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
 
 // The interface specification for the client above.
 type ClientInterface interface {
+
+	// CancelBatchWithBody Stop a batch; runs already processed stay processed (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. A
+	// starting or running batch becomes CANCELLED: no further run is
+	// processed. Cancelling a closed batch changes nothing.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+	CancelBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CancelBatch Stop a batch; runs already processed stay processed (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. A
+	// starting or running batch becomes CANCELLED: no further run is
+	// processed. Cancelling a closed batch changes nothing.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+	CancelBatch(ctx context.Context, body CancelBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DescribeBatchWithBody A batch's progress and its failed runs (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the batch (state, matched, done, failed, pending) and one page of the
+	// runs the operation failed on, with the reason.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+	DescribeBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DescribeBatch A batch's progress and its failed runs (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the batch (state, matched, done, failed, pending) and one page of the
+	// runs the operation failed on, with the reason.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+	DescribeBatch(ctx context.Context, body DescribeBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListBatchesWithBody The batches, newest first (extension of this server)
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+	ListBatchesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListBatches The batches, newest first (extension of this server)
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+	ListBatches(ctx context.Context, body ListBatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartBatchWithBody Apply one operation to every run a search matches (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Evaluates
+	// the search query once and stores the runs it matches (at most the
+	// server's batch limit, else 400); a runner then applies the operation
+	// to each of them exactly once, at most `rps` runs per second (default
+	// 50), recording failures per run. The batch survives restarts and
+	// moves to another node when its node dies. Needs the operator role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+	StartBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// StartBatch Apply one operation to every run a search matches (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Evaluates
+	// the search query once and stores the runs it matches (at most the
+	// server's batch limit, else 400); a runner then applies the operation
+	// to each of them exactly once, at most `rps` runs per second (default
+	// 50), recording failures per run. The batch survives restarts and
+	// moves to another node when its node dies. Needs the operator role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+	StartBatch(ctx context.Context, body StartBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflowConfigWithBody Change the configuration of a running workflow
 	//
@@ -2480,6 +2779,172 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /info/healthcheck (the `HealthCheck` operationId).
 	HealthCheck(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// CancelBatchWithBody Stop a batch; runs already processed stay processed (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. A
+// starting or running batch becomes CANCELLED: no further run is
+// processed. Cancelling a closed batch changes nothing.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+func (c *Client) CancelBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelBatchRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CancelBatch Stop a batch; runs already processed stay processed (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. A
+// starting or running batch becomes CANCELLED: no further run is
+// processed. Cancelling a closed batch changes nothing.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+func (c *Client) CancelBatch(ctx context.Context, body CancelBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelBatchRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DescribeBatchWithBody A batch's progress and its failed runs (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the batch (state, matched, done, failed, pending) and one page of the
+// runs the operation failed on, with the reason.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+func (c *Client) DescribeBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDescribeBatchRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DescribeBatch A batch's progress and its failed runs (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the batch (state, matched, done, failed, pending) and one page of the
+// runs the operation failed on, with the reason.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+func (c *Client) DescribeBatch(ctx context.Context, body DescribeBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDescribeBatchRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBatchesWithBody The batches, newest first (extension of this server)
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+func (c *Client) ListBatchesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBatchesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListBatches The batches, newest first (extension of this server)
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+func (c *Client) ListBatches(ctx context.Context, body ListBatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListBatchesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartBatchWithBody Apply one operation to every run a search matches (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Evaluates
+// the search query once and stores the runs it matches (at most the
+// server's batch limit, else 400); a runner then applies the operation
+// to each of them exactly once, at most `rps` runs per second (default
+// 50), recording failures per run. The batch survives restarts and
+// moves to another node when its node dies. Needs the operator role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+func (c *Client) StartBatchWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartBatchRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// StartBatch Apply one operation to every run a search matches (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Evaluates
+// the search query once and stores the runs it matches (at most the
+// server's batch limit, else 400); a runner then applies the operation
+// to each of them exactly once, at most `rps` runs per second (default
+// 50), recording failures per run. The batch survives restarts and
+// moves to another node when its node dies. Needs the operator role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+func (c *Client) StartBatch(ctx context.Context, body StartBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewStartBatchRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
 }
 
 // UpdateWorkflowConfigWithBody Change the configuration of a running workflow
@@ -3523,6 +3988,166 @@ func (c *Client) HealthCheck(ctx context.Context, reqEditors ...RequestEditorFn)
 	return c.Client.Do(req)
 }
 
+// NewCancelBatchRequest calls the generic CancelBatch builder with application/json body
+func NewCancelBatchRequest(server string, body CancelBatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCancelBatchRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCancelBatchRequestWithBody constructs an http.Request for the CancelBatch method, with any body, and a specified content type
+func NewCancelBatchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/batch/cancel")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDescribeBatchRequest calls the generic DescribeBatch builder with application/json body
+func NewDescribeBatchRequest(server string, body DescribeBatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDescribeBatchRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDescribeBatchRequestWithBody constructs an http.Request for the DescribeBatch method, with any body, and a specified content type
+func NewDescribeBatchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/batch/describe")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListBatchesRequest calls the generic ListBatches builder with application/json body
+func NewListBatchesRequest(server string, body ListBatchesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewListBatchesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewListBatchesRequestWithBody constructs an http.Request for the ListBatches method, with any body, and a specified content type
+func NewListBatchesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/batch/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewStartBatchRequest calls the generic StartBatch builder with application/json body
+func NewStartBatchRequest(server string, body StartBatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewStartBatchRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewStartBatchRequestWithBody constructs an http.Request for the StartBatch method, with any body, and a specified content type
+func NewStartBatchRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/batch/start")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateWorkflowConfigRequest calls the generic UpdateWorkflowConfig builder with application/json body
 func NewUpdateWorkflowConfigRequest(server string, body UpdateWorkflowConfigJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4554,6 +5179,92 @@ func WithBaseURL(baseURL string) ClientOption {
 // ClientWithResponsesInterface is the interface specification for the client with responses above.
 type ClientWithResponsesInterface interface {
 
+	// CancelBatchWithBodyWithResponse Stop a batch; runs already processed stay processed (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. A
+	// starting or running batch becomes CANCELLED: no further run is
+	// processed. Cancelling a closed batch changes nothing.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+	CancelBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelBatchResponse, error)
+
+	// CancelBatchWithResponse Stop a batch; runs already processed stay processed (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. A
+	// starting or running batch becomes CANCELLED: no further run is
+	// processed. Cancelling a closed batch changes nothing.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+	CancelBatchWithResponse(ctx context.Context, body CancelBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelBatchResponse, error)
+
+	// DescribeBatchWithBodyWithResponse A batch's progress and its failed runs (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the batch (state, matched, done, failed, pending) and one page of the
+	// runs the operation failed on, with the reason.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+	DescribeBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DescribeBatchResponse, error)
+
+	// DescribeBatchWithResponse A batch's progress and its failed runs (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Returns
+	// the batch (state, matched, done, failed, pending) and one page of the
+	// runs the operation failed on, with the reason.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+	DescribeBatchWithResponse(ctx context.Context, body DescribeBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*DescribeBatchResponse, error)
+
+	// ListBatchesWithBodyWithResponse The batches, newest first (extension of this server)
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+	ListBatchesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error)
+
+	// ListBatchesWithResponse The batches, newest first (extension of this server)
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+	ListBatchesWithResponse(ctx context.Context, body ListBatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error)
+
+	// StartBatchWithBodyWithResponse Apply one operation to every run a search matches (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Evaluates
+	// the search query once and stores the runs it matches (at most the
+	// server's batch limit, else 400); a runner then applies the operation
+	// to each of them exactly once, at most `rps` runs per second (default
+	// 50), recording failures per run. The batch survives restarts and
+	// moves to another node when its node dies. Needs the operator role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+	StartBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartBatchResponse, error)
+
+	// StartBatchWithResponse Apply one operation to every run a search matches (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Evaluates
+	// the search query once and stores the runs it matches (at most the
+	// server's batch limit, else 400); a runner then applies the operation
+	// to each of them exactly once, at most `rps` runs per second (default
+	// 50), recording failures per run. The batch survives restarts and
+	// moves to another node when its node dies. Needs the operator role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+	StartBatchWithResponse(ctx context.Context, body StartBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*StartBatchResponse, error)
+
 	// UpdateWorkflowConfigWithBodyWithResponse Change the configuration of a running workflow
 	//
 	// Every field set in `workflowConfig` overwrites the run's current value.
@@ -5106,6 +5817,254 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /info/healthcheck (the `HealthCheck` operationId).
 	HealthCheckWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthCheckResponse, error)
+}
+
+type CancelBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchInfo
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CancelBatchResponse) GetJSON200() *BatchInfo {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r CancelBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r CancelBatchResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CancelBatchResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CancelBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CancelBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CancelBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CancelBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DescribeBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchDescribeResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DescribeBatchResponse) GetJSON200() *BatchDescribeResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DescribeBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DescribeBatchResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DescribeBatchResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DescribeBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DescribeBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DescribeBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DescribeBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListBatchesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListBatchesResponse) GetJSON200() *BatchListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListBatchesResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListBatchesResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListBatchesResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListBatchesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListBatchesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListBatchesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListBatchesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type StartBatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *BatchStartResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r StartBatchResponse) GetJSON200() *BatchStartResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r StartBatchResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r StartBatchResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r StartBatchResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r StartBatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r StartBatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r StartBatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r StartBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
 }
 
 type UpdateWorkflowConfigResponse struct {
@@ -6504,6 +7463,140 @@ func (r HealthCheckResponse) ContentType() string {
 	return ""
 }
 
+// CancelBatchWithBodyWithResponse Stop a batch; runs already processed stay processed (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. A
+// starting or running batch becomes CANCELLED: no further run is
+// processed. Cancelling a closed batch changes nothing.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+func (c *ClientWithResponses) CancelBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CancelBatchResponse, error) {
+	rsp, err := c.CancelBatchWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelBatchResponse(rsp)
+}
+
+// CancelBatchWithResponse Stop a batch; runs already processed stay processed (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. A
+// starting or running batch becomes CANCELLED: no further run is
+// processed. Cancelling a closed batch changes nothing.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/cancel (the `CancelBatch` operationId).
+func (c *ClientWithResponses) CancelBatchWithResponse(ctx context.Context, body CancelBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*CancelBatchResponse, error) {
+	rsp, err := c.CancelBatch(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCancelBatchResponse(rsp)
+}
+
+// DescribeBatchWithBodyWithResponse A batch's progress and its failed runs (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the batch (state, matched, done, failed, pending) and one page of the
+// runs the operation failed on, with the reason.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+func (c *ClientWithResponses) DescribeBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DescribeBatchResponse, error) {
+	rsp, err := c.DescribeBatchWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDescribeBatchResponse(rsp)
+}
+
+// DescribeBatchWithResponse A batch's progress and its failed runs (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Returns
+// the batch (state, matched, done, failed, pending) and one page of the
+// runs the operation failed on, with the reason.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/describe (the `DescribeBatch` operationId).
+func (c *ClientWithResponses) DescribeBatchWithResponse(ctx context.Context, body DescribeBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*DescribeBatchResponse, error) {
+	rsp, err := c.DescribeBatch(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDescribeBatchResponse(rsp)
+}
+
+// ListBatchesWithBodyWithResponse The batches, newest first (extension of this server)
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+func (c *ClientWithResponses) ListBatchesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error) {
+	rsp, err := c.ListBatchesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBatchesResponse(rsp)
+}
+
+// ListBatchesWithResponse The batches, newest first (extension of this server)
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/list (the `ListBatches` operationId).
+func (c *ClientWithResponses) ListBatchesWithResponse(ctx context.Context, body ListBatchesJSONRequestBody, reqEditors ...RequestEditorFn) (*ListBatchesResponse, error) {
+	rsp, err := c.ListBatches(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListBatchesResponse(rsp)
+}
+
+// StartBatchWithBodyWithResponse Apply one operation to every run a search matches (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Evaluates
+// the search query once and stores the runs it matches (at most the
+// server's batch limit, else 400); a runner then applies the operation
+// to each of them exactly once, at most `rps` runs per second (default
+// 50), recording failures per run. The batch survives restarts and
+// moves to another node when its node dies. Needs the operator role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+func (c *ClientWithResponses) StartBatchWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*StartBatchResponse, error) {
+	rsp, err := c.StartBatchWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartBatchResponse(rsp)
+}
+
+// StartBatchWithResponse Apply one operation to every run a search matches (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Evaluates
+// the search query once and stores the runs it matches (at most the
+// server's batch limit, else 400); a runner then applies the operation
+// to each of them exactly once, at most `rps` runs per second (default
+// 50), recording failures per run. The batch survives restarts and
+// moves to another node when its node dies. Needs the operator role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
+func (c *ClientWithResponses) StartBatchWithResponse(ctx context.Context, body StartBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*StartBatchResponse, error) {
+	rsp, err := c.StartBatch(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseStartBatchResponse(rsp)
+}
+
 // UpdateWorkflowConfigWithBodyWithResponse Change the configuration of a running workflow
 //
 // Every field set in `workflowConfig` overwrites the run's current value.
@@ -7349,6 +8442,194 @@ func (c *ClientWithResponses) HealthCheckWithResponse(ctx context.Context, reqEd
 		return nil, err
 	}
 	return ParseHealthCheckResponse(rsp)
+}
+
+// ParseCancelBatchResponse parses an HTTP response from a CancelBatchWithResponse call
+func ParseCancelBatchResponse(rsp *http.Response) (*CancelBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CancelBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDescribeBatchResponse parses an HTTP response from a DescribeBatchWithResponse call
+func ParseDescribeBatchResponse(rsp *http.Response) (*DescribeBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DescribeBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchDescribeResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListBatchesResponse parses an HTTP response from a ListBatchesWithResponse call
+func ParseListBatchesResponse(rsp *http.Response) (*ListBatchesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListBatchesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseStartBatchResponse parses an HTTP response from a StartBatchWithResponse call
+func ParseStartBatchResponse(rsp *http.Response) (*StartBatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &StartBatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest BatchStartResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
 }
 
 // ParseUpdateWorkflowConfigResponse parses an HTTP response from a UpdateWorkflowConfigWithResponse call
@@ -8377,242 +9658,266 @@ func ParseHealthCheckResponse(rsp *http.Response) (*HealthCheckResponse, error) 
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5kjD6KgieE9HSHEpWX2Zj1/pFS5Sb27KoJan29C47VFAVSGJUBGoKKMnsCUechzhPeJ7kC2QC",
-	"dUWRRVmy3bP+022xcEdmIu/5z14o14kUTGjVe/3PngpXbE3hnwOt2TrRF5THWcrMLxFTYcoTzaXove7N",
-	"VozEVGmyoDxmEXmU6T1LSUjjmMgFoURpqhlhH1iYmS7HvX4vSWXCUs0ZzEATbv7HRLbuvf6f3vvBaHZ7",
-	"czUbXfb6veHfhmc3s2Hv935PbxLWe91TOuVi2fvY71Fcmem7kOma6t7rHhf6xx96eWMuNFuy1LRmaSrT",
-	"5vLfr6gmj0xo8phKsewTtZKpZoJFREtCNVlLpcn3/ZOTE3K30Uwd9zxLWWmdTDXVmfIfEB7Kd4r8PJtd",
-	"w4lk6pTQOwUTr5ggQhIq1COc3JqRA83XTGa6T1K2yBSLSCiFYKEZ89AsocOOzRBK03XyTtXP6N9+8vT4",
-	"2O+l7B8ZT1lk7sFcS3HI1eHccRbXIu/+zkJtpj1bUSFYPBIL2TwM86tZBpeC0DuZaUJJiB2+U+QuWyxY",
-	"yiKyZkrRJR52FVgU/8MDhFfZ+o6lBt7cEH2SiVAKla1rw+08uI/te5qwf2RM6babngKkI9DzpaAxkSkx",
-	"46aCxkd2mySU6zUVEV67NsBBuSZMRCwy6yujwejqba/fmwzPhqNfh+dNJOj3PhyZ9kcPNBV0bU7of3rv",
-	"Kdf4ccJCxh9Y1PvdbAGnPZPrOy4orri+gQGJudJmB26RPFLk4JHrFVlnseZJzEOuN4dEG7RZZ0oTg+d3",
-	"zHRIYqZxD9Urs2ONIviLa7aGfzSQyP5A05RuWq4BR7LX4Ec1O5vKKY85XkUWMiV0oVlKzF/mtxuheUwG",
-	"16PWFZfOynPbFzIlweDqt9uz8bs3o6vBbDS+Mv++vhzOhudBH+42LA1RP1c4Q0U1V4tNDghmMfkR/d8p",
-	"W/Re9/6vVwV1fmVJ8yvPfTbOsO92YmFiBl87jVvu8bHfi1jII5bOUr5csrTLOOfNHh/7gGUp4IlFKTtd",
-	"FTS2jTtqGcG3e8TCvaeYlrv5xjWkMN172Fmp157wrrJYe0BwnOlQroHkOPhBqE5WVLE+WVFDVcxDhs8v",
-	"OyYGRVIYD3BdzQVNGUlSBk+RFPEGUEUXmETuuXDQ+shS0x3Qz9BYKRhhQqebuUjM0+WgW7hGRKYRS4/n",
-	"ooFjDUgo7fJpgIADtMPBvhNMS728o5q5p5qmepDwaRaGjEXm6WwQChorhuS+uCHLLZnTMmeNpCpJJQ5C",
-	"qNg80k2J17iTMmZU5PO+dyNdwEAeWphmzzkpgPy+JzgrOu0F8DVyVefY7LuZU3p4cYtdGoA2T78hPyyy",
-	"FJZXX9fB5WVBq3v9nqXj9b+bdL3jIzyIDf3AF9EMJzbNPx3dLr7gOy00++B53EYRE5ovOFOw+zQT+UVa",
-	"Js2cQon7vmOxFEtFtPTw3AXvXJ3l+xz9Fzw1zzs27BMuwpStmdAsIgbXU6bTDTlAGBpcjxQQj668KQxu",
-	"RYuZYyy33HVlMUjvuMJtPlJFDMBFWWxIEhfkRvAPRLFQikidIqQbnloKwh5Yuum6dC+TbNFv6MSZUeRn",
-	"Q2pSD7ljXCwJFw/ynkX+uRsMkbnMRSwfcY7Wz5NM7GgBRIpFWw4aWrh3JM1E4xw7HU5Ngiitv77aLWvz",
-	"yRTnXvajuoVLtqThhqiExbE5a7kgQZOeBKcExCl46YA8Bk0eKSBcWenMQzTeDa7OfcRi1++fSEwst1cj",
-	"Ilt/9VOY4TrRmwlTiRQKzpFGETfNaHxdIhIL82z1PaB9J6MNCf75MTCIlKVGVL7bENPR8rnAKqzoAzNS",
-	"LTIbJfi2t2p2upRHxfazUP/zo7nsoQhlxKIxtmsKKYLIhP4jYyShm1jS6DUJIqppQBRLOY25wgUZSJ6e",
-	"//KdIjgjYTBuaqjmXJivgjreiWoSwGculgEySYqlDywlSsuUKaC0C5k+0jRShGtiRCKZ6bmIGPY6JgH7",
-	"oKem9SgKXpk/rqleBfAaKaZLAGemtksnMX9gai64IOwDyokwI10yH89ktuknN7i3yI3rJSdugx7xmRZM",
-	"pGuFaGIeA3u6B+zY7PLvSorAT6/snj2oKUMU+e0cbvccHmmctrx91ja8Pd8tj2Oa76MyIFnJGHZVnh53",
-	"RAWZ/oitfNvysSnDNJVpGYOqi4HPiCZlDNEFVJljxbdISHH0w8mJU/7YxdtmXuE0YpryuDnrz9maiqOU",
-	"0YjexYyUPuZHYtblPVqZ8iUXNH4P7AOs/7xlGiP2Tq7PHKexQL2gQnE3wMUFuUTi9F4sP5Ku87cpWbbO",
-	"X1Kvlea3h8siQFtycJLjYcqAfciVb13ZF896/Y/S9tNiruPeB6ayu+KAtrHgeJZ563ZwnpZHrG7iHQ1X",
-	"XLACtkKq2VKmG+C8BQkq+BCUn8ybq7PBbPh2PBn99/D8dnrz5nY6G8xupr1+7/148svF5fj97eByMhyc",
-	"/2a+TGatra7Gs9vh30bT2bTZYDi5HVyPboeTyXjS6/cux1dvb6/Hl5e3s9G74e34Zlbu0u3NvRF2k/wP",
-	"eFffW3ZlEJtT2FiupfThSurhByNR299YOkg4HIxZkRTLaxnHhssZZxqf4QcmtB9qfuEicmc7elxAy8qx",
-	"mq0Mb61y/HYwmw3fXc9uLwajy9vhr8OrWa/f0mR6c3bW0mQ4zBmT9hZbphgO8QZrnwt1/rZ1elp5llpq",
-	"1b7aaqPtczXWnINbY/D8S2XE/NfqMJPrM3suht/DX7vB3bSQLljJ9GIW3/wyzcKw9mXIHLPX+OAZZ4j6",
-	"C/drrlTwzFz/Vp47/9acvfTJO1qxAodIpRHcT7bn+7LIYE45CXM5DFHKnk7CrbnqWsY83LRYfVY0SZhQ",
-	"+BgYSdKKl8qintWZoZSJqpNjciMMM7dmVCgSACjkIGBu2qHb9Qjg5GYyrOBtlw69fu96Mj4bDs9vZ+Pb",
-	"s/HVxejtzcTQRQO9HcHI7N8d11g0zsXMgWqfmTyTYsGXWcoiuJnSQXKxhJ9G0TsZeTUxPFwZaVEYzqom",
-	"8SrgfGOuNAOFILA1G6XZmihG03A1F1TrlN+ZIwYqV5tTBZXTnotgeDV4czk8v70YT/AwprfvR7OfSwgd",
-	"INfsjrvcYXAJ9sSdQ/T6vfPRFFp1POuhMI9idCHTQWzAtPgbdqLec73K4d0MzxU0gJP+mdFYr/zGMvxG",
-	"UpbIQjhH1tBnsxAoxXkkpviRbhQJxr8EhQRiWUzke/xWzShLWwxFU1QKGGEbtMYw4gqXG65YeN+Rj1pJ",
-	"pc05evYulS4JaMwuFAAtP4EOrProfMIy1UoIrNKAR0epaUYSaHdMQPHktOJcE03vmTI/hCxiImREPrB0",
-	"LoJcxVGeJjgmb6Re5aoI5fYw79E7YU4ljjfzHnmgccYMmswFDUOWGEw5KLRdUhjak6bcyJ9kxY2IwkMa",
-	"E71J5GEV0geXhqCMLm6vJ8NfR+ObqeOVBm+uxpN3g8vL33p9f6vWRlfj28nN1RUaIQ1OwIfJ8GY6zJvN",
-	"hpN3oyvzqo4u8tadtRrycbS4TtkDl5lC5mmQn4+ZotHC3+BKTpAGWeQyv8J1uCYzlq65MFRl4Voa3Gs1",
-	"JTUpXW5DNJdizckG7qnIDbzOju1Ttl4y6rNXDtytm5EN8041v+Mx15tTskK5hC0WLNTkgObGFWvVVoR9",
-	"oKGON+UldZVfqH4nP2lBHeexR3JlUbxBYXLTsOdrTZlYHsqnImxc5nV2F3O18io8xqVbBMtw8xpPCc2b",
-	"WG0PoRZlleZxTEKZCe1xUdi1aRhjp9xWUYJ98mFYI8w2C6IBozZnhf03WbnZViv9d4rw6JQYrssqx7jh",
-	"yyIipPArgdK6C8ZWW7bPbeOZbiDfXxXK6yv03o4V6fwOGAsWbsKYEfYAb+vCWnXMK9Mnud2gsIWAgqFP",
-	"2JprDcbeuaCCyDvzTFJEXrKS8v6YXHAWR4pIvWIp0SuKz7bblQEA5dSVc1ExBeNazEZAr7IhNEniDdHS",
-	"p6VkotDmj0RH56OSg9ZWo689OhSsTa+yFL31OvOG5iaTsBVykTsdON50D3txtWOLyTjVTzkcn9GpuXJk",
-	"nLeagj7ZluTOeju1Lq6l1rO/zSq0DVmGfv891LVSrWm4sj57TsuGUNumQN3mg/TPLpzlL2zzq6MjdSy+",
-	"Z5tCGd8vVOkR1ZTkYo9y+BzLkMZoZEhZKNOIRbh4z+tyzzbP+ao0tnXNRMTFspUVMk+nY0Uazp2EoreV",
-	"TIFd2OYUVn0/PC+EfYFa3OmI54Xai73o9yIpWIvfhDQsftkHprGbpofEgpuBZ1WnS485mxLwpTBMPlMd",
-	"bc73HK/Csfuz0bvhpNfvTUdvrwZGZB1dzYaTq8Hl7dnPg6ur4aXHYbaGoTCkPYTf2+FgWiE8fnCoAwE3",
-	"opNcpkypPTwPZiVHBpH7c4Kdjn3QFc+Gg5qXQle297m84cKS69cWD8SSS4q6RwrQx8tXuG4wAwgH3eg5",
-	"5Qdv1dkvsIa/nkfI63vRCq4t3heMhFmaGq4gd8KIMtYRnGOqyg7l27ZTcz//2O8ZaNhr9QA+bvEc1kkO",
-	"uCZruiF3LNdfCfnY1QUE3Os8M+ZKJLhLq9tD/16QMspAfEqsh69zEZjWHe8UePA81p2CczVVvf8Od/lP",
-	"ZCFq5KMxWtHXnY+fqqSKK81EyC4lNYDaqpnBz+TAHGUsw3sulodWP1O8pTK12sTSq3pMBsJ6b8yF7WDe",
-	"YYUmV21EwlyksyP7+NiY/rGxq7ik6ZKdU02rbOEnCM/N98Ou5Be28YxtfoW1Gs7gQxhnij+wEoNuO1sW",
-	"/QB59JTBvoEtkocVCrLD+brfS2iqOY3t/rcsSkuYJF+J7Qg/5ivac+4GkHQh1df+Xh/7vUyxX9hmoK5T",
-	"tuAfnvniPnaC8jZXRh6u2gHZCmNG8pIF8Rhcj/oEAwhM73tzCRwBWZVpxeV4cH47uLwEBff4ZnZ7OT77",
-	"BZV58Ol6MJmNBp0+3w7/dnZ5Mx39OoRWrsnV+Gro/u0myvtBw26aQHNGgzh+jyh5iaAMVlMaXSM47fo2",
-	"dDhhWtjPV4a16ZdHv3ZAHd6DAtCqiGZyZJ/dqsKgeWFvZARG7yBp6Rk0GR4XfPJ0x+aSJsuDLftKdtUd",
-	"TTIB0BVFhl1zqhjzWGFwElq6yu99mgm/7r3F9c/3DEyYTjdtlB8+Okqf6z/AF8spPw4K1kqmzlB3eEyG",
-	"hsDPhRMAuQJfT86iYzLA/SxQB6LpPTL4EVvQLNbqNfmeKMIFNwAyF8CHPdC4T0LJFgsectP5hz75/uSE",
-	"KLKmH/g6W5OiWSZivuaGiDgrYn8uih+dKcX3ztzR8F4uFmfFRB4XDBt9w1JQvXAUdc0GbG8b3MIoUhCz",
-	"ggozs4gl1cW1IYONERmw5ZHdibXseEDfznPHFjJl1oRk2nqna+fB7dFZDs73jDorLDeQqc3hFjwoF2Gc",
-	"RSw6JScWNPMzftr85/ZiWvdteExyl0VLZpm4sqEYl2OeOXsNp+BLZHlN0PaoPOyIsJgmysDiJ659513d",
-	"JAlLyZ3M0I2kBCZPjoCrK7c8Sg/TBxywI/YB8cBadys6zGMyLNktUJ++knFkjkjNRabMGOFKKibI3YYE",
-	"0AJ8pF6TAKkNqF0CuI1fhr+9H0/O+2Q2/NsMPTvPB7OhkY/7JLA7KrUfXc36JIhkdhez0s/n45s3l8P+",
-	"XATmXS99eDMeIzNvpx4Yqtuc/3YwmQx+Oy4mx43hC/6Ycq2N4K/I5OKM/Pjjj/+BjmhysVBM980HSiIW",
-	"8rUhPTiROTTwvxZUSOuD3Qe6bBqnLKaaPzASzLOTkx/DK/gfwz8ywTX+HZCDee+KmB/UXNClnPcOvRTI",
-	"bbr0gpQ409JxVdSV+LufqBQH31HD2abXqp/7PjGErnd9bzWtWRfusgb/v+b9umCL4T5F5OcBrwwXRGiD",
-	"+8uDO8zghnqolcziCCRWRiNC99UNvvgufy3PUiOiZg+oyatt8xS2xmIWamQzKhQBXmtguGpzVbxqLBL2",
-	"+j1DBXr9nsNCVIyZHwC/e/2ewedev1dB245c6i9s8yhTI97O2AfzlJ5TzTQHm89IwA8OH95IGff6rgfA",
-	"LvCb1cDCPazMTkX0zcTcptNr02fgiW81VtY1G40uPg62Ehy4y6zqbq/VmPpCxtIuuy+iI5/BsIpD/fq8",
-	"5tXmLvxr9l6TDc/c4Q/oix0qHB5r3YPTpjvQY8lfaKvDH/qJtrr7nQ/PRudDf8OneP7V9l/2+8OYqmaT",
-	"3z9aH03riMmlGGc6yfxgnmS6sFndbTwmIYiuCWOpWJS7uC+sXrOBBmhgmXZRVVZbd2pU7OOTILM6bX/L",
-	"ultAUjNz+MprUHkPUQkFv0yWkjkZwh7udyr3TQVhGB1YJtdnh1vcAml8Zu5g1+YLL9xaP6t5R5fG7jZx",
-	"0/ydfIDI0W4xwNUuHjljLR8YasRAsw9HckwmDPwCMbUCSF5OzUuC2+lv09sAgdDA4FzkpytTwhyjtTKM",
-	"1Wvb/O1kcDa8uMnDhEdXb3NEDoykAK0uxpOzob8JKbcwOOwf4Xw4OL8dXp0HPsZ8m0Ufv4n9Adp2HSd5",
-	"YosuADEt9/nY7z1Sri9k+gvbeBXDJBOGgUMdJVphHktEwerPmIJ0HGFOaTDgzI5do0LBbrWTOy8f3lXS",
-	"L7TwXhla60giudCggOBrdkyCqKolCFCzZGUwq4hZyzVk88k1Uy72a8d73+p2WxLvO8hPaH42ImNuFWvV",
-	"D9jnjt4pGRsqgn1hs08O/PWfd0cGCS3in50/gmm7cTyzUtNtzEp5yFYo7JBAqHIi3lxBZHrPk8Q8qmhR",
-	"pikjwcVoMjyvhgqd/Tw8v7mEgGT42jUQxYXUm36wU8MY2AjsMyk0FxkbqCv2uFtbrj29PJryP6Mmu5VL",
-	"fFLQSYl67BF10inSpMluln58CmvZYCmLnwyklEIjO0XK5lp+JJsKn25aC5B9znBYayXwxxq3h3QOkiTm",
-	"GM98FLEFFyyy0ZouLLJjaII/pLD0LNcjIh6RAUx1nl3njq3oA1Ml+uD4Gh5BDgMc2vk4NE+PL4VMWXUF",
-	"LZ52A4xQNncBV2MzRYDvRJoJoL6EC6UZBZXNTycnfkO3XbwPh8FnA3Siebyy2Qau0iZt4Iv61JgCBBdf",
-	"rA1yfriD4tFuTG8/i9+33N6Zh8GubsoFtKnaDVnnJrpmUe7uYzUg9UR4p3MBXruPXDmzFcoP3ykSFGw5",
-	"ZhuwskF+GT7Gcqf7ttnK05jLusTRRe/YdpjtusetPTxXYFshlS0tEYWCCuUss/Qgited626H765nv5l3",
-	"sdEUHfIaDevCBLSFdCLYcGpbdqTDMg3zQMuxqJmgIb2HWVy11bSsRXFt3qY0ZIssLpoNYtdGYaPfq4e9",
-	"4J5wimuWHhk8ZGLJwT0UIwrR4knGBmsD5gkpDNC7BySyGHnSIMLouCmECta1voeAKEumcv/2mCER5DJL",
-	"TzGtB/q3O0NvJhiZsXUiUxofqYSFfMFDsmZmIB6i0y34WWggMVTNxZI/MK+lNiwzMNd0yab8DzYSbzZW",
-	"JO6kriwNMVulTK1kHHXsvO1s2pVaj1yHq1Oi04wBfQHSijpfw5z5L8bFQPpJOGuJD91KKHx9PvZ7MtF8",
-	"zf9gg1DzB643fhuUawX8s6/JDiKx4MubJKKa7eZWM2hX7buFWy2QoiOFM63/BH4b/foOt72C57C4u/bT",
-	"Hah7m4TTMgsqW69pugH8S9BnFd5GcsA+aCZUzqhxZSM+D59bYpjZNGpaWvbwjuVJeWVqj/SFxIbGubWx",
-	"yAPPeXGtmuHWJa/rvc4QVbPdXGnNaWH7UvZiHoN9Ms1EV3d2YOzeIWvjvbgt7Pf71caGeLAI1mP/ecDf",
-	"X3yniDvYPCeLP1VRUvJuV50yuFUOuO8i2iG9JYZEWQZ0X0ftmoO9x4ZtXZjebHaBsZEvsbHCOy9OqW/Y",
-	"TSo2LTF1Ot0MtvnlIwhar3wuyuppTKYXrigXDb9806+rvVDV8sDthEPboY/aqjWPY76Pygq1oNle+k80",
-	"ctnU3N1XCpmzicx0NeU3aKeA3bcjdlw3ysk3aey/K/64eO9aFEhL41i9bJLBboFhnXIC2kgxe0HlHXvh",
-	"pI7OWwlutk52swBRtk5cD8dee1iAhC7ZlZEa6gP9N0vl0R1VEAS2ZBZzOmJC0mQsa+y2GVLxP9gpOTEP",
-	"VWxIPr5T35N3/E3HeT7x5ve52PqW+vnR7b6rtocRVcv7XBdkplC++7rgYsnSJOUiD295XMmYESVoolZS",
-	"n+Yo6wSQO6YfGRNwv5Y/oHGMXqrg9bc0FHGRyjWCwIkX+/6upDhvyerHFfQ0b3/MQ1ZKAOKyHLrV+ZXb",
-	"UtP42nked3H6q0aY27OqDFRa8LaLG+56vlFYjFhELgYjK2VUc1udD89G05FVUZYtZ5jl63b22/Ww1++d",
-	"XY6GV4WZvL0hjuraVb+Nrn4dXI7Ob2+mw8ltKQPU+bDabnJ9djs4+6+b0QT94Es61elw8utwUmgKSv32",
-	"yPvkrMIXlMdcLN1xmn3GnAlnpa9+gp72C7giPdCYRzeKpYXMETFMlzQI4YYvZXhfqG+nwBk6vLEar9Jt",
-	"vmXa3DhqeNRu4rlkOsfgol/gdVfbElWSMho15RrzqwLFuem9X1xJptg7tpYXMt0VytNUGIDPXUL16pTk",
-	"uVqAFUfVpF9M/lMaNFpuvQMZ7nzxOFt3L4I81LqTA0FpB3sBa4COvqVfXOYmzxYEY5FqTcwPtSHKQ/dt",
-	"iLpNh4tqJ9Rv23D0QodviCNXVs5qASzKgf9stfDWF5DvpG/Dxcwbhsbq8tuFoK0sX9GAM5szyrqhvxCb",
-	"8ZUhwb6QvxcU7ScIdxFTiqcXdtxeOCLJtKp4bsEZxlJxsczNC15BF4pAQNUApfaQd/0+ZVsCmrqIu1zl",
-	"qptoq3gzfZKw1wI1nhzmbfb+EiTVFLb7vaT1zp2f06KLe1T7GCWUG8rAwdx+Mxwu7R5s3u7n/i8SqLb1",
-	"+vYjDB1u8OVSz2x7J3+GzHKblpREY1fiBU1nqAnCZHSb49YM5f6U8jrNGhnlYdqCz7KvYTNfvMv1483+",
-	"LcKUUeUc/ng5wyHk+0ewLmUDWGiWDnG4rjrL9nS9JccOZrDreHlM3lfLG/RJVc+X/1xE9JcyHZgPNmdn",
-	"nrrf/IIcOphl+/kMZ3U+YXvI/+5SFUbIlSJkKZD/drWh3qkA4+VjeZqazpdXKHe0KpWjy2/n992QvttI",
-	"IQVDqb0J83vp1stw5g10zVJhM/04f5eYpkuWErvRKifmVAvIs92xJc/dOrpkrbBKGN8bgWUOYTNrKjZ2",
-	"Tafk+5MTmy29sIsIqUkiFdf8gX0WHrBkp0Gh8PPaaHKoaaP343Zo6RMZR4bTBn24hwF8cCU3O9F5L8n2",
-	"PLUrqt7JlG2rCmWhDh3LtVM2EfaBK71dmt3JlzE3OFYgsgWIut2FY63swWy7lx2pXYEq1x2m1nRDIokn",
-	"kGbOyyx3Fyq5T80FHkXV9w6znp7fXF+OzgazYeDLwpp/vUXl1u34qpRYNf8KlR3/c3g2q/z0qQlVzzP0",
-	"TmP4joxFkSg1/wSlIc1pln9pyZHqDnvCVBdxOjXNclGoCe+rEuD6SaI5bHS/Blfwn0fT2XjyG+ZQvx2h",
-	"b2uXzMKliYykvPdUs9G7YZCLPwAdOK0ynEQe59vMPuO3sFHlC/a4SBkj2nAkuSRW+NaZ9bWMppjeRyic",
-	"5B0MU3DPExe9Bmkcm8s6l0DkU3YUsZgbkT+vpsIFCI4gfNE05Q8symmIXTOeaUvtunueOD+MzpO75DaT",
-	"67NPmHknL9QAiHJ9g9H4ykHftqRJnUYcnQenJSNpwXnl/ASEtDyHtc4rQ8FZvYzLSAGa2yi3JSYd5Kdd",
-	"9GTHhkdRkUPucb/ttGekbGJVawGPGlS6d6JO1Hr93pvh25HLtd0kRLkBA9o24bLjC/Fzlfr2e28cC2lm",
-	"rVNMa1qAhs3ItspB7JfNBSxr7pxfW3MQ4DUTkbImIcJzn965QGMapD6wF5lHxLnEFm0JXgzlnguX5sWM",
-	"EZTWG3RPyPIpqVSeIy/KJBMvnBPlKQvfpliYJOFujsF6K5f6BH61QqEWaWSO2y8tmO0HF/YUB+d9kwfX",
-	"SyfU8jxgyraIhTFNK5Xr2i1Nz6+bq6/72Y7YurZsTa8jM12tf2UTJD6jEeKb6a/5VFsw/n0XBnd4pjsh",
-	"sXxi9HXr6hDCd5MYBG7XS3mteR/0NV2ymbxnHjYdfkZfDkhxaAtSgMTcvJyqC5xp43dBbFXHvLPZxZhA",
-	"X76EpXaqJkZ8f4JhNh1w4B8ZSz0P9PS/Lo9ifm/WG5snVRrsust4rI84lhjuIuPUIA3n+r3D5XWArme6",
-	"v3I24fLNlYoB0hRqlq5l6qqkb3eayzmi/VU41f0PhU43+6ntfQN4VVOGW1pTDfnRMUMD9Px0b+onO4Rt",
-	"h4v9vE3U53c6+HObsqZPsUSqr8SO9Sc/+nLWmm2nDe22iL37JPZ5SjaePwP/0i1PU3709zyxGQl2nr5r",
-	"GhwTQz8hgr2UPGIUWR+Pyo8iYh8Css4gKpdgCFnj3qrDeENFId6f53oL6NGevKA8+3Y3ZDDYFMHPmF+A",
-	"rqWtiewSy1TyDihbLB1eSCFtUHG+tz+N80/VU2O7FnBas4bKR+HqRsPZWPtuMP3+6PvgiQFVnfIEVSzI",
-	"rVHh+IHGRDGtXa25mtXD4wmdSuESPHiPQEQ0jciCP7AjzMFnehD2ITEX4fK0pMwcuw3CbikhuEPaGqHK",
-	"pF4YpbOQu+2R5lHNPrQ16XLFmOSCYrr19enBOukC3O69DPZzPZifIvraWvRkxYV+ivTbmtqgy3H6O3+s",
-	"xyWOH1ia8oh9QgTm+R6A4rc+VklMqs9ZTDetSg/4WsmkDOiKjhg8z+4Vneb+oGCLVIUIWrVqSvHkvL4V",
-	"KtPhbTTNtjAm5eAjXw5pxcjN5LKm7UFPvnUSQ8ov1cgS16AqdpZy1FHN9uvsuKbrKVlRiDW4o+G9y9bk",
-	"KsMrEpSjjloNPKmetll5LkDOh8s7rfhK5M68Uczy3FKQqA1ymEHafshj1m7v+TqSfBVem/WXS+1+QHmk",
-	"yEHpzTzE+7YZwMq5v9AGqnbmAOvu8e9f/5Zlm8U+rqSqBH5+nqVWOKUa3mSKC6YU4RETmi94URtpK548",
-	"trAQHUGh6FMO89tToQvGnvwwCxsFJOUiY2AqeLrJmdBMkTsWyjVTZDZ6NxzfzLrStla2q04uWjfTr9Kv",
-	"33fTyy7aqx0ks7MJM0wZ1Tbo+UDmEFBJhONiCGzinyOXFaeeSudwzxxFeXhS1CGBAtLWcp354JhcSW1L",
-	"qtGEaxvAFpRVNuSeeTxKSy08D2mVbXTlbhLrFOCEGleLBq2QfdCCqdAmHbCzfjK7aWWmUkxIh8JirrXN",
-	"DMI+6N0dsdmTjE0vf0LdimB+0pt2CdUS/Q5oQZYoZt9qbBfkeRjRtJazV5g9KU+49iwwUBHwniVe2kFF",
-	"axnN6ZaUl17s7UCyfAjcLI9ljtclbcmvs87o3mXLpYEhWqg0nJhRsHwUn4amSFGyllQK7pSr47xUXR18",
-	"4oe5g2aNw0y5ZkeQkCzKN2m5gmcBJVVPE7wztiZvbIQ+QIMa7fzkNVnkekHtbgN9dySQV5v12kjdp3ub",
-	"x58WUzitMdU+ZYzK077XOOEDwR4gf8aKpVAV6K5ge0AamAuUC7Q8PCY2fZP1ZzkAtaTL1R30LV8xSPhf",
-	"zB8RIDf+NRdBVFx8xSIfHNpcVzyOc3H+lFASlyZzkVVzYROak0duNgVr14oI9ggqwszgU0JT3SfsgxkK",
-	"Om6b3TAgGH74yJQ+KuVPr+p/XNk+n3POC7mCtK35k8Z0lzLprkuq6ZDyIXax3RZaBMWkus4i3+jZ1X+2",
-	"6H/+MgdeTNBIm7o7i1izm3dEzEvaKrijyKdlnlEcHeNtanWbPMeVYbEebFyRoJSv/2x8dTF6ezMZnt+C",
-	"V55ff7B1ZZ8oohdjPx3KijGmL+UH1AaPWwVIQ0Tdddg8uT4fiB9PiOqaZeil9lemzrux07TOMwcH7a7S",
-	"eRsP8N7zJE8JjSmDB9cjANelJEqnlC9XoF+yJ9jqFu0vkLGD3fB0Ko32dFB0I+xL7x5LeZifRvHKI7wQ",
-	"zXvclix6K/K3dqyN+vSDL4/yYlSg/ZZ20oFSMe1noAQ7ebyO+vCSpFTF52bi0P1k++jPovb436eE+JqF",
-	"/O5qyc6Qa/VUOSZ00mpha6xq/U1L8HJagn9hOf9XrKBpbXfWbOe4QaiO4BKiGR6gLmtTBRJyrgX8DHqB",
-	"tooemapWQHVOKi4ayEV59nsuOzjU6oAomF6/Z60g5dhQ8/PZ4OpsiC3Oxlez0dXN8Px2ML29Gr7vGA3k",
-	"wjz7eYZ6qPUBYk+v797fcmio+fmMipBhC1fPI4Jk1pWQoKmWSRdrsky2WEZ2Rk2eov3NHFVAuM4NRzpP",
-	"WYp2D5tFv8XCKpN9Yimnrv2f3RextO9moYnq1WBclj3VWkQ0wmGl9gj+VAZYC88dARNBrAx4Fi4rIPbe",
-	"a3XtwLK1WGvJW/7ACOOQPT6oh4sGfSLTuQhsrGdAtFwyaIolxopyWO2FvHZVtNtW7atabsv7eWtCsMuv",
-	"JePX06C17bK7MDrt1nnPHfmKHj4hq9W2twINzJ2C4x5d02eTKbYx6jvEisn12ecSKp4WmMerhTBGYiFV",
-	"ezKiThVOzRioh6367dloeFtGxSVv0SRmFPyxWKOEC5wUqCsOgn9+DJxPragkKJcvFGT40nfZReAqu2u/",
-	"3NVMK4WSX+Binkmy6xJ9VyIUnQU6oBXobBEUwkEpWoMcCKnL35z7xeEzRex9s9U+2Vb7BFnrm7m2+dR+",
-	"hLdgIf0uIj/PZtev/nM6viIGOVMaaqISCBC82xD+uDhCnqdPKImyFCoM5ZIbfpoLl3vykafsyBUxNw1d",
-	"8hb+/oI8fE8mw+kMa/QqlF8lZBSgsWkwF9PzXxQJqSBRanhPrg/JXabJPWOJKhX54IJM/+uyXFvNKUeO",
-	"52IuzKYiGWZQftRlw1REP0oztc2YolY0ZWiVZkAv7MG+NiP8Bdb2l79Ybm9wPfrLX8iBpksS4E/B4Wto",
-	"8sOJEQUgn4UdtziwuSBkJZXNbQsfp+e/kBAyVyuU2A++/w8SXI+ns4AYOkPRXA6lYk334BVN+KuH71+5",
-	"A38VkCTOFAneDmfklbnTVytGY72C9OTB4SmBI7TZHYiWMMpK6+T1q1egejIrev3v/37yfXBa7NM6/5b3",
-	"iT+5ff5Y2qYZIbfVm/FpUQDwO+UciQ9s0H7xizkVHjLr7lpipqEWgxkoL51itRqqpCR43TwMQLNXYCAJ",
-	"yEFeCxpGchq8w35bP7Qklzu6aQ/NhXmPHx+gVym8KQbM7pwDtzXkB2V/yQAjg3Bn9XqEpRJ9jUvz39iP",
-	"AUD3e55CRTFD2w20WIBlDyzdYOVIrohB51PnKrGm6T2LiHuGweOBxo90o0q58/uQo6y81g1ZyRhtvX+w",
-	"VJIHQ27IQTDvzXtBnwQn5j8LGitm4E66uBs7KU0BNmK20ERmtsJHJqCWIbp9gGRFFQlEFscIjVZmwtqt",
-	"P/5wdMc1yQSUcwB4ARQlyqw8QLnrNYH8ftjdCM64TBwhSxKWHoXmjpAdQVR0MWmwgAeW3lHN1zAAFQ2l",
-	"Q1BRWgRY7MXFGVhVBatoJcy2D2KqmdKH4IRq1XJBIdrhchO6MQynIgdBhWWwTikyof/I8mrKNnmn6Vei",
-	"FIa+mtOlNjrbVgUlwQ8nJ0FBfQEsDDMH/W2dTzyjlCWyqBNJBQkqJUoD6PuaBD+ZAc2TxTGfvtmlPQZ7",
-	"qlxBwlGZuuL2br+qT4KffrDdYymWR4mMY1fkBfDVDDC5PnOkwq3QdPzriWVBbaRASIVh2Chm7odXIZbh",
-	"vcqR9q/FSq1UAkovBdgzNaBXQCmEkWAZzTsW0kwxyE+YAqV+YCnkfLbuQcrWRV/PxUG7sxFp+CXh19RW",
-	"Coagiv5cBJVoLGjX5iVk0Ky1mDW6N22tEQikagO3ndA090TPX/sSTsyFc4JCpU3MQ2b5bAHSV2+Q0HDF",
-	"jn44Pun1e1ka9173DLFSr1+9enx8PKbw+Vimy1e2r3p1OTobXk2Hps/xSq9jDNbUMWhJkC94tEQNF3RQ",
-	"PKKHvX7P3kPvde/745PjE6x+xwRNeO9178fjk+MfoX6KXgHT1HgysfriK6xiB1VqpE/HMAQCig5fhiXg",
-	"osBYW/MOXL4eDfNcVqk6ZSQQHsO/5fg5inqve77qeb286OsbGW1y5QXmVSo9p6/+bvW9SPn2i+iqlvf7",
-	"WJXEdJoxzJwHaA4n98PJybMtBWpl5mIaTN7kPPFo4CnMwc7c7k/PuZBKwWXPQmx9EEfM+sRmKzGUO5JM",
-	"QfI9SyfSog4BOQjyyihX49nt8G+j6Wx6O715A45PN1MjP37s9/76efdiKZ7lrIDwHYNIYMvl9V73zqBg",
-	"jyMBRWHSPFurcKUHbUEVTZeghsZBe7+b4RpYZqiXzSjxasl0O55NbDlrNHRDjdFasKsNOLpnG4W59e3V",
-	"mENHMxfUNV3jsxCYduBJCU/3IaSorGhtMFc/pqBWRLqKfXMBCU+1lEjrqmjrr93xwojrryzzmVF3R8GT",
-	"Flwu7qh+m5jIDtPofsXI/afF54mRgeuHfgA/WIQ8rNpbn4LSahtK34DWQ1kZBIQeg3d9w1zGNHTpAmwF",
-	"McR5fC3JJbBuK/Po3m2seA9CuuFWSjqRKnKqL4Gc068BOTu9q8CifHtWPy8aglK1Ex4++Ym1qqx2RLyS",
-	"Omfxsfzr4Hr02khOaFd4YKQtWf8xsQ8z1gxv1thF5K67laBoVKoE+xq1QsmKYpUJrggXmJ3T+im6sqlm",
-	"jRA98UGX0xz2nQKC6rkAJRlXJMqYLdRElc490e14Bz/PZtcuVjavI3XYJ3ktdZe+BcpePFKu8zznhtGw",
-	"saEunJlFx2RArBNKfklzgVyJXaktJmuuEdQRj6sNWbGUNbgMzKp+oFeMp3NRqctJYgP9OePi40LclZfK",
-	"270kiatXrf5CnEejCHQbz5GJvPyzK5ldr1L8jed4CWLnbsjmKq5fwo665V0JHkOtGFLPV7Gk0TaxQsn4",
-	"gSlUYVXUaa4Q9IKlCv3/3Q4xm8tcHATsg54axmQUBeT/IQGkT9Sr4JBwoaUZk4uYQ1kL0Nmh9tfqI6FU",
-	"RKrnwipW+PuLQpdxl2n4gWvF4kUBAKmEXLdYZ0KvTu3ZqLlwOr36Mp1u76eTn3ykwiyranl8GVpRz0f6",
-	"edmf5uRNsmDvCEm8AUt4g/ECvzwnZBfw0+dbwKwwtdj62h7QigrQlIuFK4GSg9hXSocuzT1TkW8o3jj5",
-	"wgJBV1Kzh8rCObDm7n+T1hKWwO6VtA1oeoHClyxCtTPqMMrVMzEqNM3YDrXEy+sivrwCogMH8J1yd3Jg",
-	"LsDVE8WKNrlSwnzCizj8xhG8MEdQ9uvOLVSG60YH16746MqEtuPlpbMluWRSjWqxIDQI+3IahvueQQ1C",
-	"tI3NRXv1WWsgdciKDz44i5rBaZKACXwugpqnKabCdIHssMXvlPMXJQf/dkKU+WqNvYeYIAtlrpAmZvCU",
-	"IXlAa3hpSyhrOekRJCrkCLgiP/1wgpwDCS7HV29vr8eXl1Ap43Z8MyvDTx6/a/1d8fignsQOepPfxze6",
-	"U5LtcvLTby9l/K9AcX764eTzcixeoHfAC4h4l0VLhgL0hxXN0ECwA/wPTwkksvxalUhmXwuZ1qmolghy",
-	"yKg5Ugu42Imc2upfn09zBFUuI/QxdIUi////9/9riOfOBwat9wsuuFoZso1qliPQ/1g9j/OjYtwenurn",
-	"eXkL3U1/LiAtrSILQzX69Upd/XItZ1fimcHaypUJ+3OR17yEsnlm0GNyTa0rCuihAluUMkBGDxuruQjK",
-	"ZS6DvJRwnmwfMr359EQ7KLCtSPTCBLhWFPQLEeF6kUkPRpXLTGJ5xG+s3YsZmLpXfe1Kk5x7zqsoWyft",
-	"lKkSDPu68Fgru2Dknj5IXqgCx87/nI6v5iL3BEXpoJDkCuHAARHXx+RKgu9PxBKI8ZLCaZDhOpzc5wb1",
-	"6myzdR4p5s73pfW22Tr50jpbWEI3ZAXWWNBEreQ3m/CzoKxNwm7fIGtguWMbafkleK6w8o4Ht0FpmQ9r",
-	"Lya3VfVx0LsN/L8rdldjHopIl3ZEHySIcmhoyoNRuED/jb7zhBR0zaJivQfwryPA/MMizqWkoGlgaOva",
-	"XgZLr1um+5pNyPb4rQPONzPyZ3tsLbAUF6BlAetl6H66HRmKcLbj4Rmk1S2XliznFShVhEa7SmiD3otk",
-	"7HMRrqQC9VtR7vWgUqG975J8Q2WPNP8rFwzmgkd9/OI4Dhjn8BTalmVC8MG30iITkXNdraJ8pW7qC7/G",
-	"ldLQX+g5rlaUbUFy3qwG++0xfrbHuFaF2Tmu3zGykJmImi+xaVqS+9HuyGgac9DTmTEg+sBeVmd0T8It",
-	"yE7jWJUKAHynwMl+RUUUs5SojQhXqRQyU/GmiCdwY3+n5iKx6a2sD9qBi6itxNJypiCqBmOFLO++zjCF",
-	"jZoLrh1rjoJxKQYgN3v+cGJTCxgwGE5uB9ej2+FkMp4EhaNHIFO+5LZWFEv/ElhHf0jpWVTNLnuY0pQ5",
-	"/7O5oEJCDoOceOSq45/+ekKoEd1Dr12mWfDxpYlMES7/pUhMKQ63hcBgVDVGzX5Tgj5BCepFSuv+BAWH",
-	"bCZvCrFVWWJjeZyKy+6rgix2J3/9jDsZlGRth4X3DALVnOdnE/Fal/718WxDl5ITI5Se5GyLOQy2hafQ",
-	"OLN82RMqlKJ+1ak/II+ogDrkkMxEhytbMQGEPcxt5CNztcqjL+5xW65n+4XIXK0u6w7VRvksv7w60tCI",
-	"NY0XMjUiM9Sg/UpR6IKLqGLycJkqLCgfFfXBsZTuXmhV4EE3R48qfhTEyxAtFHow5ivegEcNRW/2PuHC",
-	"4Jg7elRabBJDn1UxyjEZi3hTHdXFYiI5P54LDOWreBIHo2rZlqBPzE82iZJ1Kh1FKjgka6imla8FF/DI",
-	"4rjFPXV3DEwjacKLG4HbarJ+OaNwc0VdQ2Ka5PhbUMxnsFk0j/0TnuYSDdk7GKa+kGeIe/nMCDn9ahDy",
-	"zxoBY2u+Aad+L+SjsAkVzANx+L8lPKYFI5+qycQcWrtNCuY9twpVVETi0eMzaTM9HFbtCzj0XFiVa8Xh",
-	"s6QgN6i7UUUOLVvU0HZ3/glgP1TZGoqaePnqSoHrl8blStXtrxF97el9i2D7rCg6ZSIqQBcKcT4ZMTVN",
-	"n2JiwOeyZGPoE5WBs7/DTh4dpSxTeUkcjPJStnazalSPPeALQsXm8JgMrCavyEkVuVBy9LEyLJkBOVtX",
-	"EC7crsuFiNVrC85FsLW0b0BoDBvxY325EuJLI305f/+XEqUrydi3+P2VbuHrwHua+zKjqwuPcpCwlYid",
-	"Z6KDT1cfZyHTOx6pQsElWJlCDC4nw8H5b4Y0TGbD8z8FmQDsqjoodqcLcourz7CUVdlIrC6lNzlwWZXR",
-	"Zc85T/dJkQF8Lg6C/K/g0FwaZgwnB5gPu18gPubRNjNU0mEf+nG0yPv84igqk6/6VdYyybnZb2/zZ3Ho",
-	"qer14QaMwNDESZl8wnMNHrOv1D3fgpzvaHqvrCNsWn2vPbUGzFgJltKz/7R+uVgnT5k2uc8uxo+qIhcZ",
-	"VSS4GE2G5zbNHvbkKvcsuNuQAH60BTZsPvLm7yJiH/IUtoZsm0Fg1TiyA2euCEAUFBSuWD29ROGeJzMz",
-	"zUtTBDfPV00W7nnytZEDIYnKwhUCzr+kguuCpyzHRitmojBdx0ZG07izvlxjljpXyQILWbTShJGA2GZg",
-	"iVLpPAnySjXA2JsdgCyxSJlaoe/7IE8c68LD8j4QMQDZTFWRKNQMVOKzzGxI6XzI6d3Cy+DpzDPV14yq",
-	"3x7vL4KrA3XveZwhqMdCjnnxBOv8XvtLOHQKlFzYww7zbjbzt594OKF4LlK25EqDkotqK2IfuGISxSJy",
-	"KxR5ZYMjm59LdT+UTU9ZmpIrq4LD0iNzYR51b/kRkn8ZRTYxMiZaLWqPWEYFCwlDGADa71C4BI9/T2Bn",
-	"HifqYh6D07kwpPRDwtNNM/SSdIm89NGqlot8Wa5ie6GYL6Qb2FHQpFUkqYJrkcLn60jz8Nn9hf6V4yJz",
-	"3Xr10ovE3ZBZfmWkjywMGYtY1/QP5Yzg230lWS22GxwCSZFCPA9IhLLiVHO14Ob4ZToXEU9ZqF3Oh6J+",
-	"J8/FpcNTLK1M9comvTd/ogM0D2k8F1CXY27LYM97lnqhxyStKzjxoHJnMMM6Ydh77nkJnFmSxJtjMhAb",
-	"R9RQU6VXVJAfTk7M+mg95xYYNUBk0yn3lK4EYCLlquU1wldUW7TeUy+v/8QqExH78lrQYiVdyFvlAiuO",
-	"s8X1PTe5Q//ZPXwUScr+zkKNfokWWFyagWMsSwNKu8+9QgPWCM/WobjQMlhExvXXKc5IPMj7MmaXaEyJ",
-	"qmDnbVRllynER1Tu2EKm+eQEM9YZzi0nLweOTsyFj1AQSydg8nnvcCudKOXH0xKfEAhBt+SCdKEWUAJk",
-	"K7kgu6iFs+jsIBdFCfDPQDC+EqtJvY5tW1aKtmv8RjS+ENGo1KLvSDaKIiN7Ug2o/Xk9ns6ILwbESEwi",
-	"ZH2XkQe8gVPO1DEZECHFkcHdQqpJWUw3RZ1ZrLyAFRINfv/0w0k7nr589EOjZOCXkloaFcnaIyFsHMQ3",
-	"hPwCCCkqARRtXoAVrKwXVzI7sc7DVZjHNmfQ5gVB7meYBov8bc3xB1EVpu2m6RRpzqxRf4krkiVeSelj",
-	"/qPHVNsoB1VU7cB0azmN4u8vyqWvjnt9V03ETvWx32V8ULtUak2ZgXOmpjJjvpTSZPZ6P/7+8f8EAAD/",
-	"/w==",
+	"7L3rchs50iD6KgieE9HSHOrSl9nYtX7REtXNr2VJQ1Lt6V12qMAqUMSoCNQUUKI5E444D3Ge8DzJBjIB",
+	"1J0sypLtnvWfbouFOzITec9/90K5SqRgQqvem3/3VLhkKwr/HGjNVom+pDzOUmZ+iZgKU55oLkXvTW+6",
+	"ZCSmSpMF5TGLyFqmjywlIY1jIheEEqWpZoR9YGFmuhz3+r0klQlLNWcwA024+R8T2ar35n/13g9G0/u7",
+	"6+noqtfvDf8+PL+bDnt/9Ht6k7Dem57SKRcPvY/9HsWVmb4Lma6o7r3pcaF//KHnG3Oh2QNLTWuWpjKt",
+	"L//9kmqyZkKTdSrFQ5+opUw1EywiWhKqyUoqTb7vn56ekvlGM3Xca1jKUutkoqnOVPMB4aF8p8gv0+kt",
+	"nEimzgidK5h4yQQRklCh1nByK0YONF8xmek+SdkiUywioRSChWbMQ7OEDjs2QyhNV8k7VT2j//ZTQ4+P",
+	"/V7K/pnxlEXmHsy15IdcHs4dZ34tcv4PFmoz7Vuqw+U5FSGLx+yfGVNwQ+Urn5s2o8j8s3KWlUW4hq0T",
+	"XcBZz9kzpur3FgjU6pY+sAn/VwN0W7BXJGEpSegD87cmU3JKVowKRb4/Pe3noHJ6etrxgorTT+UjEy96",
+	"HiqRQrGWAzH/+L9Ttui96f1fJznun1jEP4GxRmIhi+s0nbhmK9Wpt6MYH/1SaZrSTXHAa/ZBlzZfPvwJ",
+	"s8ihlyxlhKaMrGTKiOvegIpNx9Ur7KD13Ar0rXxcKaNKikbwMVi9iOW6Bbrc53EmuoB6YbRq375bRevy",
+	"4apqBzggcADE7Iea3wgVEeFakSSVDylTihywD5oJZb7JBdFLrohi6RNLD+uEehsqhbFULJruSXL6vTBl",
+	"VLPo7aaZcNJQy5Ssl9IQzVQzs3pDE0OZRuYPQRgNlyTNxHeKLLnSMt00Umg7z/4LjKRgHZviC9ix8coc",
+	"ZvfWTCn6wJrerw2h9prXVJEQCK95iOcbgzf2NhvPxINFJ3y+8a0/9nsJE5EZpdvq/5mxdNMINluwK2WK",
+	"6U4rG5uWN3AiCnom5cuNZDaPWb4yka3muDDFHwSNz5dUCBZf0xVrXIl65IkBnLTTaiaudWFFwAN16w0t",
+	"P/Z7WRI9B2Bb3gt3B8VLd8vCA8sh0sK8h+f8tovo2ohSjctuJVpXXOnWd1tU34batSStrzaM/iqP9sft",
+	"e9n65u77gLrnt/p67jqZJhDY9vTdFMlAA3fsyEskmTJMsaO4O94Ox89Ph+N3o+vBdNjr984H1+dDw9df",
+	"DoC9n4x+vh6Yf4yHk+HU/PDr6PZ+Ono3HNdZ/n7vw5EZ9OiJpoKuzHH+r96UpSsuEIyR6TSjU27+NwHs",
+	"NqMDKen3PGr2/nCbL9GOxicI6FC+6ZSFjD8xdQbUdcFZHCkUdLBhigBdfz3t6zR8YkKPoo5SS7GTWXk7",
+	"pZzCr9vB6r3jKnwHS93wpMaMJklcJNRzKWNGhWt2B8i9vZkhKUMn7LUwC9CoC0+U76wVemvktvESjfCS",
+	"ErOHpMw21K/RNDrC9q13CZ/P5WpFRdSyx1ITEbEPHW/ccX6T3QfZwkDWerafneGpChS4wn6br8qjf85E",
+	"7sMzfgKP4bmGKlOrGE3DJYHvfUIVOaEJP3n6/sSdwIltoekjU4TrRu4nZz1qHBUCBTbALTKitExUHxho",
+	"tZRrQdZcL+ELHE/LFJ/IwpRXNs4EcO4hU4pF8LopFkoRuXes6Z37a/lh25MXqkjDMiVIsvuw8xAbN+4d",
+	"h/uNxtlOsjQUoYxYdOOB81MZrgpi1FmfXRix9R1vQfgCQ18+tV/kmqyo2Bhyo+DcYEHEdqjyHfuxdW7W",
+	"bTvSDVc5mQ7G09H1z2S95DGDVcFQXDzgOo20bd4eFvXJ+O762rTNhOYxks41VTPhYRHAQZDzm3e3V8Pp",
+	"8OKM4Et/NbxACT4XSw5AnkOhfiaQbgByGcKMi+Hazlxf1uHxTBR4C7cL88bjGj2TcTW8MP92K+rITsD9",
+	"49dxJgT+69wt3vxbrpKYaXPiH/s9iy3N0rf51VwryN1zmRlOymLMd4rMs8WCmT1a0U7VaadqZG6vAWMN",
+	"WXJD9EkmQilUtqoM9yx21u7JPgttWk0AK/tgAqYbmmPGTQWNj+w2SYjvn79wsqZcEyYiBPuiytfe4vB8",
+	"OPqt83W9p9zdFrJl9lpw2nO5mhvesJG1HZCYK2124BbJI0UOgKqvsljzJOYh15tDog0TvMqUJjSOyZyZ",
+	"DggD9SsLHU9Q5vXr3EGJp2+8Bhyp9XU2XI2dTXktuzleRRYyJXShWQqqHvPbHSDu4HbUuuLCWalmwh8M",
+	"rn+/P79599Yw86Ob63uPW4F9DQpDVM8VzlBRzdVi4wHBLKaTONRwnw1ykZ3PwkQXfvi83uNjvxexkEcs",
+	"nab84YGlXca5qPf42AcsSwFPLErZ6bqLgaOWEZp2b5/vfaeYFLs1jVvkY7sPOy302hPeVRbrBhC8yXQo",
+	"V8yxYzlUJ0uqWJ8sqaEqIJ8C68uOiZXeslgDrquZMI9aYrgywyOJeAOoonNMIo9cOGhds5Q5CcDQWCkY",
+	"YUKnm5kwnJeHbuEaEZlGLMUHqoxjNUgo7PJ5gIADtMPBvhNMCr0aRzVzw+M4SPgkC0PGoiZe55LGiiG5",
+	"z2/IWgbNaSEnbUgV8A5mEELFZk2LWtuqOPnejXTpFawVWphmLzkpgPy+JzjNO+0F8BVyVZVF7LvpKT28",
+	"uPkuDUCbp9+QHxZZCsvLr+vg6iqn1b1+z9Lx6t91ut7xER7Ecc4V9XsDsan/6eh2hX2SQrMPDY/bKGJC",
+	"8wVnyC+nmfAXaQ2S5hQKluY5i6V4UETLBvtybicuz/K9R/8FT83zjg37hIswZSsmtJWyUqbTDTlAGBrc",
+	"jhQQj652WBjcmtG9XnTLXZcW4yVs2OaaKmIALspiQ5K4IHeCf7BSoFVJKWqopCDsyQgZHZfeorhv0ubU",
+	"2ZCKhZ/MmWHXuXiSj4bhb5r7pW1pJb1JWlRAt+g13DuSZqJ2js+RyLZa71rX1iS1XTSyH+UtXLEHGm6I",
+	"Slgcm7OWCxLU6UlwRsB1AF46II9BnUcKCFdWbdBANN4Nri+aiMWu3z+RmFhur0JEtv7aTGGGq0RvivI8",
+	"jSJumtH4tkAkFubZ6jeA9lxGGxL8+2NgEClLBdrVvCLBsgpL+sSIkJbZKMC3vVWz0wd5lG8/C/W/P5rL",
+	"Lqs+6kKKIDKh/8wYSegmljR6Q4KIahoQxVJOY65yQ9/k4tfvFMEZCYNxU0M1Z8J8FdTxTlSTAD5z8RAg",
+	"k5RL4SlTQGkXMl3TNFJGFjcikcz0TEQMex2TgH3QE9N6FAUnAdgj9DJAnQHTBYAzU9ulk5g/MTUTXBD2",
+	"AeVEmJE+sCaeyWyzmdzg3iI3biM5cRtsEJ9pzkS6Vogm5jGwp3vAjs0u/6GkCJrpld1zA2rKEEV+O4fb",
+	"PYdHGqctbp+1DW/Pd8vjmPp9lAYkSxnDrorT446oIJMfsdVhs/dEjRwN01SmRQwqLwY+I5oUMSS3PMOx",
+	"4lskpDj64fTUOTo5xSo2axROI6YpjxtUatmKiqOU0YjOY0YKH/2RmHU1W71T/sAFjd8D+wDrv2iZxoi9",
+	"49tzx2k4LxIUdwNcXOAlEufjxfyRdJ2/Tcmydf6CK1lhfnu4LEL99MFp0YPGsA/e0awr+9Kw3uZHaftp",
+	"Mddx7wNT2Tw/oK16ZDhL37odnCfFEcubeEfDJRcsh62QavYg0w1w3oIEJXwIik/m3fX5YDr8+WY8+p/D",
+	"i/vJ3dv7yXQwvZv0+r33N+NfL69u3t8PrsbDwcXv96C4bG11fTO9H/59NJlO6g2G4/vB7eh+OB7fjHv9",
+	"3tXN9c/3tzdXV2A1vb+5mxa7dHtz74TdJP8XvKvOTDiIzSlsLNdS+HAt9fCDkajtbywdJBwOxqxIiodb",
+	"GceGy7nJND7DYL9shJpfuYjc2Y7WC2hZOlazleG9dQS9H0ynw3e30/vLwejqfvjb8Bqsxo1NJnfn5y1N",
+	"hkPPmLS32DLFcIg3WPmcu65uW2dDq4alFlq1r7bcaPtctTV7cKsN7r+URvS/locZ357bczH8Hv7aWdnu",
+	"pAtWcDM2i69/mWRhWPkyZI7Zq31oGGeI+gv3q1cqNMxc/Vac23+rz1741DhavgKHSIUR3E+25/uiyGBO",
+	"OQm9HIYoZU8n4dZ18VbGPNy0+HAsaZIwofAxMJKkFS+VRT2rM0MpE1Unx+ROGGYOzYgBgIIHAXPTDt1u",
+	"RwAnd+NhCW+7dOj1e7fjm/Ph8OJ+enN/fnN9Ofr5bmzoooHejmBk9u+O60bUzsXMgWqfqTyXYsEfspRF",
+	"aBbLD5KLhwl6JbyTUaMmhqPDgDCcVUXiRWtZzJVG5wJgazZKs5W1Vc8E1Trlc3PEQOUqc6qgdNozEQyv",
+	"B2+vhhf3lzdjPIzJ/fvR9JcCQgdlU1ixw+AKfOd3DtHr9y5GE2jV8ayHwjyK0aVMB7EB0/xv2Il6z/XS",
+	"w7sZnitoACf9C6OxbnFVxW8kZYnMhfPcd7FqsxAoxTVITPGabhQJbn4NcgnEspjI9zR78EdZmw/UBJUC",
+	"RtgGrTGMuMTlhksWPnbko5ZSadFoVv9FKl0Q0JhdKABam/dmE28zuhizTLUSAqs04NFRapqRBNodE1A8",
+	"Oa0419ZrIklZyCImQkbkE0tnIvAqjuI0wTF5K/XSqyKU28OsR+fCnEocb2Y98kTjDFy4Z4KGIUsMphzk",
+	"2i4pDO1JU27kT+vIy0MaE71JZMXoO7gyBGV0eX87Hv42urmbOF5p8Pb6ZvxucHX1e6/f3Kq10fXNfW5A",
+	"NjgBH8bDu8nQN/OObKaDa91ZqyHXo8Vtyp64zBQyTwN/PmaKWovmBtcyt0sb5IrBnStTzDXxDnGjhWtp",
+	"cK/VlFSndN6GaC7FmpMJ+I57A2/R86OqbL1itMleOXC3bkY2zDvVfM5jrjdnZIlyCVssWKjJAfXGFWvV",
+	"VoR9oKGON8UldZVfqH4nP2lBHecJd3gRh1vcxSrKxOJQTSrC2mXeZvOYq2WjwuOmcItgGa5f4xmhvonV",
+	"9hBqUVZpHscklJnQDS4Kuzb99Az/n089DGuE2WZBNGDU5qyw/yZLN9tqpf9OER6dEcN1WeUYN3xZRIQU",
+	"rMV9rOKCsdWW3eS28UI34PdXhvLqChtvx4p0zQ4YCxZuwpgR9gRv68Jadcwr0yfebpDbQkDB0CdsxbUG",
+	"Y+9MUEHk3DyTFJGXLKV8PCaX1qNTL1lK9JIK69KHuzIAoJy6ciZKpmBci9kI6FU2BLxdiZZNWkomcm3+",
+	"SHQOKvHBiFuNvvboULA2vYpS9Nbr9A3BlTBsj2wA7nTgeNM97MXlji0m41Q/53A+0YX4BW1J7qy3U+v8",
+	"Wio9+9usQtuQZdgcq4q6Vqo1DZc2PtVp2RBq2xSo23yQ/t2Fs/yVbbwnZxWLH9kmV8b3c1V6RDUlXuxR",
+	"Dp9jGdIYjQw+jAsW3/C6PLLNS74qtW3dYlxLKytknk7HitQCmQlFbyuZAruwzSlsm0/tNPejbXOnIw0v",
+	"1F7sRR7F1uA3IQ2LX/SBqe2m7iGx4GbgSmxSgzmbWsf7BU+Z6mhzfuR4FT5+BKJBCrEio+vpcHw9uLo/",
+	"/2VwfT28aggOr2AoDGkP4Y92OCg7zjeDQxUIuPCxlHt4HkwLjgzC+3OCnY590CXPhoOKl0JXtvelvOHC",
+	"guvXFg/EgkuKekQK0MfLV7hu6yJsoRs9p5rBW3X2C6zgb1OkcZPvRSu4tnhfMBJmaWq4Au+EEWWsIzjH",
+	"VBWTJ2zbTiXVgg312mv1AD5u8RzWSQ64Jiu6IXPm9VdCrru6gIB7XcOMXokEd2l1e+jfC1JGEYjPiPXw",
+	"dS4Ck6rjnQIPnnXVKdirqar9d6SGeNkopNpoeV93Ps1UJVVcaSZCdiWpAdRWzQx+JgfmKGMZPnLxcGj1",
+	"M/lbKlMX+ZK/qsdkIKz3xkzYDuYdVmhy1eA470Q6O3ITHxvTf23sKq5o+sAuqKZltvAThOf6+2FX8ivb",
+	"NIxtfoW1Gs7gQxhnij+xAoNuO1sW/QB59JTBvoEtkoclCrLD+brfS2iqOY3t/rcsSkuYxK/EdoQf/Yr2",
+	"nLsGJF1I9W1zr4/9XqbYr2wzULcpW/APL3xxHztBeZsrIw+X7YBshTEjecmceAxuRxhytYbej+YSOAKy",
+	"KtKKq5vBxf3g6goU3Dd30/urm/NfUZkHn24H4+lo0Onz/fDv51d3k9FvQ2jlmlzfXA/dv91Evh807KYJ",
+	"NGc0iOP3iJJXCMpgNaXRLYLTrm9DhxOmhf18jRHbhdFvHVCHj6AAtCqiqRzZZ7esMGgIopYRGL2DpKVn",
+	"UGd4XPDJ8x2bC5qsBmzZV7Krxc8BdEWRYdecKsY8Vhg1h5au4nufZmJ3kpHCopqegTHT6aaN8sNHR+m9",
+	"/gN8sZzy4yBnrWTqDHWHx2RoCPxMOAGQK/D15Cw6JgPcj41q1fQRGfyILWgWa/WGfE8U4YIbAJkJ4MOe",
+	"aNwnoWSLBQ+56fxDn3x/ekoUWdEPfJWtSN4sEzFfcUNEnBWxPxP5j86U0vTOzGn4KBeL83yiBhcMG33D",
+	"UlC9cBR1MdISetvgFohDsysoMTOLWFLdFOJotzyyO7GWnab8ATjPnC1kyqwJyQZa1qdr58Ht0VkOrukZ",
+	"dVZYbiBTm8PNeVAuwjiLWHTmYzn9GT9v/gt7Ma37NjwmmWfRA7NMXNFQjMsxz5y9hjPwJbK8prLBwjbs",
+	"iLCYJsrA4ieufedd3SUJS8lcZuhGUgCTZ0fAVZVbDUoP0wccsCP2AfHAWndLOsxjMizYLVCfvpRxZI5I",
+	"zUQGkZPhUiomyHxDAmgBPlJvSIDUBtQuAdzGr8Pf39+ML/pkOvz7FD07LwbToZGP+ySwOyq0H11P+yTA",
+	"gN/Czxc3d2+vhv2ZCMy7Xvjw9uYGmXk79cBQ3fr894PxePD7cT45bgxf8HXKtTaCvyLjy3Py448//g90",
+	"RJOLhWIaorUpiVjIV4b04ETm0MD/WlAhrQ92H+iygrQKMdX8iZFglp2e/hhew/8Y/pEJrvHvgBzMetfE",
+	"/KBmgj7IWe+wkQK5TTfnLygcV8ccMsWD76jhbNNrVc99nxhC17u6t4rWrAt3WYH/33y/LthiuE8RNfOA",
+	"14YLIrTG/fngDjM4hP8uZRZHILEyGhG6r27w1Xf5W3GWChE1e0BNXmWbZ7A1FrNQI5tRogjwWgPDVZmr",
+	"5FVjkbDX7xkq0Ov3HBaiYsz8APjd6/cMPvf6vRLaduRSf2WbtUyNeDtlH8xTekE10xxsPiMBPzh8eCtl",
+	"3Ou7HgC7wG+WAwv3sDI7FdE3E3ObTq9Nn9EhmVVVs1Hr0sTBloIDd5lV3e21GlNfyVjaMZWX3coLGFaf",
+	"n+Bii3m1vovmNTdekw3P3OEP2BQ7lDs8VroHZ3V3oHXBX2irwx/6iba6+10Mz0cXw+aGz/H8q+y/6PeH",
+	"MVX1Jn98tD6a1hGTS3GT6SRrBvMk07nNar5pMAlBdA2mQvQu7gur16yhARpYJl1UleXWnRrl+/gkyCxP",
+	"29+y7haQ1MwcvmpJLwZ5Pf0xkQfJnAxhD/c75X1TQRhGB5bx7fnhFrdAGp+bO+iaDuu82s9q3tGlsbtN",
+	"3DR/J58gcrRbDHC5S4OcsZJPDDVioNmHIzkmYwZ+gZhaQdmUJchnB/eT3yf3AQIh5ljxpytTwhyjtTSM",
+	"1Rvb/Ofx4Hx4eefDhEfXP3tEDoykAK0ub8bnw+YmpNjC4HDzCBfDwcX98PoiaGLMt1n08ZvYH6Bt10Ju",
+	"sC4AMSn2+djvrSnXlzL9lW0aFcMkE4aBQx0lWmHWBaJg9WeQicpbVs0HCDizY1eoULBb7eTOqwnvSukX",
+	"WngvTOZDSSK50KCA4Ct2TIKorCUIULNkZTCriFnJFWSu9popF/u1471vdbstiPddEq2C+dmIjN4q1qof",
+	"sM8dnSsZGyqCfWGzzw78bT7vjgwSWsQ/O38E03bjeKaFptuYleKQrVDYIYFQ6UQacwWRic3cZy3KNGUk",
+	"uByNhxflUKHzX4YXd5j5Cb52DURxIfWmH+zUMAY2AvtcCs1Fxgbqmq13a8t1Q68GTfmfUZPdyiU+K+ik",
+	"QD32iDrpFGlSZzcLPz6HtayxlPlPBlIKoZGdImW9lh/JpsKnm1YCZF8yHNZaCZpjjdtDOgdJEnOMZz6K",
+	"2IILFtloTRcW2TE0oTmksDVl5y9yjQxg6hOqkjlb0iemCvTB8TU8ghwGOLTzcaifHn8QMmXlFbR42g0w",
+	"QtnchU/z6HwnMNc4h4huzSiobH7C9MF1daJdfBMOg88G6ER9vLLZBq7SJm3gi+rUmALE5kL3a4OcH+6g",
+	"eLQb09vP4o8tt3fewGCXN+UC2lTlhqxzE12xyLv7WA1INRHe2UyA1+6aK2e2QvnhO0WCnC3HbANWNvCX",
+	"0cRY7nTfNlt5HnNZlTj2ScJ73tR3K/Kct8xWvQLbCqlsYYkoFJQoZ5GlB1G86lx3P3x3O/3dvIu1puiQ",
+	"V2tYFSagLaQTwYYT27IjHZZp6AMtb0TFBA3pPcziyq0mRS2Ka/NzSkO2yOK82SB2bRQ2+qN82AveEE5x",
+	"y9Ijg4dMPHBwD8WIQrR4khuDtQFrCCkM0LsHJLIYedIgwui4CYQKVrW+h4AoD0x5//aYIRHkMkvPMK0H",
+	"+rc7Q28mGJmyVSJTGh+phIV8wUOyYmYgHqLTbZ7Xk1A1Ew/8iTVaasMiA+MKpIzE240ViTupKwtDTJcp",
+	"U0sZd818ve1s2pVaa67D5RnRacaAvgBpRZ2vYc6aL8bFQDaTcNYSH7qVUDT1gYoLmq/4v9gg1PyJ65Yc",
+	"2q6VT4HbxQ+nDLcuU/cubhXT9Zf7buFWc6ToSOFM6z+B30a/usNtr2BDyaEK96AebRJOyyyobLWi6Qbw",
+	"z9ZSgLdxr0zan3aGU5tGTUvLHs5LVRHwSF9JbKidWxuLPGg4L65VPdy64HW91xk2VqlpcaU1p4XtC5W6",
+	"bHriNBNd3dmBsXuXl2/Zh/3G4i42k6FZj/3nAX9/+Z0i7mB9TpbmVEVJwbtddcrgVjrgvotoh/SWGBJl",
+	"GdB9HbUrDvYNNmzrwvR2swuMjXyJjRXeeX5KfcNuUrFpianT6WawzS8fQdB65XNRVE9jMr1wSbmo+eWb",
+	"fl3thaqSB24nHNoOfdRWrXgc831UVqgFzfbSf6KRy5ah675SqBJHZKbL5e1AOwXsvh2x47pRTr5L4+a7",
+	"4uvFe9ciR1oax+p1kwx2CwzrlBPQRorZCyruuBFOqui8leBmq2Q3CxBlq8T1cOx1AwuQ0Ad2baSG6kD/",
+	"k6XyaE6hIgF9YBZzOmJCUmcsK+y2GVLxf7EzcmoeqtiQfFvBh7zjbzvO8xlLtVW31PdHt/uu2h5GVC3v",
+	"c12QmUI13dclFw8sTVIufHjLeiljRpSgiVpKfeZR1gkgc6bXjAm4X8sf0DhGL1Xw+nswFHGRyhWCwGkj",
+	"9v1DSXHRktWPK+hp3v6Yh6yQAMRlOXSra1ZuS03jW+d53MXprxxhbs+qNFBhwdsubrjr+UZhMWIRuRyM",
+	"rJRRzm11MTwfTUZWRVm0nGGWr/vp77dQPOlqNLzOzeTtDXFU1678bXT92+BqdHF/NxmO7wsZoC6G5Xbj",
+	"2/P7wfnf7kZj9IMv6FQnw/Fvw3GuKSj02yPvk7MKX1Iec/HgjtPsM+ZMOCt9+RP0tF/AFemJxjy6UyzN",
+	"ZY6IYbqkQQg3fCXDx1x9OwHO0OGN1XgVbvNnps2No4ZH7SaeD0x7DM77BY3ualuiSlJGo7pcY35VoDg3",
+	"vfeLK8kUe8dW8lKmu0J56goD8LlLqF6eEZ+rBVhxVE02i8l/SoNGy613IMOdLx5n6+5F4EOtOzkQFHaw",
+	"F7AG6Ohb+MVlbmrYgmAsUq2J+aE2RHHovg1Rt+lwUe2E+m0bjp7r8A1x5MrKWS2ARTnwn60W3uoC/E76",
+	"NlzMvGForC6+XQjayvIVNTizOaOsG/orsRlfGRLsC/l7QdF+gnAXMSV/erHWVmvhiCTTquS5BWcYS8XF",
+	"gzcvNAq6UATClznqLO82+5RtCWjqIu5y5VU30VbxZvIsYa8FahpymLfZ+wuQVFHY7veSVjt3fk7zLu5R",
+	"7dtqVc5QBg7m9pvhcGn3YPN2P/f/kEC1rde3H2HocIOvl3pm2zv5S6GeZnOCByjxYgt6VqtKN2cob04p",
+	"r9OsllEeps35LPsa1vPFu1w/jdm/RZgyqpzDHy9mOIR8/wjWhWwAC81SW3W0q86yPV1vwbGDGew6fjgm",
+	"78vlDfqkrOfzP+cR/YVMB+aDzdnpU/ebX5BDB7Ns389wXuUTtof87y5VYYRcKUKWAvlvVxvqnQowXjyW",
+	"56npmvIKeUerXAGU384fuyF9t5FCCoZSex3m99KtF+GsMdA1S4XN9OP8XWKaPrCU2I2WOTGnWkCebc4e",
+	"uHfr6JK1orU29MCWfIbNQFlGXNMZFIG2vkreLiKkJolUXPMn9ll4wIKdBoXCz2uj8VDTRu9v2qGlT2Qc",
+	"GU4b9OENDCCcc2c630iyG57aJVXvZMq2VYWyUIeO5dopmwj7wJXeLs3u5MuYGxwrENkCRN3uwrFW9mC2",
+	"3cuO1K62TnfZYWpFNySSeAJQ0rPsLlRwn5oJPIqy7x1mPb24u70anQ+mw6ApC6v/eo/Krfub60JiVf8V",
+	"Kjv+1/B8WvrpUxOqXmToncbwHbkReaJU/wlKQ5rTLP7SkiO1VB57N8cK1X29KNSl4HeNdWLaul+DK/gv",
+	"o8n0Zvw75lC/H6Fv6zOLhO811XT0bhh48QegA6dVhpPwcb717DP71FW+TBkj2nAkXhLLfevM+tpLKL9s",
+	"bfPysi4kEPmUHUUs5kbk99VUuADBEYQvmqb8iUWehri68HCmLbXrmiqm75rcJbcZ355/wsw7eaEaQBTr",
+	"G4xurh30bUua1GnE0UVwVjCS5pyX5ycgpOUlrHWNMhSc1eu4jGwvTl8hJh3kp130ZMeGR1GeQ26933ba",
+	"M1LWsaq1gEcFKt07USVqvX7v7fDnkcu1XSdE3oABbetw2fGF+KVMffu9t46FNLNWKaY1LUDDemRb6SD2",
+	"y+YCljV3zm+sOQjwmolIWZMQ4d6ndybQmAapD+xF+og4l9iiLcGLodwz4dK8mDGCwnqD7glZPiWVykvk",
+	"RYFK96+aE+U5C9+mWBgn4W6OwXorF/oEzWqFXC1Syxy3X1ow2w8u7DkOzvsmD66WTqjkecCUbRELY5qW",
+	"Kte1W5peXjdXXfeLHbF1bdmaXkdmulz/yiZIfEEjxDfTX/2ptmD8xy4M7vBMd0Ji+czo69bVIYTvJjEI",
+	"3K6XarTmfdC39IFN5SNrYNPhZ/TlgBSHtiAFSMz1yym7wJk2zS6IreqYdza7GBPoy5ew1E5Vx4jvTzHM",
+	"pgMO/DNjacMDPfnb1VHMH816Y/OkSoNd84zH+ohjieEuMk4F0nCuPzpcXgfoeqH7K2YTLt5coRggTaFm",
+	"6Uqmrkr6dqc5zxHtr8Ip738odLrZT23fNECjaspwSyuqIT86ZmiAnp/uTf1sh7DtcLGft4n6/E4Hf25T",
+	"1uQ5lkj1ldix/uRHX8xas+20od0WsXefxD7PycbzZ+BfuuVp8kf/yBObkWDn6bumwTEx9BMi2AvJI0aR",
+	"9fEo/Sgi9iEgqwyicgmGkNXurTxMY6goxPtzr7eAHu3JC4qzb3dDBoNNHvyM+QXoStqayC6xTCnvgLLF",
+	"0uGFFNIGFfu9/Wmcf8qeGtu1gJOKNVSuhasbDWdj7bvB5Puj74NnBlR1yhNUsiC3RoXjBxoTxbR2teYq",
+	"Vo8GT+hUCpfgofEIRETTiCz4EzvCHHymB2EfEnMRLk9Lysyx2yDslhKCO6StEapMqoVROgu52x5pHlXs",
+	"Q1uTLpeMSS4oplvfJj1YJ12A230jg/1SD+aniL62Fj1ZcqGfI/22pjbocpzNnT9W4xJvnlia8oh9QgTm",
+	"xR6A0mx9LJOYVF+wmG5alR7wtZRJGdAVHTG4z+4VnXl/ULBFqlwELVs1pXh2Xt8SlenwNppmWxiTYvBR",
+	"Uw5pxcjd+Kqi7UFPvlUSQ8ovVcsSV6MqdpZi1FHF9uvsuKbrGVlSiDWY0/DRZWtyleEVCYpRR60GnlRP",
+	"2qw8lyDnw+WdlXwlvDNvFDOfWwoStUEOM0jbD3nM2u09X0eSr9xrs/pyqd0PKI8UOSi8mYd43zYDWDH3",
+	"F9pA1c4cYN09/pvXv2XZZrHrpVSlwM/Ps9QSp1TBm0xxwZQiPGJC8wXPayNtxZN1CwvRERTyPsUwvz0V",
+	"umDs8YeZ2yggKRe5AaaCpxvPhGaKzFkoV0yR6ejd8OZu2pW2tbJdVXLRupl+mX79sZtedtFe7SCZnU2Y",
+	"YcqotkHPB9JDQCkRjoshsIl/jlxWnGoqncM9cxT58KSoQwIFpK3FOvPBMbmW2pZUownXNoAtKKpsyCNr",
+	"8CgttGh4SMtsoyt3k1inACfUuFo0aIXsgxZMhTbpgJ31k9lNKzMVYkI6FBZzrW1mEPZB7+6IzZ5lbHr9",
+	"E+pWBPOT3rQrqJbY7IAWZIli9q3GdoHPw4imNc9eYfYkn3DtRWCgJOC9SLy0g4rWMpqTLSkvG7G3A8lq",
+	"QuB6eSxzvC5pi7/OKqM7zx4eDAzRXKXhxIyc5aP4NNRFioK1pFRwp1gd57Xq6uATP/QOmhUOM+WaHUFC",
+	"sshv0nIFLwJKqpomeGdsjW9shD5Agwrt/OQ1WeR6Re1uDX13JJBXm9XKSN1ne5vHnxdTOKkw1U3KGOXT",
+	"vlc44QPBniB/xpKlUBVonrM9IA3MBMoFWh4eE5u+yfqzHIBa0uXqDvqWrxgk/C/mjwiQG/+aiSDKL75k",
+	"kQ8Oba4rHsdenD8jlMSFyVxk1UzYhOZkzc2mYO1aEcHWoCLMDD4lNNV9wj6YoaDjttkNA4Lhh2um9FEh",
+	"f3pZ/+PK9jU557ySK0jbmj9pTHcp4+66pIoOyQ+xi+220CIoJtV1Fvlaz67+s3n/i9c58HyCWtrU3VnE",
+	"6t0aR8S8pK2CO4p8WvqM4ugYb1Or2+Q5rgyL9WDjigSFfP3nN9eXo5/vxsOLe/DKa9YfbF3ZJ4ro+djP",
+	"h7J8jMlr+QG1weNWAdIQUXcdNk9ukw/Ej6dEdc0y9Fr7K1Ln3dhpWvvMwUG7q7Rv0wC8jzzxKaExZfDg",
+	"dgTg+iCJ0inlD0vQL9kTbHWLbi6QsYPdaOhUGO35oOhG2JferQt5mJ9H8YojvBLNW29LFr0V+Vs7VkZ9",
+	"/sEXR3k1KtB+SzvpQKGY9gtQgp08Xkd9eEFSKuNzPXHofrJ99GdRe/yfp4T4moX87mrJzpBr9VQeEzpp",
+	"tbA1VrX+piV4PS3Bf7Cc/xtW0LS2O2u2c9wgVEdwCdEMD1CVtakCCdlrAT+DXqCtokemyhVQnZOKiwZy",
+	"UZ79nssODrU6IAqm1+9ZK0gxNtT8fD64Ph9ii/Ob6+no+m54cT+Y3F8P33eMBnJhnn2foR5qfYDY0+u7",
+	"97cYGmp+PqciZNjC1fOIIJl1KSRoomXSxZosky2WkZ1Rk2dofzNHFRCuveFI+5SlaPewWfRbLKwy2SeW",
+	"cuLa/9l9EQv7rheaKF8NxmXZU61ERCMclmqP4E9FgLXw3BEwEcSKgGfhsgRi7xutrh1YthZrLfmZPzHC",
+	"OGSPD6rhokGfyHQmAhvrGRAtHxg0xRJjeTms9kJeuyrabav2VS631fh5a0Kwq68l49fzoLXtsrswOu3W",
+	"+YY7aip6+IysVtveCjQwdwqOW7umLyZTbGPUd4gV49vzzyVUPC8wj5cLYYzEQqr2ZESdKpyaMVAPW/bb",
+	"s9HwtoyKS96iScwo+GOxWgkXOClQVxwE//4YOJ9aUUpQLl8pyPC177KLwFV01369q5mUCiW/wsW8kGTX",
+	"JfquQCg6C3RAK9DZIsiFg0K0BjkQUhe/OfeLwxeK2Ptmq322rfYZstY3c239qf0Ib8FCNruI/DKd3p78",
+	"1+TmmhjkTGmoiUogQHC+IXy9OEKep08oibIUKgx5yQ0/zYTLPbnmKTtyRcxNQ5e8hb+/JE/fk/FwMsUa",
+	"vQrlVwkZBWhsGszE5OJXRUIqSJQa3pPrQzLPNHlkLFGFIh9ckMnfroq11Zxy5HgmZsJsKpJhBuVHXTZM",
+	"RfRamqltxhS1pClDqzQDemEP9o0Z4S+wtr/8xXJ7g9vRX/5CDjR9IAH+FBy+gSY/nBpRAPJZ2HHzA5sJ",
+	"QpZS2dy28HFy8SsJIXO1Qon94Pv/QYLbm8k0IIbOUDSXQ6lY0z04oQk/efr+xB34SUCSOFMk+Hk4JSfm",
+	"Tk+WjMZ6CenJg8MzAkdoszsQLWGUpdbJm5MTUD2ZFb357//99PvgLN+ndf4t7hN/cvv8sbBNM4K31Zvx",
+	"aV4A8DvlHIkPbNB+/os5FR4y6+5aYKahFoMZyJdOsVoNVVASvKkfBqDZCRhIAnLga0HDSE6Dd9hv64eW",
+	"5GJHN+2hubDG48cH6CSFN8WA2dw5cFtDflD0lwwwMgh3Vq1HWCjRV7u05hv7MQDofs9TqChmaLuBFguw",
+	"7ImlG6wcyRUx6HzmXCVWNH1kEXHPMHg80HhNN6qQO78POcqKa92QpYzR1vsvlkryZMgNOQhmvVkv6JPg",
+	"1PxnQWPFDNxJF3djJ6UpwEbMFprIzFb4yATUMkS3D5CsqCKByOIYodHKTFi79ccfjuZck0xAOQeAF0BR",
+	"oszKA5S73hDI74fdjeCMy8QRsiRh6VFo7gjZEURFF5MGC3hi6ZxqvoIBqKgpHYKS0iLAYi8uzsCqKlhJ",
+	"K2G2fRBTzZQ+BCdUq5YLctEOl5vQjWE4FTkISiyDdUqRCf1n5qsp2+Sdpl+BUhj6ak6X2uhsWxWUBD+c",
+	"ngY59QWwMMwc9Ld1PvGMUpbIvE4kFSQolSgNoO8bEvxkBjRPFsd8+maX9hjsqXIFCUdl6orbu/2qPgl+",
+	"+sF2j6V4OEpkHLsiL4CvZoDx7bkjFW6FpuNfTy0LaiMFQioMw0Yxcz+8CrEMH5VH2r/mK7VSCSi9FGDP",
+	"xIBeDqUQRoJlNOcspJlikJ8wBUr9xFLI+Wzdg5Sti76aiYN2ZyNS80vCr6mtFAxBFf2ZCErRWNCuzUvI",
+	"oFlrMWt0b9paIxBI1QZuO6Gp90T3r30BJ2bCOUGh0ibmIbN8tgDpqzdIaLhkRz8cn/b6vSyNe296hlip",
+	"Nycn6/X6mMLnY5k+nNi+6uRqdD68ngxNn+OlXsUYrKlj0JIgX7C2RA0XdJA/ooe9fs/eQ+9N7/vj0+NT",
+	"rH7HBE14703vx+PT4x+hfopeAtPkaPac6nB5EqLq7M2/e4ls0ixcS+0PBQtmDW5HbwysoST2xEhbetNj",
+	"MpgJX1hfpt7xHGb2uldU/l0NL94QIckiS0FJhjntZyJPG05QyxeD2cehEA7lSqwIqQ3Dj1fjqcAo6r3p",
+	"4T7fmuY9X1H2rYw2XjOCSZsKb/XJP6wyGcnqLoYTxsY1enNWWbrTacYwGx+QDriNH05PX3YFKOV+rMm5",
+	"+Bqb06IQR8TNca2PDbD89IJrKNdvbliHLTfiaGMfE8QSlRmQMOuDJf318y7J0kHLbwE5tMv48fMtA1Mr",
+	"yxQi+jJBnyiPDdU6w5JpxyC52Kp+YCmSCaQzg2KdkJvUVW/2SGM4qOKf7amIe/2epg+gTcdfen+Y6crE",
+	"wskKr0QuML2xwqKsCKsHwHr2XTqSPomkYH3ratd3dSCBIS3lYAbOG84EhChHCpyPnhT9Yt5MqqRoIhpu",
+	"v69ONqrVML8E4ahVltxOREREqD9uw2Q4nuQbSfnTkpQBHtd3Ki8M6qqH5pUh1adSkZgj5XAUpIxz5ivA",
+	"I1QPezWMu+JKf0lsw/nbb66YInyOx/HFEesbGnVDI08ljYAm2Nqnc/9UzAFm+pUe3+ETjTMjlOPzazNM",
+	"QFo2IkXIMLGbOQRv2Ac+El9mRQ6orwnAZgJH/U7Z1wKyi/YJixUjP52eHp5hDleBxiWBGjJWeaxnQkus",
+	"PIMP+oqwDzTUMa6nT9yEQZqoANeTgNrEyH3kwKqLZuKvp4d9q703soOX7hMUM5yiyqxTZekTf2KKpMyV",
+	"TjBCswuyIVRgrXghI+YKPCr8K+JMHZNrxqLiNozUI2PWxFzABK/OWZTcUr8EoSs7GG7lKVDlh1X1RWRz",
+	"xHxxZoIKp9JBbAD2AhL+Aei7bDZELymqMAsg/41idmQ8kgTQusiqG+QHnS0kb3YEyZOb51JSbykIIa3L",
+	"CRbvbyeqQ1gDxrkppgkXuaLSlvqHSLd1ynXJk8z5YIG+9biG/jhvJcfM6xCC8iQum/4XIQnDVaI3uwAH",
+	"jwbIgde2fRVChcvPEklUNjn1aJqXXyQHgS8Ie30zvR/+fTSZTu4nd28h3utuEhx+PUShhIPnoERzms8F",
+	"f8gsIroiNaC7W+d1ZDthWUQ1tYk0Tx7YFubFCv/Wvx8egUqOL5tn5ZFtFJYUtFdjDh29e4F1WeHDHJh2",
+	"EEAKFotDqMxRclbBEoVYeUsRKewNOr2BlE2vdnPJ0ldG3OaCup8ZdXfUeW3B5fyOqreJ+fuxetBXjNx/",
+	"WnweM1o/9AP4wSLkYdnN/Dkorbah9B04eyj7jIOt1+CdYcaTmIYuS6ItnI44j68luQKL1dI8uvON9WoA",
+	"3wRqWIrcFaTCUn8J5Jx8DcjZ6V0FFuXbs/p50RB8yTrh4bOf2M+olUfW1u4Oa1IDclejadAizIVXJL5B",
+	"vUCypFhckyvCBRYlseGZBOuiOHUyZF0vVHfoO78LqmcCfIO4IlHGbH1qqrQPwLfjHfwynd66FGG+fPZh",
+	"30Xoz4TLWgvVPteUa1/ezTAazpoSumCXYzIgNvbGX9JMIFdiV8pRU2quEbww1ssNWbKU1bgMq0nVS8bT",
+	"mbB2jAnm9YgN9HvGZZtholDV/zVJ3Bc2T9SXsYPnyITXW9uTrQKo+sZzvAaxczdkSzRVL8EgyQtI7gyd",
+	"gZB6nsSSRtvECiXjJ6bQc6fkRYQcaMoWLFWY9sDtEJPYzsRBwD7oiWFMRlFA/h8SQNUIvQwOCRegDiRc",
+	"xBxU9eCqhLpE64YFFTJTPRPWn4S/v8xdOOaZhh+4Vixe5ACQSijxg+U19fLMno2aCefKVF2mc2n66fSn",
+	"JlJhllV2uH4dWlEtw/J52Z/65HWyYO8ISbwBS3iD8QKjr8O48tPpT59ZR4fIvKQG+ppAK8pBUy4WrvKr",
+	"B7GvlA5dmXumwm8o3jj5wgJBV1Kzh8rCxe36qEebqjFnPVytcmT3CtoG9DjVmkLJFfC2Qx2GYCxSdhxM",
+	"hpVmbIda4vV1EV9eAdGBA/hOuTs5AGOCvQws5OuVEuYTXsThN47glTmCYji7d8w1XDfG9XbFx/dcL99T",
+	"vgUvr5wLrcuh7fNqO3Gyb82O8HIahvuRkeCBaXQJnom0FXWtX7hDVnzwIUbWDE6TBDz/ZyKoBNhiBRCX",
+	"v89ZR22YLDn4b6dEma/WaHmIecFR5gppYgZPGZIHDAIobAllLSc9gkSFHAFX5KcfTpFzIMHVzfXP97c3",
+	"V1dQIPT+5m5ahB+ftsyG+eLxQRnNHfTG38c3ulOQ7Tz56ZNWYPpPoDg//XD6eTmWRqB3wAuIOM+iB4YC",
+	"9IclzdBAsAP8D3PD5FepRDL7Wsi0SkW1RJBDRs2RWsDFTuTUFj3/fJojQyBFhKGVdnLy//+//19NPHeh",
+	"P+h/seCCK3D/RDXLEeh/rJ7HhY8xbg9P9X05olx3058JqMajyMJQjX61QHmfRDbCUqFGCc/VrE3Gkffg",
+	"6c+EdzOlmlAI0jgmt9RG4IAeKmBYLzlARg8bq5kIoATx0H2Ewto0ymsMQoL7Jj3RDgpsCzG/MgG2s3xh",
+	"IuxX0c11Dm7im7Ln9QxM1CK2Q+ZP1+64qKSTKFsl7ZSplAPsTR6oV3TB8AFOSF6oAheT/5rcXM+ED4BF",
+	"6SCX5HLhIPduPibXEkKeIpZAahspnAYZrsPJfW7QRp1ttvIJctz5vrbeNlslX1pnC0vohqzAGguaqKX8",
+	"ZhN+EZS1tefsG2QNLHO2kZZfgucKCw434DYoLf2w9mK8raqPg8438P+u2F1O9ZAn+GhH9EGCKIeGJp+D",
+	"gwv03+i7AFBBVyzK13sA/zoCzD/M03sUFDQ1DG1d2+tg6W3LdF+zCdkev3XA+WZG/myPrQWW/AK0zGG9",
+	"CN3PtyOnbKs3xzlUE1KEEsHWxbhtSKfoxRJuUzmENtdfXoNuJsKlVKB+U0wTyJaAaRDm7IHDmvuuthkU",
+	"NE39X14wmAke9fGL4zhgHPAoL8uEkHrASotMRC5it4zysJTPpDkdm7m+8HNs17AdyfOcqvamvz3GL/gY",
+	"I4+ZY4CN158zspCZiOovsWlakPvR7shoGnPQ05kxIOmCvazO6J6EW5CdxrEq1D38TkFugSUVUcxSojYi",
+	"XKZSyEzFmzyS0o39nZqJxGb1tj5oBy6RWCmFGGcKYzeLASCrDDP3qpng2rHmKBgXUh94s+cPpzajogGD",
+	"4fh+cDu6H47HN+Mgd/QIZMofuC2RzdK/BDa/AVQykeGjWRCkV8g9TGnKnP/ZTLi4j9w73amOf/rrKaEa",
+	"IlKa6IvNmOLRLwlfm8jkWQK/FIkppB9rITCYTA6ThX1Tgj5DCdqIlC62Oc0LmFFIKZMlNoWJU3HZfZWQ",
+	"xe7kr59xJ4OCrO2w8JFBfh7n+VlHvNalf30829BVIsHELM9ytsWwl23hKTZsj1Ay+dvVEZiyFjzW5tDM",
+	"yuYZj/URR2ecWt1o1K869QeUTxHaMFWQwzUPbwJhD1M6N8aywbiOAry+x62Z7QuTObeIbqqNUqjYFyd5",
+	"EMFG44VMjcgMUW1fKQpdchGVTB4uQacF5SMPyriN/dAqx4Nujh5l/MiJlyFaKPRgzFe8AY8ait7sfcKF",
+	"wTF39Ki02CSGPqt8lGNyI+JNeVSXggrJ+fFMYAajkidxMCpXqw36xPxkc0dbp9JRpIJDsoIi4n4tuIA1",
+	"i+MW99TdMTC1XJGvbgSuzvjljcL1FXUNiamT429BMZ/BZlE/9k94mgs0ZO9gmOpCXiDu5TMj5OSrQcg/",
+	"awSMLXUPnPqjkGth80iaB+Lw/5TwmBaMfK4mE1OH7zYpmPfcKlRREYlHj8+kTXB5WLYv4NAzYVWuJYfP",
+	"goIcEm+pPHU4+qFR2935J4D9UGUrqOXayFdD88+kn8RM6F8z+trT+xbB9llRdMIg15c9fC0/BTG3J7Bp",
+	"NTHgc1mwMfSJysDZ32Enj45SlilfCRijvMxBRFnMvI92qu2jesAXhIrN4TEZWE1enoo7cqHk6GNlWDID",
+	"ciGsDs0Pdl0uRMydB3i2guOmzxExwCYT9GeydVgDQmPYiG7NDPO5kP4L5oeprGG331/hFr4OvKfelxld",
+	"XXjkQQIogPdN8/DpygIvZDrnkcoVXIIVKcTgajwcXPxuSMN4Orz4U5AJwK6yg2J3uiC3uPoMC8WkjMTq",
+	"KpmRA1dMCl32nPN0n+SFz2biIPB/BYfm0rBQGjnAMmC1RJBmhlIVsMNmHM3LXb06isrkq36VtUw8N/vt",
+	"bf4sDj1lvT7cgBEYWnLEPve5Bo/ZE/XItyDnO5o+KusIm5bf64YSi2ashEVgrcd/Wr9cEspMGHpZ8NnF",
+	"+FGVp2CnigSXo/HwwlYXwJ5cec+C+YYE8KOtK2rLsNV/FxH74Cv3GLJtBoFV48gOnLkiAFEUjrlo9Wwk",
+	"Co88mZppXpsiuHm+arLwyJOvjRy4rLAAC/+RCq5LnjKPjVbMRGG6io2MpnFnfbnG5PyugCfW72ylCSMB",
+	"sc3AEqXSeRL4Ar3A2JsdgCyxSJlaou/7wNfLceFhvg9EDEARF5XXRzEDFfgsMxtSuibkbNzC6+DptGGq",
+	"rxlVvz3eXwRXB+qx4XGGoB4LOebFE6zze91cubJToOTCHnbou9mUqc3EwwnFM5GyB640KLmotiL2gauh",
+	"mS/CW6HIiQ2OrH8ulDtVtipHYUqurAoOK67OhHnUG6uuEv9lFNl6UFhfJi+56nPEr+QT1Aq39jsULsHj",
+	"vyGw08eJupjH4GwmDCn9kPB0Uw+9JF0iL5toVctFvi5Xsb0+7hfSDeyo49oqkpTBNU/h83Wkefjs/kL/",
+	"yXGRXrdevvS8XhkU1Fsa6SMLQ8Yi1jX9Q7EQ2nZfSVaJ7bYps33lNB+QSFNGFNVcLbg5fpnORMRTBmmt",
+	"QRzxldkgyhVlpMMzGDqhemlr/Zk/0QGahzSeCShHOuvhUmc9S73QY5JWFZx4UN4ZzLBOGPbuPS+BM0uS",
+	"eHNMBmLjiBpqqiDP8Q+np2Z9tJpzC4waILLplBfKx7pzAGCyOrBGwgdLLrwG7PX1n1hcM2JfXguar6QL",
+	"eStdYMlxNr++lyZ36D+7h48iSdk/WKjRL9ECi0szcIzVeEFp97lXaMAa4dk6FOdaBovIuP4qxRmJJ/lY",
+	"xOwCjSlQFey8jarsMoU0EZU5W8jUT04wY53h3Dx5OXB0YiaaCAWxdAImn/UOt9KJQn48LfEJgRB0Sy5I",
+	"F2oBlU+3kguyi1o4i84OcvHe0c3PQTC+EquJX8iOrBRt1/iNaHwhopE/8t3JRl5bdU+qYW4bauiSphgQ",
+	"IzFBOQ2rcgFv4BSKWQyIkOLI4G4u1aQsphtzHdKVhXcZY8Dh8acfTtvx9PWjHwoF0L+s1FIrxN4eCWHj",
+	"IL4h5BdASFEKoGjzAixhZbWmtNmJdR4uwzy2OYc2rwhyv8A026o+WjIAURWm7abuFGnOrFZ2miuSJY2S",
+	"0kf/Y4OptlYFOy9WiunWPI3i7y+LFb+Pe31XRNVO9bHfZXxQu5RKbJuBPVNTmtEvpTCZvd6Pf3z83wEA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

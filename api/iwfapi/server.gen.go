@@ -16,6 +16,18 @@ import (
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// CancelBatch Stop a batch; runs already processed stay processed (extension of this server)
+	// (POST /api/v1/batch/cancel)
+	CancelBatch(w http.ResponseWriter, r *http.Request)
+	// DescribeBatch A batch's progress and its failed runs (extension of this server)
+	// (POST /api/v1/batch/describe)
+	DescribeBatch(w http.ResponseWriter, r *http.Request)
+	// ListBatches The batches, newest first (extension of this server)
+	// (POST /api/v1/batch/list)
+	ListBatches(w http.ResponseWriter, r *http.Request)
+	// StartBatch Apply one operation to every run a search matches (extension of this server)
+	// (POST /api/v1/batch/start)
+	StartBatch(w http.ResponseWriter, r *http.Request)
 	// UpdateWorkflowConfig Change the configuration of a running workflow
 	// (POST /api/v1/workflow/config/update)
 	UpdateWorkflowConfig(w http.ResponseWriter, r *http.Request)
@@ -87,6 +99,30 @@ type ServerInterface interface {
 // Unimplemented server implementation that returns http.StatusNotImplemented for each endpoint.
 
 type Unimplemented struct{}
+
+// CancelBatch Stop a batch; runs already processed stay processed (extension of this server)
+// (POST /api/v1/batch/cancel)
+func (_ Unimplemented) CancelBatch(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DescribeBatch A batch's progress and its failed runs (extension of this server)
+// (POST /api/v1/batch/describe)
+func (_ Unimplemented) DescribeBatch(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListBatches The batches, newest first (extension of this server)
+// (POST /api/v1/batch/list)
+func (_ Unimplemented) ListBatches(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// StartBatch Apply one operation to every run a search matches (extension of this server)
+// (POST /api/v1/batch/start)
+func (_ Unimplemented) StartBatch(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
 
 // UpdateWorkflowConfig Change the configuration of a running workflow
 // (POST /api/v1/workflow/config/update)
@@ -228,6 +264,62 @@ type ServerInterfaceWrapper struct {
 }
 
 type MiddlewareFunc func(http.Handler) http.Handler
+
+// CancelBatch operation middleware
+func (siw *ServerInterfaceWrapper) CancelBatch(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CancelBatch(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DescribeBatch operation middleware
+func (siw *ServerInterfaceWrapper) DescribeBatch(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DescribeBatch(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListBatches operation middleware
+func (siw *ServerInterfaceWrapper) ListBatches(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListBatches(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// StartBatch operation middleware
+func (siw *ServerInterfaceWrapper) StartBatch(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.StartBatch(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
 
 // UpdateWorkflowConfig operation middleware
 func (siw *ServerInterfaceWrapper) UpdateWorkflowConfig(w http.ResponseWriter, r *http.Request) {
@@ -716,8 +808,276 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/v1/workflow/triggerContinueAsNew", wrapper.TriggerContinueAsNew)
 	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/batch/start", wrapper.StartBatch)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/batch/describe", wrapper.DescribeBatch)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/batch/list", wrapper.ListBatches)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/batch/cancel", wrapper.CancelBatch)
+	})
 
 	return r
+}
+
+type CancelBatchRequestObject struct {
+	Body *CancelBatchJSONRequestBody
+}
+
+type CancelBatchResponseObject interface {
+	VisitCancelBatchResponse(w http.ResponseWriter) error
+}
+
+type CancelBatch200JSONResponse BatchInfo
+
+func (response CancelBatch200JSONResponse) VisitCancelBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelBatch400JSONResponse ErrorResponse
+
+func (response CancelBatch400JSONResponse) VisitCancelBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelBatch500JSONResponse ErrorResponse
+
+func (response CancelBatch500JSONResponse) VisitCancelBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelBatch503JSONResponse ErrorResponse
+
+func (response CancelBatch503JSONResponse) VisitCancelBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DescribeBatchRequestObject struct {
+	Body *DescribeBatchJSONRequestBody
+}
+
+type DescribeBatchResponseObject interface {
+	VisitDescribeBatchResponse(w http.ResponseWriter) error
+}
+
+type DescribeBatch200JSONResponse BatchDescribeResponse
+
+func (response DescribeBatch200JSONResponse) VisitDescribeBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DescribeBatch400JSONResponse ErrorResponse
+
+func (response DescribeBatch400JSONResponse) VisitDescribeBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DescribeBatch500JSONResponse ErrorResponse
+
+func (response DescribeBatch500JSONResponse) VisitDescribeBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DescribeBatch503JSONResponse ErrorResponse
+
+func (response DescribeBatch503JSONResponse) VisitDescribeBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatchesRequestObject struct {
+	Body *ListBatchesJSONRequestBody
+}
+
+type ListBatchesResponseObject interface {
+	VisitListBatchesResponse(w http.ResponseWriter) error
+}
+
+type ListBatches200JSONResponse BatchListResponse
+
+func (response ListBatches200JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatches400JSONResponse ErrorResponse
+
+func (response ListBatches400JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatches500JSONResponse ErrorResponse
+
+func (response ListBatches500JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListBatches503JSONResponse ErrorResponse
+
+func (response ListBatches503JSONResponse) VisitListBatchesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartBatchRequestObject struct {
+	Body *StartBatchJSONRequestBody
+}
+
+type StartBatchResponseObject interface {
+	VisitStartBatchResponse(w http.ResponseWriter) error
+}
+
+type StartBatch200JSONResponse BatchStartResponse
+
+func (response StartBatch200JSONResponse) VisitStartBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartBatch400JSONResponse ErrorResponse
+
+func (response StartBatch400JSONResponse) VisitStartBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartBatch500JSONResponse ErrorResponse
+
+func (response StartBatch500JSONResponse) VisitStartBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type StartBatch503JSONResponse ErrorResponse
+
+func (response StartBatch503JSONResponse) VisitStartBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type UpdateWorkflowConfigRequestObject struct {
@@ -1863,6 +2223,18 @@ func (response HealthCheck200JSONResponse) VisitHealthCheckResponse(w http.Respo
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// CancelBatch Stop a batch; runs already processed stay processed (extension of this server)
+	// (POST /api/v1/batch/cancel)
+	CancelBatch(ctx context.Context, request CancelBatchRequestObject) (CancelBatchResponseObject, error)
+	// DescribeBatch A batch's progress and its failed runs (extension of this server)
+	// (POST /api/v1/batch/describe)
+	DescribeBatch(ctx context.Context, request DescribeBatchRequestObject) (DescribeBatchResponseObject, error)
+	// ListBatches The batches, newest first (extension of this server)
+	// (POST /api/v1/batch/list)
+	ListBatches(ctx context.Context, request ListBatchesRequestObject) (ListBatchesResponseObject, error)
+	// StartBatch Apply one operation to every run a search matches (extension of this server)
+	// (POST /api/v1/batch/start)
+	StartBatch(ctx context.Context, request StartBatchRequestObject) (StartBatchResponseObject, error)
 	// UpdateWorkflowConfig Change the configuration of a running workflow
 	// (POST /api/v1/workflow/config/update)
 	UpdateWorkflowConfig(ctx context.Context, request UpdateWorkflowConfigRequestObject) (UpdateWorkflowConfigResponseObject, error)
@@ -1968,6 +2340,130 @@ type strictHandler struct {
 	ssi         StrictServerInterface
 	middlewares []StrictMiddlewareFunc
 	options     StrictHTTPServerOptions
+}
+
+// CancelBatch operation middleware
+func (sh *strictHandler) CancelBatch(w http.ResponseWriter, r *http.Request) {
+	var request CancelBatchRequestObject
+
+	var body CancelBatchJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelBatch(ctx, request.(CancelBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelBatch")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CancelBatchResponseObject); ok {
+		if err := validResponse.VisitCancelBatchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DescribeBatch operation middleware
+func (sh *strictHandler) DescribeBatch(w http.ResponseWriter, r *http.Request) {
+	var request DescribeBatchRequestObject
+
+	var body DescribeBatchJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DescribeBatch(ctx, request.(DescribeBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DescribeBatch")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DescribeBatchResponseObject); ok {
+		if err := validResponse.VisitDescribeBatchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListBatches operation middleware
+func (sh *strictHandler) ListBatches(w http.ResponseWriter, r *http.Request) {
+	var request ListBatchesRequestObject
+
+	var body ListBatchesJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListBatches(ctx, request.(ListBatchesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListBatches")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListBatchesResponseObject); ok {
+		if err := validResponse.VisitListBatchesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// StartBatch operation middleware
+func (sh *strictHandler) StartBatch(w http.ResponseWriter, r *http.Request) {
+	var request StartBatchRequestObject
+
+	var body StartBatchJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.StartBatch(ctx, request.(StartBatchRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "StartBatch")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(StartBatchResponseObject); ok {
+		if err := validResponse.VisitStartBatchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
 }
 
 // UpdateWorkflowConfig operation middleware

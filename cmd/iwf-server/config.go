@@ -69,6 +69,8 @@ type Config struct {
 	Concurrency int
 	// MaxSearches bounds the searches a node runs at once.
 	MaxSearches int
+	// MaxBatchRuns bounds the runs one batch operation may match.
+	MaxBatchRuns int
 	// AuthTokenFile holds API tokens, one per line (# comments); with
 	// AuthTokens, setting either turns API authentication on.
 	AuthTokenFile string
@@ -147,6 +149,7 @@ func DefaultConfig() Config {
 		PollInterval:      engine.DefaultPollInterval,
 		Concurrency:       engine.DefaultConcurrency,
 		MaxSearches:       engine.DefaultMaxSearches,
+		MaxBatchRuns:      engine.DefaultMaxBatchRuns,
 		UI:                true,
 		ShutdownGrace:     DefaultShutdownGrace,
 		RequestTimeout:    httpapi.DefaultRequestTimeout,
@@ -220,6 +223,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency <= 0 {
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
+	}
+	if c.MaxBatchRuns <= 0 {
+		return fmt.Errorf("max-batch-runs must be positive, got %d", c.MaxBatchRuns)
 	}
 	if c.MaxSearches <= 0 {
 		return fmt.Errorf("max-searches must be positive, got %d", c.MaxSearches)
@@ -494,6 +500,18 @@ var settings = []setting{
 			return nil
 		},
 		def: func(c Config) string { return strconv.Itoa(c.MaxSearches) },
+	},
+	{
+		key: "max-batch-runs", env: "IWF_MAX_BATCH_RUNS", usage: "the most runs one batch operation (batch/start) may match: a query matching more is refused with a 400",
+		apply: func(c *Config, e []string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(e[0]))
+			if err != nil {
+				return fmt.Errorf("invalid number %q", e[0])
+			}
+			c.MaxBatchRuns = n
+			return nil
+		},
+		def: func(c Config) string { return strconv.Itoa(c.MaxBatchRuns) },
 	},
 }
 

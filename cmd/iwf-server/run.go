@@ -143,6 +143,7 @@ func (m *Main) Run(ctx context.Context) error {
 			PollInterval:         m.Config.PollInterval,
 			Concurrency:          m.Config.Concurrency,
 			MaxSearches:          m.Config.MaxSearches,
+			MaxBatchRuns:         m.Config.MaxBatchRuns,
 			SearchAttributeTypes: m.Config.SearchAttributes,
 			Retention:            m.Config.Retention,
 			RetentionByType:      m.Config.RetentionFor,

@@ -154,6 +154,19 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			return usagef("workflow: unknown subcommand %q (one of %s)", args[1], strings.Join(sortedNames(workflowCommands), ", "))
 		}
 		return cmd.run(ctx, c, args[2:])
+	case "batch":
+		if len(args) < 2 {
+			return usagef("batch: a subcommand is required: %s", strings.Join(sortedNames(batchCommands), ", "))
+		}
+		if args[1] == "help" || args[1] == "-h" || args[1] == "--help" {
+			c.printTopUsage(c.stdout)
+			return nil
+		}
+		cmd, ok := batchCommands[args[1]]
+		if !ok {
+			return usagef("batch: unknown subcommand %q (one of %s)", args[1], strings.Join(sortedNames(batchCommands), ", "))
+		}
+		return cmd.run(ctx, c, args[2:])
 	default:
 		cmd, ok := topCommands[name]
 		if !ok {
@@ -168,12 +181,17 @@ func (c *cli) printTopUsage(w io.Writer) {
 
 Usage:
   iwf [global flags] workflow <subcommand> [flags]
+  iwf [global flags] batch <subcommand> [flags]
   iwf [global flags] health
 
 Workflow subcommands:
 `)
 	for _, name := range sortedNames(workflowCommands) {
 		fmt.Fprintf(w, "  %-11s %s\n", name, workflowCommands[name].summary)
+	}
+	fmt.Fprintf(w, "\nBatch subcommands (operator role):\n")
+	for _, name := range sortedNames(batchCommands) {
+		fmt.Fprintf(w, "  %-11s %s\n", name, batchCommands[name].summary)
 	}
 	fmt.Fprintf(w, "\nOther commands:\n")
 	for _, name := range sortedNames(topCommands) {

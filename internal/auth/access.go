@@ -30,8 +30,11 @@ type Rule struct {
 	Operation string
 }
 
-// api is where the REST API lives.
-const api = "/api/v1/workflow/"
+// api is where the REST API lives, batchAPI its batch operations.
+const (
+	api      = "/api/v1/workflow/"
+	batchAPI = "/api/v1/batch/"
+)
 
 // Rules is the access table.
 var Rules = []Rule{
@@ -67,6 +70,11 @@ var Rules = []Rule{
 	{Method: http.MethodPost, Path: api + "timer/skip", Need: PermOperate, Operation: "skipTimer"},
 	{Method: http.MethodPost, Path: api + "config/update", Need: PermOperate, Operation: "updateConfig"},
 	{Method: http.MethodPost, Path: api + "triggerContinueAsNew", Need: PermOperate, Operation: "triggerContinueAsNew"},
+	// Batch operations act on many runs: operator, also to read them.
+	{Method: http.MethodPost, Path: batchAPI + "start", Need: PermOperate, Operation: "batch/start"},
+	{Method: http.MethodPost, Path: batchAPI + "cancel", Need: PermOperate, Operation: "batch/cancel"},
+	{Method: http.MethodPost, Path: batchAPI + "describe", Need: PermOperate},
+	{Method: http.MethodPost, Path: batchAPI + "list", Need: PermOperate},
 
 	// The console: its sign-in page is open, its pages need reader, its
 	// actions the role of the API call they make.

@@ -142,6 +142,9 @@ func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code st
 		_ = json.Unmarshal(ri.body, &v)
 		e.WorkflowID, e.RunID, e.BatchID = v.WorkflowID, v.RunID, v.BatchID
 	}
+	if ri.resultBatchID != "" {
+		e.BatchID = ri.resultBatchID
+	}
 	if ri.resultRunID != "" {
 		if e.Operation == "reset" {
 			e.NewRunID = ri.resultRunID

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/go-chi/chi/v5"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
 
 	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
@@ -48,10 +51,10 @@ func TestAccessTableCoversEveryRoute(t *testing.T) {
 
 	r := chi.NewRouter()
 	r.Post("/api/v1/workflow/get", func(http.ResponseWriter, *http.Request) {})
-	r.Post("/api/v1/batch/start", func(http.ResponseWriter, *http.Request) {})
+	r.Post("/api/v1/unmapped/route", func(http.ResponseWriter, *http.Request) {})
 	r.Get("/ui/anything", func(http.ResponseWriter, *http.Request) {}) // the console checks its own
 	err = checkRoutes(r, "/ui/")
-	if err == nil || !strings.Contains(err.Error(), "POST /api/v1/batch/start") || strings.Contains(err.Error(), "workflow/get") || strings.Contains(err.Error(), "/ui/") {
+	if err == nil || !strings.Contains(err.Error(), "POST /api/v1/unmapped/route") || strings.Contains(err.Error(), "workflow/get") || strings.Contains(err.Error(), "/ui/") {
 		t.Fatalf("an unmapped route: %v", err)
 	}
 }
@@ -111,5 +114,71 @@ func TestAccessEnforcedAndAudited(t *testing.T) {
 	e = audit.Entry{}
 	if err := json.Unmarshal(logged.Bytes(), &e); err != nil || e.Actor != "app" || e.Operation != "signal" || e.Outcome != "invalid_argument" || e.Status != 400 || e.WorkflowID != "wf-2" {
 		t.Fatalf("audit entry %+v (%v)", e, err)
+	}
+}
+
+// batchService answers the batch calls of TestBatchAccessAndAudit.
+type batchService struct{ Service }
+
+func (batchService) StartBatch(context.Context, iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
+	return iwfapi.BatchStartResponse{BatchId: "batch-7", Matched: 3}, nil
+}
+
+func (batchService) CancelBatch(_ context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error) {
+	return iwfapi.BatchInfo{BatchId: req.BatchId, State: iwfapi.BatchStateCancelled}, nil
+}
+
+// TestBatchAccessAndAudit: the batch calls need the operator role; a
+// batch start and a batch cancel are audited with the batch's id.
+func TestBatchAccessAndAudit(t *testing.T) {
+	var logged bytes.Buffer
+	who := auth.Principal{Actor: "app", Role: auth.RoleWriter}
+	guard := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), who)))
+		})
+	}
+	h, err := NewHandler(batchService{}, Options{Guard: guard, Audit: audit.NewWriter(&logged)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(path, body string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	entry := func() audit.Entry {
+		t.Helper()
+		var e audit.Entry
+		if err := json.Unmarshal(logged.Bytes(), &e); err != nil {
+			t.Fatalf("audit line %q: %v", logged.String(), err)
+		}
+		logged.Reset()
+		return e
+	}
+	start := `{"query":"WorkflowType = 'A'","operation":"TERMINATE"}`
+	for _, path := range []string{"start", "describe", "list", "cancel"} {
+		if rec := post("/api/v1/batch/"+path, `{"batchId":"b"}`); rec.Code != 403 || !strings.Contains(rec.Body.String(), "needs the operator role") {
+			t.Errorf("batch/%s as writer: %d %s", path, rec.Code, rec.Body)
+		}
+	}
+	logged.Reset()
+	who = auth.Principal{Actor: "oncall", Role: auth.RoleOperator}
+	if rec := post("/api/v1/batch/start", start); rec.Code != 200 {
+		t.Fatalf("batch/start as operator: %d %s", rec.Code, rec.Body)
+	}
+	if e := entry(); e.Operation != "batch/start" || e.BatchID != "batch-7" || e.Actor != "oncall" || e.Outcome != "ok" {
+		t.Errorf("batch/start audit entry %+v", e)
+	}
+	if rec := post("/api/v1/batch/cancel", `{"batchId":"batch-7"}`); rec.Code != 200 {
+		t.Fatalf("batch/cancel as operator: %d %s", rec.Code, rec.Body)
+	}
+	if e := entry(); e.Operation != "batch/cancel" || e.BatchID != "batch-7" || e.Outcome != "ok" {
+		t.Errorf("batch/cancel audit entry %+v", e)
+	}
+	if rec := post("/api/v1/batch/start", `{"query":"x"}`); rec.Code != 400 {
+		t.Errorf("batch/start without an operation: %d %s", rec.Code, rec.Body)
 	}
 }

@@ -33,9 +33,11 @@ type requestInfo struct {
 	body    []byte        // the request body as read by readBody
 	timeout time.Duration // the deadline the request was given
 	// errCode is the engine error code of a failed call (for the audit
-	// log); resultRunID is the run a start or reset created.
-	errCode     string
-	resultRunID string
+	// log); resultRunID is the run a start or reset created,
+	// resultBatchID the batch a batch start created.
+	errCode       string
+	resultRunID   string
+	resultBatchID string
 }
 
 func infoFrom(ctx context.Context) *requestInfo {

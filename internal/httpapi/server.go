@@ -197,6 +197,44 @@ func (s *Server) DescribeWorkflow(ctx context.Context, req iwfapi.DescribeWorkfl
 	return iwfapi.DescribeWorkflow200JSONResponse(resp), nil
 }
 
+// StartBatch serves POST /api/v1/batch/start, an extension of this server.
+func (s *Server) StartBatch(ctx context.Context, req iwfapi.StartBatchRequestObject) (iwfapi.StartBatchResponseObject, error) {
+	resp, err := s.svc.StartBatch(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	infoFrom(ctx).resultBatchID = resp.BatchId
+	return iwfapi.StartBatch200JSONResponse(resp), nil
+}
+
+// DescribeBatch serves POST /api/v1/batch/describe, an extension of this
+// server.
+func (s *Server) DescribeBatch(ctx context.Context, req iwfapi.DescribeBatchRequestObject) (iwfapi.DescribeBatchResponseObject, error) {
+	resp, err := s.svc.DescribeBatch(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.DescribeBatch200JSONResponse(resp), nil
+}
+
+// ListBatches serves POST /api/v1/batch/list, an extension of this server.
+func (s *Server) ListBatches(ctx context.Context, req iwfapi.ListBatchesRequestObject) (iwfapi.ListBatchesResponseObject, error) {
+	resp, err := s.svc.ListBatches(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.ListBatches200JSONResponse(resp), nil
+}
+
+// CancelBatch serves POST /api/v1/batch/cancel, an extension of this server.
+func (s *Server) CancelBatch(ctx context.Context, req iwfapi.CancelBatchRequestObject) (iwfapi.CancelBatchResponseObject, error) {
+	resp, err := s.svc.CancelBatch(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.CancelBatch200JSONResponse(resp), nil
+}
+
 // WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.
 func (s *Server) WaitForStateCompletion(ctx context.Context, req iwfapi.WaitForStateCompletionRequestObject) (iwfapi.WaitForStateCompletionResponseObject, error) {
 	resp, err := s.svc.WaitForStateCompletion(ctx, *req.Body)

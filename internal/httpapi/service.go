@@ -52,6 +52,14 @@ type Service interface {
 	WaitForStateCompletion(ctx context.Context, req iwfapi.WorkflowWaitForStateCompletionRequest) (iwfapi.WorkflowWaitForStateCompletionResponse, error)
 	// TriggerContinueAsNew serves POST /api/v1/workflow/triggerContinueAsNew.
 	TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerContinueAsNewRequest) error
+	// StartBatch serves POST /api/v1/batch/start (our extension).
+	StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error)
+	// DescribeBatch serves POST /api/v1/batch/describe (our extension).
+	DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequest) (iwfapi.BatchDescribeResponse, error)
+	// ListBatches serves POST /api/v1/batch/list (our extension).
+	ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error)
+	// CancelBatch serves POST /api/v1/batch/cancel (our extension).
+	CancelBatch(ctx context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error)
 	// Healthy reports whether the store answers (nil when it does); it
 	// serves GET /info/healthcheck.
 	Healthy(ctx context.Context) error

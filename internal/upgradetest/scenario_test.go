@@ -81,6 +81,7 @@ func upgrade(s *stack) {
 			s.t.Errorf("unexpected worker call %s of %s run %s", c, c.WorkflowID, c.RunID)
 		}
 	}
+	checkBatches(s)
 }
 
 // runCounts is how many runs of the scenario the data holds, by status.

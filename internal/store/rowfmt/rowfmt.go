@@ -172,3 +172,66 @@ func Classified(err error) bool {
 	var ee *engine.Error
 	return err == nil || engine.IsUnavailable(err) || errors.As(err, &ee)
 }
+
+// BatchColumns and BatchItemColumns are the columns ScanBatch and
+// ScanBatchItem read, in order.
+const (
+	BatchColumns     = "seq, batch_id, query, operation, options, reason, rps, state, message, matched, done, failed, created_by, created_at, updated_at, closed_at, COALESCE(lease_owner, ''), lease_expires_at"
+	BatchItemColumns = "batch_id, seq, workflow_id, run_id, status, failure"
+)
+
+// ScanBatch reads a row of BatchColumns.
+func ScanBatch(row Scanner) (*engine.Batch, error) {
+	var (
+		b                                       engine.Batch
+		state                                   string
+		createdAt, updatedAt, closedAt, expires int64
+	)
+	if err := row.Scan(&b.Seq, &b.ID, &b.Query, &b.Operation, &b.Options, &b.Reason, &b.RPS, &state, &b.Message,
+		&b.Matched, &b.Done, &b.Failed, &b.CreatedBy, &createdAt, &updatedAt, &closedAt, &b.LeaseOwner, &expires); err != nil {
+		return nil, err
+	}
+	b.State = engine.BatchState(state)
+	b.CreatedAt, b.UpdatedAt, b.ClosedAt, b.LeaseExpiresAt = FromMs(createdAt), FromMs(updatedAt), FromMs(closedAt), FromMs(expires)
+	return &b, nil
+}
+
+// ScanBatchItem reads a row of BatchItemColumns.
+func ScanBatchItem(row Scanner) (*engine.BatchItem, error) {
+	var (
+		it     engine.BatchItem
+		status string
+	)
+	if err := row.Scan(&it.BatchID, &it.Seq, &it.WorkflowID, &it.RunID, &status, &it.Failure); err != nil {
+		return nil, err
+	}
+	it.Status = engine.BatchItemStatus(status)
+	return &it, nil
+}
+
+// BatchStateStrings returns states as strings, for a list parameter.
+func BatchStateStrings(states []engine.BatchState) []string {
+	out := make([]string, len(states))
+	for i, s := range states {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// BatchClosing reports whether entering state s closes a batch.
+func BatchClosing(s engine.BatchState) bool {
+	return s == engine.BatchCancelled || s == engine.BatchCompleted
+}
+
+// BatchAbandoned is the message of a starting batch whose creator stopped
+// before it stored every matching run.
+const BatchAbandoned = "the server stopped while it stored the matching runs; start the batch again"
+
+// BatchCounts is what finishing an item with status adds to its batch's
+// done and failed counters.
+func BatchCounts(status engine.BatchItemStatus) (done, failed int) {
+	if status == engine.BatchItemFailed {
+		return 0, 1
+	}
+	return 1, 0
+}

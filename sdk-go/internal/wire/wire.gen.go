@@ -21,6 +21,60 @@ func (e AttemptFailureApi) Valid() bool {
 	}
 }
 
+// Defines values for BatchOperation.
+const (
+	BatchOperationCancel    BatchOperation = "CANCEL"
+	BatchOperationFail      BatchOperation = "FAIL"
+	BatchOperationReset     BatchOperation = "RESET"
+	BatchOperationSignal    BatchOperation = "SIGNAL"
+	BatchOperationSkipTimer BatchOperation = "SKIP_TIMER"
+	BatchOperationTerminate BatchOperation = "TERMINATE"
+)
+
+// Valid indicates whether the value is a known member of the BatchOperation enum.
+func (e BatchOperation) Valid() bool {
+	switch e {
+	case BatchOperationCancel:
+		return true
+	case BatchOperationFail:
+		return true
+	case BatchOperationReset:
+		return true
+	case BatchOperationSignal:
+		return true
+	case BatchOperationSkipTimer:
+		return true
+	case BatchOperationTerminate:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for BatchState.
+const (
+	BatchStateCancelled BatchState = "CANCELLED"
+	BatchStateCompleted BatchState = "COMPLETED"
+	BatchStateRunning   BatchState = "RUNNING"
+	BatchStateStarting  BatchState = "STARTING"
+)
+
+// Valid indicates whether the value is a known member of the BatchState enum.
+func (e BatchState) Valid() bool {
+	switch e {
+	case BatchStateCancelled:
+		return true
+	case BatchStateCompleted:
+		return true
+	case BatchStateRunning:
+		return true
+	case BatchStateStarting:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ChannelRequestStatus.
 const (
 	ChannelRequestStatusReceived ChannelRequestStatus = "RECEIVED"
@@ -555,6 +609,153 @@ type AttemptFailure struct {
 
 // AttemptFailureApi defines model for AttemptFailure.Api.
 type AttemptFailureApi string
+
+// BatchCancelRequest defines model for BatchCancelRequest.
+type BatchCancelRequest struct {
+	BatchId string `json:"batchId"`
+}
+
+// BatchDescribeRequest defines model for BatchDescribeRequest.
+type BatchDescribeRequest struct {
+	BatchId string `json:"batchId"`
+
+	// FailuresPageSize Failures per page; absent or 0 means 100, at most 1000.
+	FailuresPageSize  *int32  `json:"failuresPageSize,omitempty"`
+	FailuresPageToken *string `json:"failuresPageToken,omitempty"`
+}
+
+// BatchDescribeResponse defines model for BatchDescribeResponse.
+type BatchDescribeResponse struct {
+	// Batch A batch operation and its progress (extension of this server).
+	Batch    BatchInfo      `json:"batch"`
+	Failures []BatchFailure `json:"failures"`
+
+	// FailuresNextPageToken Set when there are more failures.
+	FailuresNextPageToken *string `json:"failuresNextPageToken,omitempty"`
+}
+
+// BatchFailure defines model for BatchFailure.
+type BatchFailure struct {
+	Reason        string `json:"reason"`
+	WorkflowId    string `json:"workflowId"`
+	WorkflowRunId string `json:"workflowRunId"`
+}
+
+// BatchInfo A batch operation and its progress (extension of this server).
+type BatchInfo struct {
+	BatchId           string `json:"batchId"`
+	ClosedTimestampMs *int64 `json:"closedTimestampMs,omitempty"`
+
+	// CreatedBy The actor who started it, recorded in each run's history.
+	CreatedBy          string `json:"createdBy"`
+	CreatedTimestampMs int64  `json:"createdTimestampMs"`
+	Done               int64  `json:"done"`
+	Failed             int64  `json:"failed"`
+	Matched            int64  `json:"matched"`
+
+	// Message Why a batch was cancelled by the server.
+	Message *string `json:"message,omitempty"`
+
+	// Operation What a batch does to each run (extension of this server).
+	Operation BatchOperation `json:"operation"`
+	Pending   int64          `json:"pending"`
+	Query     string         `json:"query"`
+	Reason    *string        `json:"reason,omitempty"`
+
+	// Reset The reset each run receives; the fields of a reset request.
+	Reset             *BatchResetOptions `json:"reset,omitempty"`
+	Rps               float64            `json:"rps"`
+	SignalChannelName *string            `json:"signalChannelName,omitempty"`
+
+	// SkipTimer The timer skipped in each run; the fields of a skip-timer request.
+	SkipTimer *BatchSkipTimerOptions `json:"skipTimer,omitempty"`
+
+	// State STARTING while the matching runs are stored, RUNNING until each was
+	// processed, then COMPLETED; CANCELLED when cancelled (or when the
+	// server stopped while it stored the matching runs).
+	State              BatchState `json:"state"`
+	UpdatedTimestampMs int64      `json:"updatedTimestampMs"`
+}
+
+// BatchListRequest defines model for BatchListRequest.
+type BatchListRequest struct {
+	NextPageToken *string `json:"nextPageToken,omitempty"`
+
+	// PageSize Batches per page; absent or 0 means 100, at most 1000.
+	PageSize *int32 `json:"pageSize,omitempty"`
+}
+
+// BatchListResponse defines model for BatchListResponse.
+type BatchListResponse struct {
+	Batches       []BatchInfo `json:"batches"`
+	NextPageToken *string     `json:"nextPageToken,omitempty"`
+}
+
+// BatchOperation What a batch does to each run (extension of this server).
+type BatchOperation string
+
+// BatchResetOptions The reset each run receives; the fields of a reset request.
+type BatchResetOptions struct {
+	HistoryEventId   *int32  `json:"historyEventId,omitempty"`
+	HistoryEventTime *string `json:"historyEventTime,omitempty"`
+
+	// ResetType Kind of reset point.
+	ResetType         WorkflowResetType `json:"resetType"`
+	SkipSignalReapply *bool             `json:"skipSignalReapply,omitempty"`
+	SkipUpdateReapply *bool             `json:"skipUpdateReapply,omitempty"`
+	StateExecutionId  *string           `json:"stateExecutionId,omitempty"`
+	StateId           *string           `json:"stateId,omitempty"`
+}
+
+// BatchSkipTimerOptions The timer skipped in each run; the fields of a skip-timer request.
+type BatchSkipTimerOptions struct {
+	TimerCommandId           *string `json:"timerCommandId,omitempty"`
+	TimerCommandIndex        *int32  `json:"timerCommandIndex,omitempty"`
+	WorkflowStateExecutionId string  `json:"workflowStateExecutionId"`
+}
+
+// BatchStartRequest Starts a batch operation (extension of this server).
+type BatchStartRequest struct {
+	// Operation What a batch does to each run (extension of this server).
+	Operation BatchOperation `json:"operation"`
+
+	// Query A search query, as /api/v1/workflow/search takes it.
+	Query string `json:"query"`
+
+	// Reason Why; the reason of the stops, and shown with the batch.
+	Reason *string `json:"reason,omitempty"`
+
+	// Reset The reset each run receives; the fields of a reset request.
+	Reset *BatchResetOptions `json:"reset,omitempty"`
+
+	// Rps Runs processed per second at most; absent or 0 means 50.
+	Rps *float64 `json:"rps,omitempty"`
+
+	// SignalChannelName For SIGNAL, the channel.
+	SignalChannelName *string `json:"signalChannelName,omitempty"`
+
+	// SignalValue An opaque payload: `data` serialised by the SDK's object encoder and
+	// the name of that `encoding`. The server stores and forwards it without
+	// decoding. `extStoreId`/`extPath` are set only when the payload lives
+	// in external storage.
+	SignalValue *EncodedObject `json:"signalValue,omitempty"`
+
+	// SkipTimer The timer skipped in each run; the fields of a skip-timer request.
+	SkipTimer *BatchSkipTimerOptions `json:"skipTimer,omitempty"`
+}
+
+// BatchStartResponse defines model for BatchStartResponse.
+type BatchStartResponse struct {
+	BatchId string `json:"batchId"`
+
+	// Matched How many runs the query matched.
+	Matched int64 `json:"matched"`
+}
+
+// BatchState STARTING while the matching runs are stored, RUNNING until each was
+// processed, then COMPLETED; CANCELLED when cancelled (or when the
+// server stopped while it stored the matching runs).
+type BatchState string
 
 // ChannelInfo Information about a channel's buffered messages.
 type ChannelInfo struct {
@@ -1767,6 +1968,18 @@ type WorkflowWorkerRpcResponse struct {
 	// UpsertStateLocals Accepted for symmetry; ignored.
 	UpsertStateLocals *[]KeyValue `json:"upsertStateLocals,omitempty"`
 }
+
+// CancelBatchJSONRequestBody defines body for CancelBatch for application/json ContentType.
+type CancelBatchJSONRequestBody = BatchCancelRequest
+
+// DescribeBatchJSONRequestBody defines body for DescribeBatch for application/json ContentType.
+type DescribeBatchJSONRequestBody = BatchDescribeRequest
+
+// ListBatchesJSONRequestBody defines body for ListBatches for application/json ContentType.
+type ListBatchesJSONRequestBody = BatchListRequest
+
+// StartBatchJSONRequestBody defines body for StartBatch for application/json ContentType.
+type StartBatchJSONRequestBody = BatchStartRequest
 
 // UpdateWorkflowConfigJSONRequestBody defines body for UpdateWorkflowConfig for application/json ContentType.
 type UpdateWorkflowConfigJSONRequestBody = WorkflowConfigUpdateRequest

@@ -1,0 +1,662 @@
+package engine
+
+// Batch operations (POST /api/v1/batch/*, an extension of this server):
+// one operation applied to every run a search matched when the batch
+// started.
+//
+// Start evaluates the query once, page by page, and stores the matching
+// runs as the batch's items in transactions of batchChunk items while the
+// batch is starting; then it is running. A runner in every engine claims a
+// running batch with a lease (Store: Tx.BatchClaim), so that one node works
+// a batch at a time, and applies the operation to each pending item at the
+// batch's rate. The item is marked done in the transaction that applies
+// the operation to its run (the then of mutateRunThen and resetWorkflow):
+// either both commit or neither does, so a crash never applies it twice
+// nor skips it, and Tx.BatchItemFinish refuses an item that is no longer
+// pending, so two nodes that both believe they hold the lease cannot apply
+// it twice either. An operation the engine refuses (the run is closed,
+// deleted, has no such timer) changes nothing; the item is then marked
+// failed with the reason, in a transaction of its own.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine/internal/record"
+	"github.com/iwf-server/iwf-server/search"
+)
+
+const (
+	// DefaultBatchRPS is the rate of a batch that names none: runs per
+	// second.
+	DefaultBatchRPS = 50
+	// MaxBatchRPS bounds a batch's rate.
+	MaxBatchRPS = 10000
+	// DefaultMaxBatchRuns bounds the runs one batch may match
+	// (Config.MaxBatchRuns); a start whose query matches more is a 400.
+	DefaultMaxBatchRuns = 200000
+	// batchChunk is how many items one transaction stores at start, and
+	// the page size of the query's evaluation.
+	batchChunk = 1000
+	// batchRunnerChunk is how many pending items the runner reads at a time.
+	batchRunnerChunk = 100
+)
+
+// batchOptions is the stored JSON of a batch's operation parameters.
+type batchOptions struct {
+	V         int                 `json:"v"`
+	Signal    *record.SignalInput `json:"signal,omitempty"`
+	Reset     *batchReset         `json:"reset,omitempty"`
+	SkipTimer *record.SkipTimer   `json:"skipTimer,omitempty"`
+}
+
+// batchReset is the reset a batch applies to each run.
+type batchReset struct {
+	ResetType         string  `json:"resetType"`
+	HistoryEventID    *int32  `json:"historyEventId,omitempty"`
+	HistoryEventTime  *string `json:"historyEventTime,omitempty"`
+	StateID           *string `json:"stateId,omitempty"`
+	StateExecutionID  *string `json:"stateExecutionId,omitempty"`
+	SkipSignalReapply *bool   `json:"skipSignalReapply,omitempty"`
+	SkipUpdateReapply *bool   `json:"skipUpdateReapply,omitempty"`
+}
+
+// errBatchItemGone rolls back an operation whose item is no longer pending
+// or whose batch is no longer running.
+var errBatchItemGone = errors.New("batch item no longer pending, or batch not running")
+
+// batchOptionsIn checks a start request's operation and its parameters.
+func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
+	opts := batchOptions{V: 1}
+	switch req.Operation {
+	case iwfapi.BatchOperationTerminate, iwfapi.BatchOperationCancel, iwfapi.BatchOperationFail:
+	case iwfapi.BatchOperationSignal:
+		ch := deref(req.SignalChannelName)
+		if ch == "" {
+			return opts, Errorf(CodeInvalidArgument, "operation SIGNAL needs signalChannelName")
+		}
+		if strings.HasPrefix(ch, reservedChannelPrefix) {
+			return opts, Errorf(CodeInvalidArgument, "signal channel names starting with %s are reserved", reservedChannelPrefix)
+		}
+		opts.Signal = &record.SignalInput{SignalChannelName: ch, SignalValue: mapPtr(req.SignalValue, valueIn)}
+	case iwfapi.BatchOperationReset:
+		r := req.Reset
+		if r == nil || !r.ResetType.Valid() {
+			return opts, Errorf(CodeInvalidArgument, "operation RESET needs reset.resetType (one of BEGINNING, HISTORY_EVENT_ID, HISTORY_EVENT_TIME, STATE_ID, STATE_EXECUTION_ID)")
+		}
+		opts.Reset = &batchReset{ResetType: string(r.ResetType), HistoryEventID: r.HistoryEventId, HistoryEventTime: r.HistoryEventTime,
+			StateID: r.StateId, StateExecutionID: r.StateExecutionId, SkipSignalReapply: r.SkipSignalReapply, SkipUpdateReapply: r.SkipUpdateReapply}
+	case iwfapi.BatchOperationSkipTimer:
+		st := req.SkipTimer
+		if st == nil || st.WorkflowStateExecutionId == "" || (deref(st.TimerCommandId) == "" && st.TimerCommandIndex == nil) {
+			return opts, Errorf(CodeInvalidArgument, "operation SKIP_TIMER needs skipTimer.workflowStateExecutionId and a timerCommandId or timerCommandIndex")
+		}
+		opts.SkipTimer = &record.SkipTimer{WorkflowStateExecutionID: st.WorkflowStateExecutionId, TimerCommandID: st.TimerCommandId, TimerCommandIndex: st.TimerCommandIndex}
+	default:
+		return opts, Errorf(CodeInvalidArgument, "unknown operation %q: one of TERMINATE, CANCEL, FAIL, SIGNAL, RESET, SKIP_TIMER", req.Operation)
+	}
+	return opts, nil
+}
+
+// StartBatch starts a batch operation (POST /api/v1/batch/start): it
+// evaluates the query, stores the matching runs and returns the batch's
+// id; the runners apply the operation afterwards.
+func (e *Engine) StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
+	var resp iwfapi.BatchStartResponse
+	if strings.TrimSpace(req.Query) == "" {
+		return resp, Errorf(CodeInvalidArgument, "query is required: a batch over every run must say so, e.g. ExecutionStatus = 'Running'")
+	}
+	opts, err := batchOptionsIn(req)
+	if err != nil {
+		return resp, err
+	}
+	rps := deref(req.Rps)
+	if rps == 0 {
+		rps = DefaultBatchRPS
+	}
+	if math.IsNaN(rps) || rps < 0 || rps > MaxBatchRPS {
+		return resp, Errorf(CodeInvalidArgument, "rps must be between 0 (the default, %d) and %d, got %v", DefaultBatchRPS, MaxBatchRPS, rps)
+	}
+	runs, err := e.batchMatches(ctx, req.Query)
+	if err != nil {
+		return resp, err
+	}
+	now := e.cfg.Clock.Now()
+	b := &Batch{ID: uuid.NewString(), Query: req.Query, Operation: string(req.Operation), Options: encode(opts),
+		Reason: deref(req.Reason), RPS: rps, State: BatchStarting, CreatedBy: ActorOf(ctx), CreatedAt: now, UpdatedAt: now,
+		LeaseOwner: e.cfg.NodeID, LeaseExpiresAt: now.Add(e.cfg.LeaseDuration)}
+	if err := e.storeBatch(ctx, b, runs); err != nil {
+		return resp, err
+	}
+	e.nudgeBatches()
+	return iwfapi.BatchStartResponse{BatchId: b.ID, Matched: int64(len(runs))}, nil
+}
+
+// batchMatches evaluates a batch's query, page by page in the search's
+// order, and returns the matching runs; more than MaxBatchRuns is a 400.
+func (e *Engine) batchMatches(ctx context.Context, query string) ([]search.Run, error) {
+	pq, err := search.Parse(query)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	select {
+	case e.searching <- struct{}{}:
+		defer func() { <-e.searching }()
+	case <-ctx.Done():
+		return nil, &Error{Code: CodeDeadlineExceeded, Err: ctx.Err(), Message: "the request ran out of time waiting for a search slot"}
+	}
+	var runs []search.Run
+	cursor := ""
+	for {
+		var page *search.Page
+		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+			q, err := search.Compile(ctx, pq, attributeResolver{declared: e.cfg.SearchAttributeTypes, store: tx}, e.cfg.Clock.Now())
+			if err != nil {
+				return searchError(err)
+			}
+			q.Limit, q.Cursor = batchChunk, cursor
+			page, err = tx.RunSearch(ctx, q)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, page.Runs...)
+		if len(runs) > e.cfg.MaxBatchRuns {
+			return nil, Errorf(CodeInvalidArgument, "the query matches more than %d runs, the most one batch may process (--max-batch-runs): narrow it, e.g. by WorkflowType or StartTime", e.cfg.MaxBatchRuns)
+		}
+		if page.Cursor == "" {
+			return runs, nil
+		}
+		cursor = page.Cursor
+	}
+}
+
+// storeBatch stores a starting batch and its items, batchChunk per
+// transaction, renewing the creator's lease with each, then makes it
+// running (completed when nothing matched). When a step fails the batch is
+// cancelled with the reason, as far as the store allows.
+func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run) error {
+	items := make([]*BatchItem, len(runs))
+	for i, r := range runs {
+		items[i] = &BatchItem{Seq: int64(i + 1), WorkflowID: r.WorkflowID, RunID: r.RunID}
+	}
+	chunk := func(i int) []*BatchItem { return items[i:min(i+batchChunk, len(items))] }
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if err := tx.BatchInsert(ctx, b); err != nil {
+			return err
+		}
+		return tx.BatchItemInsert(ctx, b.ID, chunk(0))
+	})
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		_ = e.store.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
+			_, err := tx.BatchSetState(ctx, b.ID, []BatchState{BatchStarting}, BatchCancelled, "storing the matching runs failed", e.cfg.Clock.Now())
+			return err
+		})
+		return err
+	}
+	for i := batchChunk; i < len(items); i += batchChunk {
+		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			if err := tx.BatchItemInsert(ctx, b.ID, chunk(i)); err != nil {
+				return err
+			}
+			_, err := tx.BatchRenew(ctx, b.ID, e.cfg.NodeID, e.cfg.Clock.Now().Add(e.cfg.LeaseDuration))
+			return err
+		})
+		if err != nil {
+			return fail(err)
+		}
+	}
+	to := BatchRunning
+	if len(items) == 0 {
+		to = BatchCompleted
+	}
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		ok, err := tx.BatchSetState(ctx, b.ID, []BatchState{BatchStarting}, to, "", e.cfg.Clock.Now())
+		if err == nil && !ok {
+			return Errorf(CodeInvalidArgument, "batch %s was cancelled while it started", b.ID)
+		}
+		if err != nil || to != BatchRunning {
+			return err
+		}
+		// Hand the lease to the runners: any node may now claim it.
+		_, err = tx.BatchRelease(ctx, e.cfg.NodeID, b.ID)
+		return err
+	})
+	if err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+// DescribeBatch returns a batch and a page of its failed runs
+// (POST /api/v1/batch/describe).
+func (e *Engine) DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequest) (iwfapi.BatchDescribeResponse, error) {
+	var resp iwfapi.BatchDescribeResponse
+	after, err := seqToken(deref(req.FailuresPageToken), "failuresPageToken")
+	if err != nil {
+		return resp, err
+	}
+	size := pageSize(req.FailuresPageSize, 100)
+	err = e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		b, err := getBatch(ctx, tx, req.BatchId)
+		if err != nil {
+			return err
+		}
+		items, err := tx.BatchItemList(ctx, b.ID, BatchItemFailed, after, size+1)
+		if err != nil {
+			return err
+		}
+		resp.Batch = batchInfo(b)
+		resp.Failures = make([]iwfapi.BatchFailure, 0, len(items))
+		for i, it := range items {
+			if i == size {
+				resp.FailuresNextPageToken = ptr(strconv.FormatInt(items[i-1].Seq, 10))
+				break
+			}
+			resp.Failures = append(resp.Failures, iwfapi.BatchFailure{WorkflowId: it.WorkflowID, WorkflowRunId: it.RunID, Reason: it.Failure})
+		}
+		return nil
+	})
+	return resp, err
+}
+
+// ListBatches returns a page of batches, newest first (POST /api/v1/batch/list).
+func (e *Engine) ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error) {
+	resp := iwfapi.BatchListResponse{Batches: []iwfapi.BatchInfo{}}
+	before, err := seqToken(deref(req.NextPageToken), "nextPageToken")
+	if err != nil {
+		return resp, err
+	}
+	size := pageSize(req.PageSize, 100)
+	err = e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		bs, err := tx.BatchList(ctx, before, size+1)
+		if err != nil {
+			return err
+		}
+		for i, b := range bs {
+			if i == size {
+				resp.NextPageToken = ptr(strconv.FormatInt(bs[i-1].Seq, 10))
+				break
+			}
+			resp.Batches = append(resp.Batches, batchInfo(b))
+		}
+		return nil
+	})
+	return resp, err
+}
+
+// CancelBatch stops a starting or running batch (POST /api/v1/batch/cancel);
+// runs it processed stay processed. A closed batch is returned as it is.
+func (e *Engine) CancelBatch(ctx context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error) {
+	var out iwfapi.BatchInfo
+	msg := "cancelled"
+	if a := ActorOf(ctx); a != "" {
+		msg = "cancelled by " + a
+	}
+	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		if _, err := getBatch(ctx, tx, req.BatchId); err != nil {
+			return err
+		}
+		if _, err := tx.BatchSetState(ctx, req.BatchId, []BatchState{BatchStarting, BatchRunning}, BatchCancelled, msg, e.cfg.Clock.Now()); err != nil {
+			return err
+		}
+		b, err := tx.BatchGet(ctx, req.BatchId)
+		if err != nil {
+			return err
+		}
+		out = batchInfo(b)
+		return nil
+	})
+	return out, err
+}
+
+// getBatch reads a batch; an unknown id is a 400.
+func getBatch(ctx context.Context, tx ReadTx, id string) (*Batch, error) {
+	if id == "" {
+		return nil, Errorf(CodeInvalidArgument, "batchId is required")
+	}
+	b, err := tx.BatchGet(ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return nil, Errorf(CodeInvalidArgument, "batch %s does not exist", id)
+	}
+	return b, err
+}
+
+// seqToken decodes a page token: a Seq, "" for the first page.
+func seqToken(token, name string) (int64, error) {
+	if token == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(token, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, Errorf(CodeInvalidArgument, "invalid %s", name)
+	}
+	return n, nil
+}
+
+// batchInfo is a stored batch as the API shows it.
+func batchInfo(b *Batch) iwfapi.BatchInfo {
+	out := iwfapi.BatchInfo{BatchId: b.ID, Query: b.Query, Operation: iwfapi.BatchOperation(b.Operation), Rps: b.RPS,
+		State: iwfapi.BatchState(strings.ToUpper(string(b.State))), Matched: b.Matched, Done: b.Done, Failed: b.Failed,
+		Pending: b.Matched - b.Done - b.Failed, CreatedBy: b.CreatedBy, CreatedTimestampMs: b.CreatedAt.UnixMilli(),
+		UpdatedTimestampMs: b.UpdatedAt.UnixMilli()}
+	if b.Reason != "" {
+		out.Reason = ptr(b.Reason)
+	}
+	if b.Message != "" {
+		out.Message = ptr(b.Message)
+	}
+	if !b.ClosedAt.IsZero() {
+		out.ClosedTimestampMs = ptr(b.ClosedAt.UnixMilli())
+	}
+	var opts batchOptions
+	if json.Unmarshal(b.Options, &opts) == nil {
+		if opts.Signal != nil {
+			out.SignalChannelName = ptr(opts.Signal.SignalChannelName)
+		}
+		if r := opts.Reset; r != nil {
+			out.Reset = &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetType(r.ResetType), HistoryEventId: r.HistoryEventID,
+				HistoryEventTime: r.HistoryEventTime, StateId: r.StateID, StateExecutionId: r.StateExecutionID,
+				SkipSignalReapply: r.SkipSignalReapply, SkipUpdateReapply: r.SkipUpdateReapply}
+		}
+		if st := opts.SkipTimer; st != nil {
+			out.SkipTimer = &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: st.WorkflowStateExecutionID, TimerCommandId: st.TimerCommandID, TimerCommandIndex: st.TimerCommandIndex}
+		}
+	}
+	return out
+}
+
+// nudgeBatches wakes this node's batch runner.
+func (e *Engine) nudgeBatches() {
+	select {
+	case e.batchNudge <- struct{}{}:
+	default:
+	}
+}
+
+// batchRunner claims running batches, one at a time, and works them,
+// until ctx ends. It looks for one every PollInterval, and at once when
+// this node starts one.
+func (e *Engine) batchRunner(ctx context.Context) {
+	for ctx.Err() == nil {
+		var b *Batch
+		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+			var err error
+			b, err = tx.BatchClaim(ctx, e.cfg.NodeID, e.cfg.Clock.Now(), e.cfg.LeaseDuration)
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn().Err(err).Msg("claiming a batch failed")
+		}
+		if b != nil {
+			e.workBatch(ctx, b)
+			continue
+		}
+		t := time.NewTimer(e.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+		case <-e.batchNudge:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// workBatch applies a claimed batch's operation to its pending items at
+// its rate, until none is left (the batch completes), the batch is
+// cancelled, the lease is lost or ctx ends (the lease is then released).
+func (e *Engine) workBatch(ctx context.Context, b *Batch) {
+	log := e.log.With().Str("batchId", b.ID).Logger()
+	var opts batchOptions
+	if err := json.Unmarshal(b.Options, &opts); err != nil {
+		log.Error().Err(err).Msg("undecodable batch options: cancelling the batch")
+		e.setBatchState(ctx, b.ID, BatchCancelled, "undecodable options: "+err.Error())
+		return
+	}
+	defer func() {
+		_ = e.store.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
+			_, err := tx.BatchRelease(ctx, e.cfg.NodeID, b.ID)
+			return err
+		})
+	}()
+	log.Info().Int64("matched", b.Matched).Int64("done", b.Done).Int64("failed", b.Failed).Msg("working a batch")
+	interval := time.Duration(float64(time.Second) / b.RPS)
+	next := time.Now()
+	renewAt := time.Now().Add(e.cfg.LeaseDuration / 3)
+	var after int64
+	for ctx.Err() == nil {
+		var items []*BatchItem
+		var state BatchState
+		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+			cur, err := tx.BatchGet(ctx, b.ID)
+			if err != nil {
+				return err
+			}
+			state = cur.State
+			items, err = tx.BatchItemList(ctx, b.ID, BatchItemPending, after, batchRunnerChunk)
+			return err
+		})
+		if err != nil {
+			if !e.batchPause(ctx, log, err) {
+				return
+			}
+			continue
+		}
+		if state != BatchRunning {
+			log.Info().Str("state", string(state)).Msg("batch no longer running")
+			return
+		}
+		if len(items) == 0 {
+			if after > 0 { // items skipped after a transient error: look again
+				after = 0
+				continue
+			}
+			e.setBatchState(ctx, b.ID, BatchCompleted, "")
+			log.Info().Msg("batch completed")
+			return
+		}
+		for _, it := range items {
+			if !e.batchWait(ctx, b.ID, next) {
+				return
+			}
+			next = maxTime(next.Add(interval), time.Now().Add(-time.Second))
+			if time.Now().After(renewAt) {
+				var ok bool
+				err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+					var err error
+					ok, err = tx.BatchRenew(ctx, b.ID, e.cfg.NodeID, e.cfg.Clock.Now().Add(e.cfg.LeaseDuration))
+					return err
+				})
+				if err == nil && !ok {
+					log.Warn().Msg("lost the batch's lease to another node")
+					return
+				}
+				renewAt = time.Now().Add(e.cfg.LeaseDuration / 3)
+			}
+			err := e.applyBatchItem(ctx, b, opts, it)
+			switch {
+			case errors.Is(err, errBatchItemGone):
+				after = it.Seq // cancelled (checked with the next page) or done elsewhere
+			case err != nil:
+				if !e.batchPause(ctx, log, err) {
+					return
+				}
+				// The item stays pending; it is taken again on the next pass.
+			default:
+				after = it.Seq
+			}
+			if errors.Is(err, errBatchItemGone) {
+				break
+			}
+		}
+	}
+}
+
+// batchWait waits until the time of the batch's next run, looking every
+// PollInterval whether the batch is still running; false when it is not
+// or ctx ended.
+func (e *Engine) batchWait(ctx context.Context, id string, until time.Time) bool {
+	for {
+		wait := time.Until(until)
+		if wait <= 0 {
+			return true
+		}
+		t := time.NewTimer(min(wait, e.cfg.PollInterval))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		if time.Until(until) <= 0 {
+			return true
+		}
+		var state BatchState
+		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+			b, err := tx.BatchGet(ctx, id)
+			if err == nil {
+				state = b.State
+			}
+			return err
+		})
+		if err == nil && state != BatchRunning {
+			return false
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// batchPause waits a moment after a transient failure (the store is
+// unavailable); false when ctx ended.
+func (e *Engine) batchPause(ctx context.Context, log zerolog.Logger, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	log.Warn().Err(err).Msg("batch paused: the store failed; retrying")
+	t := time.NewTimer(e.cfg.PollInterval)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// setBatchState closes a running batch.
+func (e *Engine) setBatchState(ctx context.Context, id string, to BatchState, msg string) {
+	err := e.store.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
+		_, err := tx.BatchSetState(ctx, id, []BatchState{BatchRunning}, to, msg, e.cfg.Clock.Now())
+		return err
+	})
+	if err != nil {
+		e.log.Warn().Err(err).Str("batchId", id).Msg("closing a batch failed; the next claim retries")
+	}
+}
+
+// transientBatchError reports whether an operation failed for a reason
+// that says nothing about the run: the store or the request's time. The
+// item then stays pending.
+func transientBatchError(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	switch CodeOf(err) {
+	case CodeUnavailable, CodeDeadlineExceeded:
+		return true
+	}
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// applyBatchItem applies the batch's operation to one item's run, as the
+// batch's creator, marking the item done in the same transaction. When the
+// engine refuses the operation, the item is marked failed with the reason.
+// It returns errBatchItemGone when the item or batch moved on, and a
+// transient error as it is (the item stays pending).
+func (e *Engine) applyBatchItem(ctx context.Context, b *Batch, opts batchOptions, it *BatchItem) error {
+	actx := WithActor(ctx, b.CreatedBy)
+	then := func(t *txn) error {
+		ok, err := t.tx.BatchItemFinish(t.ctx, b.ID, it.Seq, BatchItemDone, "", t.now)
+		if err == nil && !ok {
+			return errBatchItemGone
+		}
+		return err
+	}
+	var err error
+	switch iwfapi.BatchOperation(b.Operation) {
+	case iwfapi.BatchOperationTerminate, iwfapi.BatchOperationCancel, iwfapi.BatchOperationFail:
+		stop := iwfapi.WorkflowStopType(b.Operation)
+		err = e.stopWorkflow(actx, iwfapi.WorkflowStopRequest{WorkflowId: it.WorkflowID, WorkflowRunId: ptr(it.RunID), StopType: &stop, Reason: nonEmptyPtr(b.Reason)}, then)
+	case iwfapi.BatchOperationSignal:
+		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{Signal: opts.Signal}, then)
+	case iwfapi.BatchOperationSkipTimer:
+		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{SkipTimer: opts.SkipTimer}, then)
+	case iwfapi.BatchOperationReset:
+		r := opts.Reset
+		_, err = e.resetWorkflow(actx, iwfapi.WorkflowResetRequest{WorkflowId: it.WorkflowID, WorkflowRunId: ptr(it.RunID),
+			ResetType: iwfapi.WorkflowResetType(r.ResetType), HistoryEventId: r.HistoryEventID, HistoryEventTime: r.HistoryEventTime,
+			StateId: r.StateID, StateExecutionId: r.StateExecutionID, SkipSignalReapply: r.SkipSignalReapply,
+			SkipUpdateReapply: r.SkipUpdateReapply, Reason: nonEmptyPtr(b.Reason)}, then)
+	default:
+		err = Errorf(CodeInvalidArgument, "unknown operation %q", b.Operation)
+	}
+	if err == nil {
+		e.metrics.batchItems.inc()
+		return nil
+	}
+	if errors.Is(err, errBatchItemGone) || transientBatchError(ctx, err) {
+		return err
+	}
+	reason := batchFailure(err)
+	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		ok, err := tx.BatchItemFinish(ctx, b.ID, it.Seq, BatchItemFailed, reason, e.cfg.Clock.Now())
+		if err == nil && !ok {
+			return errBatchItemGone
+		}
+		return err
+	})
+	if err == nil {
+		e.metrics.batchItems.inc()
+		e.metrics.batchItemsFailed.inc()
+	}
+	return err
+}
+
+// batchFailure is the reason an item failed, as describe shows it.
+func batchFailure(err error) string {
+	var ee *Error
+	if errors.As(err, &ee) && ee.Code != CodeInternal {
+		if ee.Code == CodeWorkflowNotExists && !strings.Contains(ee.Message, "closed") {
+			return "the run no longer exists (deleted by retention?): " + ee.Message
+		}
+		return ee.Message
+	}
+	return fmt.Sprintf("internal error: %v", err)
+}
+
+func nonEmptyPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}

@@ -1,0 +1,256 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+)
+
+// waitingWorkflow makes the harness's worker park every run in state
+// "Wait" until a "go" signal, then complete.
+func waitingWorkflow(h *harness) {
+	h.worker.state("Wait", stateHandlers{
+		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+				CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
+				SignalCommands:     &[]iwfapi.SignalCommand{{SignalChannelName: "go", CommandId: ptr("go")}},
+			}}, 200
+		},
+		Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			return decide(next("_SYS_GRACEFUL_COMPLETING_WORKFLOW", nil)), 200
+		},
+	})
+}
+
+// startTyped starts n runs of a workflow type, parked in "Wait".
+func startTyped(h *harness, typ string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s-%d", typ, i)
+		h.start(ids[i], "Wait", nil, func(r *iwfapi.WorkflowStartRequest) { r.IwfWorkflowType = typ })
+	}
+	return ids
+}
+
+// batchDone waits until a batch is closed and returns its description.
+func batchDone(h *harness, id string) iwfapi.BatchDescribeResponse {
+	h.t.Helper()
+	var d iwfapi.BatchDescribeResponse
+	h.eventually("batch "+id+" to close", func() bool {
+		var err error
+		d, err = h.eng.DescribeBatch(context.Background(), iwfapi.BatchDescribeRequest{BatchId: id, FailuresPageSize: ptr(int32(1000))})
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		return d.Batch.State == iwfapi.BatchStateCompleted || d.Batch.State == iwfapi.BatchStateCancelled
+	})
+	return d
+}
+
+// closedEvents returns the WorkflowClosed events of a run's history.
+func closedEvents(h *harness, wf string) []iwfapi.WorkflowHistoryEvent {
+	h.t.Helper()
+	hist, err := h.eng.WorkflowHistory(context.Background(), iwfapi.WorkflowHistoryRequest{WorkflowId: wf, PageSize: ptr(int32(1000))})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var out []iwfapi.WorkflowHistoryEvent
+	for _, ev := range hist.Events {
+		if ev.EventType == "WorkflowClosed" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// TestBatchTerminate: a batch terminates each run its query matched,
+// exactly once and as its creator; a run closed before the batch reached
+// it is a failure with the reason; runs of other types are untouched.
+func TestBatchTerminate(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		waitingWorkflow(h)
+		targets := startTyped(h, "Doomed", 40)
+		others := startTyped(h, "Spared", 3)
+		h.idle()
+		// One target closes on its own before the batch starts: it no longer
+		// matches. Another is stopped after the match: a failure.
+		if err := h.eng.StopWorkflow(ctx, iwfapi.WorkflowStopRequest{WorkflowId: targets[0]}); err != nil {
+			t.Fatal(err)
+		}
+		query := "IwfWorkflowType = 'Doomed' AND ExecutionStatus = 'Running'"
+		resp, err := h.eng.StartBatch(engine.WithActor(ctx, "oncall"), iwfapi.BatchStartRequest{Query: query, Operation: iwfapi.BatchOperationTerminate, Rps: ptr(2000.0), Reason: ptr("bad deploy")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Matched != 39 {
+			t.Fatalf("matched %d, want 39", resp.Matched)
+		}
+		d := batchDone(h, resp.BatchId)
+		b := d.Batch
+		if b.State != iwfapi.BatchStateCompleted || b.Matched != 39 || b.Done+b.Failed != 39 || b.Pending != 0 || b.CreatedBy != "oncall" || b.ClosedTimestampMs == nil {
+			t.Fatalf("batch = %+v", b)
+		}
+		if int64(len(d.Failures)) != b.Failed {
+			t.Errorf("%d failures listed, %d counted", len(d.Failures), b.Failed)
+		}
+		for _, id := range targets {
+			if s := h.status(id); s != iwfapi.WorkflowStatusTerminated && id != targets[0] {
+				t.Errorf("%s is %s, want TERMINATED", id, s)
+			}
+			evs := closedEvents(h, id)
+			if len(evs) != 1 {
+				t.Fatalf("%s has %d WorkflowClosed events, want 1", id, len(evs))
+			}
+			if id != targets[0] && deref(evs[0].Data)["actor"] != "oncall" {
+				t.Errorf("%s closed by %v, want oncall", id, deref(evs[0].Data)["actor"])
+			}
+		}
+		for _, id := range others {
+			if s := h.status(id); s != iwfapi.WorkflowStatusRunning {
+				t.Errorf("%s of another type is %s", id, s)
+			}
+		}
+		metrics := h.idleMetrics()
+		if want := fmt.Sprintf("iwf_batch_items_processed_total %d", 39); !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+		list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Batches) != 1 || list.Batches[0].BatchId != resp.BatchId {
+			t.Errorf("list = %+v", list)
+		}
+	})
+}
+
+// TestBatchFailuresHaveReasons: runs closed between the match and their
+// turn are failed items with the reason; the others are done.
+func TestBatchFailuresHaveReasons(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		waitingWorkflow(h)
+		ids := startTyped(h, "Mixed", 6)
+		startTyped(h, "Slow", 6)
+		h.idle()
+		// A slow batch: one run per 100 s, so nothing but the first is
+		// processed before it is cancelled.
+		resp, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'Slow'", Operation: iwfapi.BatchOperationSignal,
+			SignalChannelName: ptr("go"), Rps: ptr(0.01)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Cancel it: whatever it did, the rest stays pending.
+		info, err := h.eng.CancelBatch(ctx, iwfapi.BatchCancelRequest{BatchId: resp.BatchId})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State != iwfapi.BatchStateCancelled || info.Done+info.Failed > 1 || info.Pending < 5 {
+			t.Fatalf("cancelled batch = %+v", info)
+		}
+		d := batchDone(h, resp.BatchId)
+		if d.Batch.Done+d.Batch.Failed > 1 {
+			t.Fatalf("the cancelled batch went on: %+v", d.Batch)
+		}
+		for _, id := range ids[:3] {
+			if err := h.eng.StopWorkflow(ctx, iwfapi.WorkflowStopRequest{WorkflowId: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// A second batch signals all six: three are closed.
+		resp, err = h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'Mixed'", Operation: iwfapi.BatchOperationSignal,
+			SignalChannelName: ptr("go"), Rps: ptr(1000.0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d = batchDone(h, resp.BatchId)
+		if d.Batch.Matched != 6 || d.Batch.Done != 3 || d.Batch.Failed != 3 || len(d.Failures) != 3 {
+			t.Fatalf("batch = %+v, failures %+v", d.Batch, d.Failures)
+		}
+		for _, f := range d.Failures {
+			if !strings.Contains(f.Reason, "already closed") {
+				t.Errorf("failure %+v: want a reason saying the run is closed", f)
+			}
+		}
+		for _, id := range ids[3:] {
+			if r := h.result(id); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
+				t.Errorf("%s is %s after its signal", id, r.WorkflowStatus)
+			}
+		}
+	})
+}
+
+// TestBatchStartRefuses: bad requests and a query matching more runs than
+// the limit are 400s, and store nothing.
+func TestBatchStartRefuses(t *testing.T) {
+	forEachStoreWith(t, func(c *engine.Config) { c.MaxBatchRuns = 3 }, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		waitingWorkflow(h)
+		startTyped(h, "Many", 4)
+		h.idle()
+		for name, req := range map[string]iwfapi.BatchStartRequest{
+			"no query":       {Operation: iwfapi.BatchOperationTerminate},
+			"bad query":      {Query: "IwfWorkflowType = ", Operation: iwfapi.BatchOperationTerminate},
+			"bad operation":  {Query: "IwfWorkflowType = 'Many'", Operation: "EXPLODE"},
+			"signal no name": {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationSignal},
+			"reset no type":  {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationReset},
+			"skip no timer":  {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationSkipTimer, SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "Wait-1"}},
+			"negative rps":   {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(-1.0)},
+			"over the limit": {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationCancel},
+		} {
+			_, err := h.eng.StartBatch(ctx, req)
+			if engine.CodeOf(err) != engine.CodeInvalidArgument {
+				t.Errorf("%s: err = %v, want invalid argument", name, err)
+			}
+		}
+		if _, err := h.eng.DescribeBatch(ctx, iwfapi.BatchDescribeRequest{BatchId: "nope"}); engine.CodeOf(err) != engine.CodeInvalidArgument {
+			t.Errorf("describe unknown: %v", err)
+		}
+		list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{})
+		if err != nil || len(list.Batches) != 0 {
+			t.Fatalf("list = %+v, %v; want no batch stored", list, err)
+		}
+		// Within the limit, and matching nothing: completed at once.
+		resp, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := batchDone(h, resp.BatchId); d.Batch.State != iwfapi.BatchStateCompleted || d.Batch.Matched != 0 {
+			t.Fatalf("empty batch = %+v", d.Batch)
+		}
+	})
+}
+
+// TestBatchReset: a reset batch starts a new run of each workflow from
+// the beginning, as its creator.
+func TestBatchReset(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		waitingWorkflow(h)
+		ids := startTyped(h, "Reset", 5)
+		h.idle()
+		resp, err := h.eng.StartBatch(engine.WithActor(ctx, "fixer"), iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'Reset' AND ExecutionStatus = 'Running'",
+			Operation: iwfapi.BatchOperationReset, Reset: &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetTypeBeginning}, Rps: ptr(1000.0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := batchDone(h, resp.BatchId)
+		if d.Batch.Done != 5 || d.Batch.Failed != 0 || d.Batch.Reset == nil {
+			t.Fatalf("batch = %+v failures %+v", d.Batch, d.Failures)
+		}
+		for _, id := range ids {
+			// The current run is the new one, running; it completes on a signal.
+			if err := h.eng.SignalWorkflow(ctx, iwfapi.WorkflowSignalRequest{WorkflowId: id, SignalChannelName: "go"}); err != nil {
+				t.Fatal(err)
+			}
+			if r := h.result(id); r.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
+				t.Errorf("%s's new run is %s", id, r.WorkflowStatus)
+			}
+		}
+	})
+}
