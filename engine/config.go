@@ -116,6 +116,10 @@ type Config struct {
 	// only SweepPause between batches (PostgreSQL's deletions do not block
 	// other writers).
 	SweepShare float64
+	// Limits are the concurrency and rate limits on worker calls (see
+	// Limits); the zero value sets none, and the engine then does no work
+	// for them. They need a store that keeps permits (PermitStore).
+	Limits Limits
 	// Archive, when set, receives every expired run before a sweep
 	// deletes it; a run whose write fails is not deleted (see Sweep).
 	// nil deletes expired runs without archiving them.

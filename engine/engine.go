@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,6 +28,8 @@ type Engine struct {
 	searching chan struct{}
 	// failureLogs rate-limits the warn lines of failed worker calls.
 	failureLogs logLimiter
+	// limiter keeps the permits of Config.Limits; nil when none are set.
+	limiter *limiter
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -58,6 +61,9 @@ func New(store Store, cfg Config) (*Engine, error) {
 	}
 	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)
+	if e.limiter, err = newLimiter(e, cfg.Limits); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -87,6 +93,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 		if n > 0 {
 			e.log.Info().Int64("tasks", n).Msg("released leases of a previous process")
+		}
+		if e.limiter != nil {
+			if _, err := e.limiter.ps.PermitReleaseOthers(ctx, e.cfg.NodeID); err != nil {
+				return err
+			}
 		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -146,6 +157,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 	}
 	waiting := e.disp.drain(func(ids []int64) { release(ids, false) })
+	if e.limiter != nil {
+		e.limiter.forget(waiting)
+	}
 	if len(waiting) > 0 {
 		release(waiting, false)
 	}
@@ -171,6 +185,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		release(cancelled, true)
 	}
 	release(nil, false) // anything else still leased to this node
+	if e.limiter != nil {
+		e.limiter.releaseAll(context.WithoutCancel(ctx))
+	}
 	if e.feed != nil {
 		e.feed.PublishChanges(Changes{Tasks: true}) // the other nodes claim the handed-back work now
 	}
@@ -189,11 +206,20 @@ func (e *Engine) changedElsewhere(c Changes) {
 		e.metrics.notices.inc("runs")
 	}
 	if c.Missed {
+		if e.limiter != nil {
+			for _, k := range e.limiter.allKeys() {
+				e.limiter.woke(k)
+			}
+		}
 		e.waits.notifyAll()
 		e.disp.claimSoon()
 		return
 	}
 	for _, k := range c.Keys {
+		if e.limiter != nil && strings.HasPrefix(k, limitHintPrefix) {
+			e.limiter.woke(strings.TrimPrefix(k, limitHintPrefix))
+			continue
+		}
 		e.waits.notify(k)
 	}
 	if c.Tasks {
