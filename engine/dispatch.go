@@ -444,9 +444,7 @@ func (d *dispatcher) poll(ctx context.Context) {
 				!e.storeUnavailable(err, "lease renewals wait") {
 				e.log.Error().Err(err).Msg("renewing task leases")
 			}
-			if e.limiter != nil {
-				e.limiter.renew(ctx, now, renewEvery)
-			}
+
 			lastRenew = now
 		}
 		interval := e.cfg.PollInterval

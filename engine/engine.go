@@ -105,6 +105,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.started = true
 	e.goRun(func() { e.disp.run(runCtx) })
 	e.goRun(func() { e.disp.poll(runCtx) })
+	if e.limiter != nil {
+		e.goRun(func() { e.limiter.renewLoop(runCtx) })
+	}
 	if e.feed != nil {
 		e.goRun(func() { e.feed.ListenChanges(runCtx, e.changedElsewhere) })
 	}

@@ -146,7 +146,8 @@ type PermitStore interface {
 	// PermitAcquire tries to take a permit of r.Key for r.Waiter (see
 	// PermitRequest.Decide for the rule, applied under a lock of the key):
 	// it records the waiter in the key's queue when absent (keeping its
-	// first WaitingSince), grants it when the rule allows — a concurrency
+	// first WaitingSince; a live row of the waiter owned by another owner
+	// is left alone and the answer is not granted), grants it when the rule allows — a concurrency
 	// permit then stays held until released, a rate token is consumed and
 	// the waiter leaves the queue — and otherwise leaves it waiting.
 	PermitAcquire(ctx context.Context, r PermitRequest) (PermitGrant, error)
@@ -492,7 +493,8 @@ func (l *limiter) park(t *Task, key string, since time.Time, retryAfter time.Dur
 		q.backoff = min(2*q.backoff, permitRecheckMax)
 	}
 	l.mu.Unlock()
-	l.e.disp.park(t)
+	// The dispatcher parks t when processTask returns errLimitWait; a wake
+	// before then finds t still running and runs it again after.
 }
 
 // armLocked sets the re-check of the oldest parked call of key to d from
@@ -623,6 +625,22 @@ func (l *limiter) forget(ids []int64) {
 	for k, q := range l.queues {
 		q.stopTimerLocked()
 		delete(l.queues, k)
+	}
+}
+
+// renewLoop renews the permits every LeaseDuration/4 until ctx ends, on a
+// goroutine of its own so that a slow claim does not delay it.
+func (l *limiter) renewLoop(ctx context.Context) {
+	every := l.e.cfg.LeaseDuration / 4
+	for {
+		t := l.e.cfg.Clock.NewTimer(every)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+		}
+		l.renew(ctx, l.e.cfg.Clock.Now(), every)
 	}
 }
 

@@ -67,8 +67,15 @@ func TestTwoNodesWorkerConcurrencyLimit(t *testing.T) {
 	var c concurrency
 	limitedState(w, &c, 200*time.Millisecond)
 	flag := fmt.Sprintf("%s=%d", workerHost(t, w), limit)
+	lease := leaseDuration
+	if v := os.Getenv("IWF_LIMITS_LEASE"); v != "" {
+		var err error
+		if lease, err = time.ParseDuration(v); err != nil {
+			t.Fatalf("IWF_LIMITS_LEASE=%q", v)
+		}
+	}
 	node := func(name string) *Server {
-		return NewServer(t, Options{Bin: serverBin, DB: db, Name: "node-" + name, LeaseDuration: leaseDuration,
+		return NewServer(t, Options{Bin: serverBin, DB: db, Name: "node-" + name, LeaseDuration: lease,
 			PollInterval: pollInterval, LogLevel: "info", Args: []string{"--worker-concurrency", flag, "--worker-header", NodeHeader + ": " + name}})
 	}
 	a, b := node("a"), node("b")
@@ -87,8 +94,17 @@ func TestTwoNodesWorkerConcurrencyLimit(t *testing.T) {
 	})
 	took := time.Since(begin)
 	byNode := map[string]int{}
+	perWorkflow := map[string][]Call{}
 	for _, call := range w.Calls(Match("", "S", Execute)) {
 		byNode[call.Node]++
+		perWorkflow[call.WorkflowID] = append(perWorkflow[call.WorkflowID], call)
+	}
+	for id, calls := range perWorkflow {
+		if len(calls) > 1 {
+			for _, c := range calls {
+				t.Logf("%s called again: node %s attempt %d at %s answered %v", id, c.Node, c.Attempt, c.At.Sub(begin), !c.Answered.IsZero())
+			}
+		}
 	}
 	line := fmt.Sprintf("max_concurrency=%d workflows=%d duration=%s calls_by_node=%v", c.max.Load(), n, took.Round(10*time.Millisecond), byNode)
 	t.Log(line)

@@ -17,66 +17,18 @@ import (
 
 var _ engine.PermitStore = (*Store)(nil)
 
-// PermitAcquire takes, or queues for, a permit of r.Key in one
-// transaction: it locks the key's bucket row, deletes the key's expired
-// rows, queues the waiter, counts the held permits and the waiters ahead,
-// and applies engine.PermitRequest.Decide.
+// PermitAcquire takes, or queues for, a permit of r.Key in one round
+// trip: iwf_permit_acquire (migration 0009) applies
+// engine.PermitRequest.Decide's rule under a row lock of the key's bucket.
 func (s *Store) PermitAcquire(ctx context.Context, r engine.PermitRequest) (engine.PermitGrant, error) {
 	var g engine.PermitGrant
-	now := rowfmt.ToMs(r.Now)
 	err := retry(ctx, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var tokens float64
-			var updated int64
-			if err := tx.QueryRow(ctx, `INSERT INTO limit_buckets (limit_key, tokens, updated_at) VALUES ($1, $2, $3)
-				ON CONFLICT (limit_key) DO UPDATE SET limit_key = EXCLUDED.limit_key
-				RETURNING tokens, updated_at`, r.Key, max(r.Burst, 1), now).Scan(&tokens, &updated); err != nil {
-				return err
-			}
-			var since int64
-			var mine bool
-			var nHeld, ahead int
-			if err := tx.QueryRow(ctx, `WITH gone AS (
-					DELETE FROM limit_permits WHERE limit_key = $1 AND expires_at <= $4 AND waiter <> $2
-				), me AS (
-					INSERT INTO limit_permits AS p (limit_key, waiter, owner, waiting_since, held, expires_at)
-					VALUES ($1, $2, $3, $5, false, $4 + $6)
-					ON CONFLICT (limit_key, waiter) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at,
-						held = p.held AND p.owner = EXCLUDED.owner AND p.expires_at > $4
-					RETURNING waiting_since, held
-				)
-				SELECT me.waiting_since, me.held,
-					(SELECT count(*) FROM limit_permits q WHERE q.limit_key = $1 AND q.held AND q.expires_at > $4 AND q.waiter <> $2),
-					(SELECT count(*) FROM limit_permits q WHERE q.limit_key = $1 AND NOT q.held AND q.expires_at > $4 AND q.waiter <> $2
-						AND (q.waiting_since, q.waiter) < (me.waiting_since, $2))
-				FROM me`, r.Key, r.Waiter, r.Owner, now, rowfmt.ToMs(r.WaitingSince), r.LeaseDuration.Milliseconds()).
-				Scan(&since, &mine, &nHeld, &ahead); err != nil {
-				return err
-			}
-			if mine {
-				g = engine.PermitGrant{Granted: true}
-				return nil
-			}
-			var newTokens float64
-			var newUpdated time.Time
-			g, newTokens, newUpdated = r.Decide(nHeld, ahead, tokens, rowfmt.FromMs(updated))
-			if r.Concurrency <= 0 && (newTokens != tokens || rowfmt.ToMs(newUpdated) != updated) {
-				if _, err := tx.Exec(ctx, `UPDATE limit_buckets SET tokens = $2, updated_at = $3 WHERE limit_key = $1`,
-					r.Key, newTokens, rowfmt.ToMs(newUpdated)); err != nil {
-					return err
-				}
-			}
-			switch {
-			case !g.Granted:
-			case r.Concurrency > 0:
-				_, err := tx.Exec(ctx, `UPDATE limit_permits SET held = true WHERE limit_key = $1 AND waiter = $2`, r.Key, r.Waiter)
-				return err
-			default:
-				_, err := tx.Exec(ctx, `DELETE FROM limit_permits WHERE limit_key = $1 AND waiter = $2`, r.Key, r.Waiter)
-				return err
-			}
-			return nil
-		})
+		var retryMs int64
+		err := s.pool.QueryRow(ctx, `SELECT granted, free, ahead, retry_ms FROM iwf_permit_acquire($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+			r.Key, r.Waiter, r.Owner, rowfmt.ToMs(r.WaitingSince), rowfmt.ToMs(r.Now), r.LeaseDuration.Milliseconds(),
+			r.Concurrency, r.Rate, r.Burst).Scan(&g.Granted, &g.Free, &g.Ahead, &retryMs)
+		g.RetryAfter = time.Duration(retryMs) * time.Millisecond
+		return err
 	})
 	if err != nil {
 		return engine.PermitGrant{}, classify(ctx, fmt.Errorf("postgres: PermitAcquire: %w", err))

@@ -55,8 +55,11 @@ func (s *Store) PermitAcquire(ctx context.Context, r engine.PermitRequest) (engi
 			VALUES (?1, ?2, ?3, ?5, 0, ?4 + ?6)
 			ON CONFLICT (limit_key, waiter) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
 				held = p.held AND p.owner = excluded.owner AND p.expires_at > ?4
+				WHERE p.owner = excluded.owner OR p.expires_at <= ?4
 			RETURNING waiting_since, held`, r.Key, r.Waiter, r.Owner, now, rowfmt.ToMs(r.WaitingSince), r.LeaseDuration.Milliseconds()).
-			Scan(&since, &mine); err != nil {
+			Scan(&since, &mine); errors.Is(err, sql.ErrNoRows) {
+			return nil // another owner's live row of this waiter: wait, never count it twice
+		} else if err != nil {
 			return err
 		}
 		if mine {

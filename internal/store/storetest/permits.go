@@ -112,8 +112,10 @@ func testPermitLease(t *testing.T, s engine.Store) {
 	granted(t, "d behind c's live row", g, false)
 	equal(t, "ahead of d", g.Ahead, 1)
 	granted(t, "d once c's row expired", acquire(t, ps, k, 1, 0, 4, "d", at(21*time.Second), at(31*time.Second)), true)
-	// The same waiter under a new owner (its task taken over) takes the
-	// row over, without the permit held by the expired owner.
+	// The same waiter under another owner (its task taken over) does not
+	// take over a live row: the permit is never counted twice.
+	granted(t, "waiter 4 under owner e, d's row live", acquire(t, ps, k, 1, 0, 4, "e", at(21*time.Second), at(35*time.Second)), false)
+	// Once the row expired, the new owner takes the waiter's place.
 	granted(t, "waiter 4 under owner e", acquire(t, ps, k, 1, 0, 4, "e", at(21*time.Second), at(42*time.Second)), true)
 }
 
