@@ -124,8 +124,11 @@ func TestStatementCounts(t *testing.T) {
 
 	const n = 20
 	idle := m.measure(ctx, "idle", 0)
+	noLimitStatements(t, "idle", idle)
 	for _, shape := range []string{shapeW1, shapeW2, shapeW3} {
-		got := m.measure(ctx, shape, n).minus(idle)
+		raw := m.measure(ctx, shape, n)
+		noLimitStatements(t, shape, raw)
+		got := raw.minus(idle)
 		got.log(t, shape, n)
 		total := float64(got.statements()) / n
 		if total < 1 {
@@ -139,6 +142,18 @@ func TestStatementCounts(t *testing.T) {
 		}
 		if trips, limit := float64(got.roundTrips)/n, maxRoundTripsPerWorkflow[shape]; trips > limit {
 			t.Errorf("%s: %.2f round trips per workflow, more than the bound %.0f (see maxRoundTripsPerWorkflow)", shape, trips, limit)
+		}
+	}
+}
+
+// noLimitStatements fails when a lifetime without limits configured ran a
+// statement of the concurrency and rate limits (engine/permits.go): their
+// tables and function must not be touched at all.
+func noLimitStatements(t *testing.T, what string, c stmtCounts) {
+	t.Helper()
+	for k, text := range c.text {
+		if c.calls[k] > 0 && (strings.Contains(text, "limit_permits") || strings.Contains(text, "limit_buckets") || strings.Contains(text, "iwf_permit_")) {
+			t.Errorf("%s: a statement of the limits ran without a limit configured: %s", what, text)
 		}
 	}
 }
