@@ -283,6 +283,7 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 		return err
 	}
 	if s == nil {
+		e.limiter.drop(t.ID)
 		return e.dropTask(ctx, t)
 	}
 	if keys := lockKeys(loadingPolicies(s.xd.Options, waitUntil)); len(keys) > 0 && !holdsAll(s.rd, keys, apiLockHolder(t.ExecutionID, t.Kind)) {
@@ -295,6 +296,7 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 			return err
 		}
 		if s == nil {
+			e.limiter.drop(t.ID)
 			return e.dropTask(ctx, t)
 		}
 	}

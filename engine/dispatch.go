@@ -35,7 +35,7 @@ type dispatcher struct {
 	// parked holds the tasks waiting for a concurrency or rate limit
 	// (limiter): leased to this process, renewed, but on no goroutine.
 	parked map[int64]*Task
-	wake    chan struct{}
+	wake   chan struct{}
 	// claimNow wakes the poller before its interval is over (another
 	// process announced claimable work).
 	claimNow chan struct{}

@@ -607,6 +607,15 @@ func (l *limiter) announce(keys []string) {
 	}
 }
 
+// drop gives back the permits of a task whose run or execution moved on
+// while it waited (a no-op without a limiter, or for a task that holds
+// and awaits none).
+func (l *limiter) drop(id int64) {
+	if l != nil {
+		l.release(id)
+	}
+}
+
 // forget drops what the limiter knows of a task handed back (shutdown).
 func (l *limiter) forget(ids []int64) {
 	l.mu.Lock()

@@ -76,6 +76,8 @@ var globalTables = map[string]bool{
 	"schema_migrations":      true,
 	"search_attribute_types": true, // one row per key, written by the template's attributes
 	"sqlite_sequence":        true, // SQLite's AUTOINCREMENT counters
+	"limit_permits":          true, // permits of calls in flight or waiting (none in a preload)
+	"limit_buckets":          true, // one row per limit key
 }
 
 // tableInfo is one table of the schema and how its rows are cloned.
