@@ -5,9 +5,9 @@
 -- the next acquisition of its key, so a dead node's permits come back.
 -- The queue is served in (waiting_since, waiter) order.
 CREATE TABLE limit_permits (
-    limit_key     text    NOT NULL,
+    limit_key     text    COLLATE "C" NOT NULL,
     waiter        bigint  NOT NULL,
-    owner         text    NOT NULL,
+    owner         text    COLLATE "C" NOT NULL,
     waiting_since bigint  NOT NULL,
     held          boolean NOT NULL DEFAULT false,
     expires_at    bigint  NOT NULL,
@@ -19,7 +19,7 @@ CREATE INDEX limit_permits_owner ON limit_permits (owner);
 -- One row per limit key: the lock that serialises the acquisitions of the
 -- key across nodes, and a rate limit's token bucket.
 CREATE TABLE limit_buckets (
-    limit_key  text             PRIMARY KEY,
+    limit_key  text COLLATE "C" PRIMARY KEY,
     tokens     double precision NOT NULL,
     updated_at bigint           NOT NULL
 );
