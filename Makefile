@@ -8,7 +8,7 @@ IMAGE     ?= iwf-server:dev
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos chaos-failover chaos-net soak batch-check
+.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos chaos-failover chaos-net soak batch-check limits-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -75,6 +75,10 @@ bench: ## run the load generator against SQLite and PostgreSQL
 # CHAOS_KILLS random SIGKILLs per store (make test runs 10); each store's run
 # prints one line: kills=N pauses=P workflows=W lost=0 double_applied=0 repeated_calls=R.
 CHAOS_KILLS ?= 100
+
+limits-check: ## two nodes on PostgreSQL, a worker-host limit of 5, 200 workflows whose execute takes 200 ms: prints max_concurrency, duration (target 8s +-20%)
+	IWF_LIMITS_WORKFLOWS=$${IWF_LIMITS_WORKFLOWS:-200} IWF_LIMITS_CHECK=1 IWF_LIMITS_TARGET=$${IWF_LIMITS_TARGET:-8s} IWF_LIMITS_LEASE=$${IWF_LIMITS_LEASE:-10s} \
+		$(GO) test -count=1 -run '^TestTwoNodesWorkerConcurrencyLimit$$' -v ./internal/crashtest/ | grep -E '^(max_concurrency=|--- |ok|FAIL)'
 
 chaos: ## kill the server CHAOS_KILLS (default 100) times under a mixed workload on SQLite and PostgreSQL, then check every workflow
 	@for run in 'TestChaos/sqlite' 'TestChaos/postgres' 'TestChaosPostgresRestart'; do \

@@ -24,6 +24,17 @@ type apiSnapshot struct {
 	xd  *record.Execution
 	das []iwfapi.KeyValue
 	sas []iwfapi.SearchAttribute
+	// release gives back the limit permits of the call, if any, once the
+	// worker answered.
+	release func()
+}
+
+// callDone gives back the call's limit permits.
+func (s *apiSnapshot) callDone() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
 }
 
 // loadingPolicies returns the effective data and search attribute loading
@@ -272,6 +283,7 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 		return err
 	}
 	if s == nil {
+		e.limiter.drop(t.ID)
 		return e.dropTask(ctx, t)
 	}
 	if keys := lockKeys(loadingPolicies(s.xd.Options, waitUntil)); len(keys) > 0 && !holdsAll(s.rd, keys, apiLockHolder(t.ExecutionID, t.Kind)) {
@@ -284,7 +296,23 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 			return err
 		}
 		if s == nil {
+			e.limiter.drop(t.ID)
 			return e.dropTask(ctx, t)
+		}
+	}
+	var fence func(context.Context) (context.Context, context.CancelFunc)
+	if e.limiter != nil {
+		var release func()
+		fence, release, err = e.limiter.acquire(ctx, t, s)
+		if errors.Is(err, errLimitWait) {
+			return err
+		}
+		// The permits go back as soon as the worker answered (s.release),
+		// or here should the call not be made.
+		s.release = release
+		defer release()
+		if err != nil {
+			return err
 		}
 	}
 	phase := "execute"
@@ -294,6 +322,11 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 	ctx, span := e.startPhase(ctx, phase, begin, t, s)
 	callCtx, cancel := context.WithTimeout(ctx, apiTimeout(s.xd.Options, waitUntil))
 	defer cancel()
+	if fence != nil {
+		var cancelFence context.CancelFunc
+		callCtx, cancelFence = fence(callCtx)
+		defer cancelFence()
+	}
 	var err2 error
 	if waitUntil {
 		err2 = e.callWaitUntil(ctx, callCtx, t, s)
@@ -326,6 +359,7 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 	})
 	endSpan(span, err)
+	s.callDone()
 	e.recordCall("waitUntil", begin, err)
 	if err == nil {
 		commands := mapPtr(resp.CommandRequest, commandsIn)
@@ -363,6 +397,7 @@ func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapsh
 		StateLocals: mapSlice(s.xd.StateLocals, kvOut), CommandResults: mapPtr(s.xd.Results, resultsOut),
 	})
 	endSpan(span, err)
+	s.callDone()
 	e.recordCall("execute", begin, err)
 	if err == nil {
 		err = checkDecision(resp)

@@ -127,6 +127,10 @@ type Config struct {
 	// each, so that live writes wait for a sweep at most about SweepHold at
 	// a time. 0 deletes each batch in one transaction.
 	SweepHold time.Duration
+	// Limits are the concurrency and rate limits on worker calls (see
+	// Limits); the zero value sets none, and the engine then does no work
+	// for them. They need a store that keeps permits (PermitStore).
+	Limits Limits
 	// Archive, when set, receives every expired run before a sweep
 	// deletes it; a run whose write fails is not deleted (see Sweep).
 	// nil deletes expired runs without archiving them.

@@ -17,7 +17,9 @@ import (
 // next worker call, its last failed call, and the commands it awaits.
 func (e *Engine) DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error) {
 	var resp iwfapi.WorkflowDescribeResponse
+	var pendingCalls map[string]*Task
 	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		pendingCalls = nil
 		run, rd, err := readRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
@@ -48,12 +50,44 @@ func (e *Engine) DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescri
 			}
 			resp.PendingStates = append(resp.PendingStates, describeExecution(x, xd, calls[x.ExecutionID]))
 		}
+		if e.limiter != nil {
+			pendingCalls = calls
+		}
 		sort.SliceStable(resp.PendingStates, func(i, j int) bool {
 			return executionOrder(resp.PendingStates[i].StateExecutionId) < executionOrder(resp.PendingStates[j].StateExecutionId)
 		})
 		return nil
 	})
+	if err == nil && len(pendingCalls) > 0 {
+		err = e.describeLimitWaits(ctx, resp.PendingStates, pendingCalls)
+	}
 	return resp, err
+}
+
+// describeLimitWaits marks the pending states whose next call waits for a
+// concurrency or rate limit, as the store's queues show it (on
+// PostgreSQL, whichever node the call waits on).
+func (e *Engine) describeLimitWaits(ctx context.Context, pending []iwfapi.PendingStateExecution, calls map[string]*Task) error {
+	ids := make([]int64, 0, len(calls))
+	for _, t := range calls {
+		ids = append(ids, t.ID)
+	}
+	waits, err := e.limiter.ps.PermitWaiting(ctx, ids)
+	if err != nil {
+		return err
+	}
+	for i := range pending {
+		p := &pending[i]
+		t := calls[p.StateExecutionId]
+		if t == nil || p.Phase == iwfapi.PendingStateExecutionPhaseWAITINGCOMMANDS {
+			continue
+		}
+		if w, ok := waits[t.ID]; ok {
+			p.WaitingForLimit = ptr(w.Key)
+			p.WaitingForLimitSinceTimestampMs = ptr(unixMs(w.Since))
+		}
+	}
+	return nil
 }
 
 // executionOrder sorts execution ids ("S1-2") by state id, then number.

@@ -3,6 +3,7 @@ package engine
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -31,7 +32,10 @@ type dispatcher struct {
 	again map[int64]*Task
 	// running marks the tasks being processed.
 	running map[int64]bool
-	wake    chan struct{}
+	// parked holds the tasks waiting for a concurrency or rate limit
+	// (limiter): leased to this process, renewed, but on no goroutine.
+	parked map[int64]*Task
+	wake   chan struct{}
 	// claimNow wakes the poller before its interval is over (another
 	// process announced claimable work).
 	claimNow chan struct{}
@@ -58,6 +62,7 @@ func newDispatcher(e *Engine) *dispatcher {
 		known:    map[int64]bool{},
 		again:    map[int64]*Task{},
 		running:  map[int64]bool{},
+		parked:   map[int64]*Task{},
 		wake:     make(chan struct{}, 1),
 		claimNow: make(chan struct{}, 1),
 		changed:  make(chan struct{}),
@@ -145,6 +150,10 @@ func (d *dispatcher) drain(handBack func(ids []int64)) []int64 {
 		}
 		d.ready[p] = nil
 	}
+	for id := range d.parked {
+		ids = append(ids, id)
+	}
+	clear(d.parked)
 	for _, id := range ids {
 		delete(d.known, id)
 	}
@@ -272,6 +281,61 @@ func (d *dispatcher) done(t *Task) {
 	d.mu.Unlock()
 }
 
+// park takes a task that waits for a limit off its goroutine. It stays
+// held (its lease renewed) until resume hands it back to the pool.
+func (d *dispatcher) park(t *Task) {
+	d.mu.Lock()
+	delete(d.running, t.ID)
+	if next, ok := d.again[t.ID]; ok {
+		// Resumed, or rescheduled, while it was parking.
+		delete(d.again, t.ID)
+		if d.draining {
+			delete(d.known, t.ID)
+			d.changedLocked()
+			d.mu.Unlock()
+			d.handBack([]int64{next.ID})
+			return
+		}
+		heap.Push(&d.queue, next)
+		d.changedLocked()
+		d.mu.Unlock()
+		d.nudge()
+		return
+	}
+	if d.draining {
+		delete(d.known, t.ID)
+		d.changedLocked()
+		d.mu.Unlock()
+		d.handBack([]int64{t.ID})
+		return
+	}
+	d.parked[t.ID] = t
+	d.changedLocked()
+	d.mu.Unlock()
+}
+
+// resume hands a parked task back to the pool, to run now.
+func (d *dispatcher) resume(t *Task) {
+	d.mu.Lock()
+	if d.running[t.ID] {
+		// Still on its way to park.
+		if _, ok := d.again[t.ID]; !ok {
+			d.again[t.ID] = t
+		}
+		d.mu.Unlock()
+		return
+	}
+	if _, ok := d.parked[t.ID]; !ok {
+		d.mu.Unlock()
+		return // handed back, or already resumed
+	}
+	delete(d.parked, t.ID)
+	heap.Push(&d.queue, t)
+	d.changedLocked()
+	d.mu.Unlock()
+	d.nudge()
+}
+
 // heldIDs returns the ids of the tasks this process holds: scheduled,
 // waiting for a goroutine, running, or rescheduled while running.
 func (d *dispatcher) heldIDs() []int64 {
@@ -341,7 +405,12 @@ func (d *dispatcher) worker(ctx context.Context) {
 		if t == nil {
 			return
 		}
-		if err := d.e.processTask(ctx, t); err != nil && ctx.Err() == nil {
+		err := d.e.processTask(ctx, t)
+		if errors.Is(err, errLimitWait) {
+			d.park(t)
+			continue
+		}
+		if err != nil && ctx.Err() == nil {
 			// Store trouble: keep the task (this process still holds its
 			// lease) and try again shortly.
 			retry := *t
@@ -375,6 +444,7 @@ func (d *dispatcher) poll(ctx context.Context) {
 				!e.storeUnavailable(err, "lease renewals wait") {
 				e.log.Error().Err(err).Msg("renewing task leases")
 			}
+
 			lastRenew = now
 		}
 		interval := e.cfg.PollInterval

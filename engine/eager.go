@@ -63,7 +63,7 @@ func (e *Engine) fireTimerEager(ctx context.Context, task *Task) (bool, error) {
 		return false, err
 	}
 	s, err := snapshotOf(in, ExecWaiting)
-	if err != nil || s == nil || !firesAlone(s.xd, idx.Index) || len(lockKeys(loadingPolicies(s.xd.Options, false))) > 0 {
+	if err != nil || s == nil || !firesAlone(s.xd, idx.Index) || len(lockKeys(loadingPolicies(s.xd.Options, false))) > 0 || e.limiter.applies(s) {
 		return false, err
 	}
 	// The command results as the firing computes them.

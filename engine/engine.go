@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,6 +34,8 @@ type Engine struct {
 	batchNudge chan struct{}
 	// failureLogs rate-limits the warn lines of failed worker calls.
 	failureLogs logLimiter
+	// limiter keeps the permits of Config.Limits; nil when none are set.
+	limiter *limiter
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -66,6 +69,9 @@ func New(store Store, cfg Config) (*Engine, error) {
 	}
 	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)
+	if e.limiter, err = newLimiter(e, cfg.Limits); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -106,12 +112,20 @@ func (e *Engine) Start(ctx context.Context) error {
 		if n > 0 {
 			e.log.Info().Int64("batches", n).Msg("released batch leases of a previous process")
 		}
+		if e.limiter != nil {
+			if _, err := e.limiter.ps.PermitReleaseOthers(ctx, e.cfg.NodeID); err != nil {
+				return err
+			}
+		}
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.started = true
 	e.goRun(func() { e.disp.run(runCtx) })
 	e.goRun(func() { e.disp.poll(runCtx) })
+	if e.limiter != nil {
+		e.goRun(func() { e.limiter.renewLoop(runCtx) })
+	}
 	if e.feed != nil {
 		e.goRun(func() { e.feed.ListenChanges(runCtx, e.changedElsewhere) })
 	}
@@ -165,6 +179,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		}
 	}
 	waiting := e.disp.drain(func(ids []int64) { release(ids, false) })
+	if e.limiter != nil {
+		e.limiter.forget(waiting)
+	}
 	if len(waiting) > 0 {
 		release(waiting, false)
 	}
@@ -190,6 +207,9 @@ func (e *Engine) Close(ctx context.Context) error {
 		release(cancelled, true)
 	}
 	release(nil, false) // anything else still leased to this node
+	if e.limiter != nil {
+		e.limiter.releaseAll(context.WithoutCancel(ctx))
+	}
 	if e.feed != nil {
 		e.feed.PublishChanges(Changes{Tasks: true}) // the other nodes claim the handed-back work now
 	}
@@ -208,11 +228,20 @@ func (e *Engine) changedElsewhere(c Changes) {
 		e.metrics.notices.inc("runs")
 	}
 	if c.Missed {
+		if e.limiter != nil {
+			for _, k := range e.limiter.allKeys() {
+				e.limiter.woke(k)
+			}
+		}
 		e.waits.notifyAll()
 		e.disp.claimSoon()
 		return
 	}
 	for _, k := range c.Keys {
+		if e.limiter != nil && strings.HasPrefix(k, limitHintPrefix) {
+			e.limiter.woke(strings.TrimPrefix(k, limitHintPrefix))
+			continue
+		}
 		e.waits.notify(k)
 	}
 	if c.Tasks {

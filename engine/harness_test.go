@@ -40,6 +40,14 @@ func forEachStoreWith(t *testing.T, mod func(*engine.Config), fn func(t *testing
 // forEachStoreWithT is forEachStoreWith with a mod that is given the
 // store's subtest.
 func forEachStoreWithT(t *testing.T, mod func(*testing.T, *engine.Config), fn func(t *testing.T, h *harness)) {
+	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
+		fn(t, newHarness(t, st, func(c *engine.Config) { mod(t, c) }))
+	})
+}
+
+// forEachStoreOpen runs fn in parallel subtests on a migrated SQLite store
+// and a PostgreSQL one.
+func forEachStoreOpen(t *testing.T, fn func(t *testing.T, st engine.Store)) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		path := filepath.Join(t.TempDir(), "iwf.db")
@@ -51,12 +59,11 @@ func forEachStoreWithT(t *testing.T, mod func(*testing.T, *engine.Config), fn fu
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { st.Close() })
-		fn(t, newHarness(t, st, func(c *engine.Config) { mod(t, c) }))
+		fn(t, st)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		st := pgtest.NewStore(t)
-		fn(t, newHarness(t, st, func(c *engine.Config) { mod(t, c) }))
+		fn(t, pgtest.NewStore(t))
 	})
 }
 

@@ -40,8 +40,9 @@ type metrics struct {
 	storeUnavailable counterVec   // operations that found the store unavailable
 	lastClaim        atomic.Int64 // unix milliseconds of the last claim query that succeeded
 
-	batchItems       counterVec // batch items processed (done or failed)
-	batchItemsFailed counterVec // batch items the operation failed on
+	batchItems       counterVec   // batch items processed (done or failed)
+	batchItemsFailed counterVec   // batch items the operation failed on
+	limitWait        histogramVec // how long calls waited for a limit's permit, by limit (configured keys only)
 }
 
 func newMetrics() *metrics {
@@ -71,6 +72,8 @@ func newMetrics() *metrics {
 		batchItems:       newCounterVec("iwf_batch_items_processed_total", "Runs of batch operations processed by this process: the operation applied, or the run marked failed."),
 		batchItemsFailed: newCounterVec("iwf_batch_items_failed_total", "Runs of batch operations the operation failed on (closed, deleted, refused); describe the batch for the reasons."),
 		retaken:          newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
+		limitWait: newHistogramVec("iwf_limit_wait_seconds", "How long waitUntil and execute calls of this process waited for a permit of a concurrency or rate limit, by limit (type:TYPE, worker:HOST:PORT, rate:HOST:PORT; only configured limits).",
+			[]float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}, "limit"),
 	}
 }
 
@@ -97,6 +100,9 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.storeUnavailable.write(&b)
 	m.batchItems.write(&b)
 	m.batchItemsFailed.write(&b)
+	if e.limiter != nil {
+		e.writeLimitMetrics(&b)
+	}
 	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_ready Due tasks of this process waiting for a free goroutine (--concurrency).\n# TYPE iwf_tasks_ready gauge\niwf_tasks_ready %d\n", e.disp.backlog())
@@ -307,4 +313,22 @@ func truncateLabel(s string) string {
 		i--
 	}
 	return s[:i]
+}
+
+// writeLimitMetrics writes the limits' gauges and wait times; each
+// configured limit is a series (the keys come from the configuration, so
+// their number is bounded).
+func (e *Engine) writeLimitMetrics(b *strings.Builder) {
+	waiting, held := e.limiter.waiting(), e.limiter.heldCounts()
+	b.WriteString("# HELP iwf_limit_waiting Calls of this process waiting for a permit of a concurrency or rate limit (the limit's queue depth here), by limit.\n# TYPE iwf_limit_waiting gauge\n")
+	for _, k := range e.limiter.allKeys() {
+		fmt.Fprintf(b, "iwf_limit_waiting%s %d\n", labelText([]string{"limit"}, k, ""), waiting[k])
+	}
+	b.WriteString("# HELP iwf_limit_held Permits of a concurrency limit held by calls of this process, by limit.\n# TYPE iwf_limit_held gauge\n")
+	for _, k := range e.limiter.allKeys() {
+		if !strings.HasPrefix(k, "rate:") {
+			fmt.Fprintf(b, "iwf_limit_held%s %d\n", labelText([]string{"limit"}, k, ""), held[k])
+		}
+	}
+	e.metrics.limitWait.write(b)
 }

@@ -187,7 +187,7 @@ func (e *Engine) processTask(ctx context.Context, t *Task) error {
 	default:
 		err = e.dropTask(ctx, t)
 	}
-	if err != nil && ctx.Err() == nil && !e.storeUnavailable(err, "tasks wait for the store") {
+	if err != nil && ctx.Err() == nil && !errors.Is(err, errLimitWait) && !e.storeUnavailable(err, "tasks wait for the store") {
 		e.log.Error().Err(err).Str("workflowId", t.WorkflowID).Str("runId", t.RunID).
 			Str("stateExecutionId", t.ExecutionID).Str("task", string(t.Kind)).Msg("task failed; retrying")
 	}

@@ -78,6 +78,8 @@ var globalTables = map[string]bool{
 	"sqlite_sequence":        true, // SQLite's AUTOINCREMENT counters
 	"batches":                true, // batch operations: none in a preloaded database
 	"batch_items":            true,
+	"limit_permits":          true, // permits of calls in flight or waiting (none in a preload)
+	"limit_buckets":          true, // one row per limit key
 }
 
 // tableInfo is one table of the schema and how its rows are cloned.

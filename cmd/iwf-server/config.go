@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -116,6 +117,9 @@ type Config struct {
 	// ArchiveURL, when set, is the gocloud.dev/blob URL of the archive
 	// that expired runs are written to before they are deleted.
 	ArchiveURL string
+	// Limits are the concurrency and rate limits on worker calls
+	// (--worker-concurrency, --worker-rate, --type-concurrency).
+	Limits engine.Limits
 	// SQLiteSynchronous is the durability of the SQLite store's commits:
 	// normal (survives a process crash) or full (survives a power loss).
 	SQLiteSynchronous sqlite.Synchronous
@@ -208,6 +212,9 @@ func (c Config) Validate() error {
 		if typ == "" || d < 0 {
 			return fmt.Errorf("retention-for %s=%s: want a workflow type and a duration of 0 or more", typ, d)
 		}
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
 	}
 	if c.ArchiveURL != "" {
 		if u, err := url.Parse(c.ArchiveURL); err != nil || u.Scheme == "" {
@@ -634,7 +641,86 @@ var retentionSettings = []setting{
 		func(c *Config) *string { return &c.ArchiveURL }),
 }
 
+// limitSetting is a repeatable KEY=VALUE setting of a limit: a mapping or
+// a list of KEY=VALUE in the file, entries separated by commas in the
+// environment.
+func limitSetting(key, env, usage string, apply func(c *Config, k, v string) error) setting {
+	return setting{
+		key: key, env: env, multi: true, file: key, usage: usage,
+		splitEnv: func(s string) []string { return splitList(s, ",; \t\n") },
+		joinKV:   func(k, v string) string { return k + "=" + v },
+		apply: func(c *Config, entries []string) error {
+			for _, e := range entries {
+				k, v, ok := strings.Cut(strings.TrimSpace(e), "=")
+				k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+				if !ok || k == "" || v == "" {
+					return fmt.Errorf("invalid %s %q, want %s", key, e, strings.Trim(strings.SplitN(usage, "`", 3)[1], "`"))
+				}
+				if err := apply(c, k, v); err != nil {
+					return fmt.Errorf("%s %s: %w", key, e, err)
+				}
+			}
+			return nil
+		},
+		def: func(Config) string { return "" },
+	}
+}
+
+// positiveInt parses a limit's count.
+func positiveInt(v string) (int, error) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("invalid value %q: want a positive whole number", v)
+	}
+	return n, nil
+}
+
+// limitSettings are the concurrency and rate limits on worker calls
+// (docs/operations.md, "Concurrency and rate limits").
+var limitSettings = []setting{
+	limitSetting("worker-concurrency", "IWF_WORKER_CONCURRENCY",
+		"at most N waitUntil/execute calls in flight to one worker host, across all nodes: `HOST:PORT=N` (repeatable)",
+		func(c *Config, k, v string) error {
+			n, err := positiveInt(v)
+			if err != nil {
+				return err
+			}
+			if c.Limits.WorkerConcurrency == nil {
+				c.Limits.WorkerConcurrency = map[string]int{}
+			}
+			c.Limits.WorkerConcurrency[engine.NormalizeHostPort(k)] = n
+			return nil
+		}),
+	limitSetting("worker-rate", "IWF_WORKER_RATE",
+		"at most R waitUntil/execute calls per second to one worker host, across all nodes: `HOST:PORT=R` (R may be a fraction; repeatable)",
+		func(c *Config, k, v string) error {
+			r, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(r > 0) || math.IsInf(r, 0) {
+				return fmt.Errorf("invalid rate %q: want a positive number of calls per second", v)
+			}
+			if c.Limits.WorkerRate == nil {
+				c.Limits.WorkerRate = map[string]float64{}
+			}
+			c.Limits.WorkerRate[engine.NormalizeHostPort(k)] = r
+			return nil
+		}),
+	limitSetting("type-concurrency", "IWF_TYPE_CONCURRENCY",
+		"at most N state executions of one workflow type in waitUntil/execute at once, across all nodes: `TYPE=N` (repeatable)",
+		func(c *Config, k, v string) error {
+			n, err := positiveInt(v)
+			if err != nil {
+				return err
+			}
+			if c.Limits.TypeConcurrency == nil {
+				c.Limits.TypeConcurrency = map[string]int{}
+			}
+			c.Limits.TypeConcurrency[k] = n
+			return nil
+		}),
+}
+
 func init() {
+	settings = append(settings, limitSettings...)
 	settings = append(settings, retentionSettings...)
 	settings = append(settings, securitySettings...)
 	settings = append(settings, durationSetting("shutdown-grace", "IWF_SHUTDOWN_GRACE",

@@ -148,6 +148,7 @@ func (m *Main) Run(ctx context.Context) error {
 			Retention:            m.Config.Retention,
 			RetentionByType:      m.Config.RetentionFor,
 			SweepInterval:        m.Config.RetentionInterval,
+			Limits:               m.Config.Limits,
 		},
 		WorkerHeaders:     m.Config.WorkerHeaders,
 		WorkerURLAllow:    m.Config.WorkerURLAllow,
@@ -233,6 +234,11 @@ func (m *Main) Run(ctx context.Context) error {
 	ev.Msg("iwf-server listening")
 	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
 	fmt.Fprintf(m.Stdout, "closed workflows are kept for %s after they close (retention)\n", retention)
+	if sum := m.Config.Limits.Summary(); sum != "" {
+		fmt.Fprintf(m.Stdout, "limits on worker calls (waitUntil/execute, across all nodes):\n  %s\n", strings.ReplaceAll(sum, "\n", "\n  "))
+	} else {
+		fmt.Fprintln(m.Stdout, "limits on worker calls: none")
+	}
 	if m.Config.ArchiveURL != "" {
 		fmt.Fprintf(m.Stdout, "expired workflows are archived to %s before they are deleted\n", archive.Redact(m.Config.ArchiveURL))
 	}

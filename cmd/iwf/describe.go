@@ -94,6 +94,9 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 // waitingFor renders a state's commands, e.g. "ANY_COMPLETED: timer t1 at
 // 2025-01-02T00:00:00Z, signal approve (done)".
 func waitingFor(p iwfapi.PendingStateExecution) string {
+	if l := deref(p.WaitingForLimit); l != "" {
+		return "limit " + l + " since " + formatMillis(p.WaitingForLimitSinceTimestampMs)
+	}
 	wt := string(deref(p.CommandWaitingType))
 	cmds := deref(p.Commands)
 	if len(cmds) == 0 {

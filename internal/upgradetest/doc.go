@@ -30,7 +30,9 @@
 //   - server_test.go, client_test.go, assert_test.go: the in-process server,
 //     its REST client and the assertions; pgdump_test.go: dump and restore.
 //
-// TestSQLiteUpgradeV1 and TestPostgresUpgradeV1 run with every `make test`.
+// TestSQLiteUpgradeV1 and TestPostgresUpgradeV1 run with every `make test`,
+// their engine under a concurrency limit on the worker host, so that the
+// limits' tables of the latest migrations serve the upgraded data.
 // They open a copy of the data with the code of the checkout (which
 // migrates it) and, before the engine does any work, read every run through
 // the REST API (get with results, data and search attributes, history,

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -50,8 +52,21 @@ func TestPostgresUpgradeV1(t *testing.T) {
 
 // runUpgrade serves the stored data (which migrates it) and runs the
 // upgrade half of the scenario.
+// The upgraded engine runs with a concurrency limit of one call on the
+// scenario's worker host, so that every call left to make goes through the
+// limits' tables and function of migrations 0009 (PostgreSQL) and 0006
+// (SQLite), on a schema that was migrated to them.
 func runUpgrade(t *testing.T, st store) {
-	upgrade(newStack(t, st, newWorker(false), engine.Config{NodeID: upgradeNode, Clock: laterClock{by: upgradeDelay}}))
+	s := newStack(t, st, newWorker(false), engine.Config{NodeID: upgradeNode, Clock: laterClock{by: upgradeDelay},
+		Limits: engine.Limits{WorkerConcurrency: map[string]int{"upgrade-worker.test:80": 1}}})
+	upgrade(s)
+	var m strings.Builder
+	if err := s.engine.WriteMetrics(&m); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^iwf_limit_wait_seconds_count\{limit="worker:upgrade-worker.test:80"\} [1-9]`).MatchString(m.String()) {
+		t.Errorf("no call took a permit of the limit:\n%s", m.String())
+	}
 }
 
 func copyFile(t *testing.T, from, to string) {

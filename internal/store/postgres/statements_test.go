@@ -134,8 +134,11 @@ func TestStatementCounts(t *testing.T) {
 
 	const n = 20
 	idle := m.measure(ctx, "idle", 0)
+	noLimitStatements(t, "idle", idle)
 	for _, shape := range []string{shapeW1, shapeW2, shapeW3} {
-		got := m.measure(ctx, shape, n).minus(idle)
+		raw := m.measure(ctx, shape, n)
+		noLimitStatements(t, shape, raw)
+		got := raw.minus(idle)
 		got.log(t, shape, n)
 		total := float64(got.statements()) / n
 		if total < 1 {
@@ -156,6 +159,18 @@ func TestStatementCounts(t *testing.T) {
 		}
 		if entries, limit := float64(all)/n, maxIndexEntriesPerWorkflow[shape]; entries > limit {
 			t.Errorf("%s: %.2f index entries written per workflow, more than the bound %.0f (see maxIndexEntriesPerWorkflow)", shape, entries, limit)
+		}
+	}
+}
+
+// noLimitStatements fails when a lifetime without limits configured ran a
+// statement of the concurrency and rate limits (engine/permits.go): their
+// tables and function must not be touched at all.
+func noLimitStatements(t *testing.T, what string, c stmtCounts) {
+	t.Helper()
+	for k, text := range c.text {
+		if c.calls[k] > 0 && (strings.Contains(text, "limit_permits") || strings.Contains(text, "limit_buckets") || strings.Contains(text, "iwf_permit_")) {
+			t.Errorf("%s: a statement of the limits ran without a limit configured: %s", what, text)
 		}
 	}
 }

@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"TaskTake", testTaskTake},
 	}
 	tests = append(tests, limitTests...)
+	tests = append(tests, permitTests...)
 	tests = append(tests, searchTests...)
 	tests = append(tests, batchTests...)
 	for _, tc := range append(tests, retentionTests...) {

@@ -1012,6 +1012,12 @@ type PendingStateExecution struct {
 	Phase            PendingStateExecutionPhase `json:"phase"`
 	StateExecutionId string                     `json:"stateExecutionId"`
 	StateId          string                     `json:"stateId"`
+
+	// WaitingForLimit The concurrency or rate limit whose permit the next worker call waits for (an extension of this server): type:TYPE, worker:HOST:PORT or rate:HOST:PORT (docs/operations.md). Absent when the call waits for no limit.
+	WaitingForLimit *string `json:"waitingForLimit,omitempty"`
+
+	// WaitingForLimitSinceTimestampMs Since when the call waits for waitingForLimit (its place in the limit's FIFO queue).
+	WaitingForLimitSinceTimestampMs *int64 `json:"waitingForLimitSinceTimestampMs,omitempty"`
 }
 
 // PendingStateExecutionPhase WAIT_UNTIL and EXECUTE wait for a worker call; WAITING_COMMANDS for the commands below.
