@@ -46,6 +46,11 @@ var serverOps = map[string][2]string{
 	// Our one additive extension (design: history readable through the API).
 	"/api/v1/workflow/history":  {http.MethodPost, "getWorkflowHistory"},
 	"/api/v1/workflow/describe": {http.MethodPost, "describeWorkflow"},
+	// Batch operations (fleet operations by query), operator role.
+	"/api/v1/batch/start":    {http.MethodPost, "startBatch"},
+	"/api/v1/batch/describe": {http.MethodPost, "describeBatch"},
+	"/api/v1/batch/list":     {http.MethodPost, "listBatches"},
+	"/api/v1/batch/cancel":   {http.MethodPost, "cancelBatch"},
 }
 
 var workerOps = map[string][2]string{
@@ -99,9 +104,10 @@ func TestEmbeddedSpecLoadsAndValidates(t *testing.T) {
 func TestSpecHasExactlyTheContractPaths(t *testing.T) {
 	doc := loadSpec(t)
 	paths := doc.Paths.Map()
-	// iWF's 23 paths plus our history and describe extensions.
-	if got, want := len(paths), len(serverOps)+len(workerOps); got != 25 || want != 25 {
-		t.Fatalf("spec has %d paths, test expects %d; both must be 25", got, want)
+	// iWF's 23 paths plus our extensions: history, describe and the four
+	// batch operations.
+	if got, want := len(paths), len(serverOps)+len(workerOps); got != 29 || want != 29 {
+		t.Fatalf("spec has %d paths, test expects %d; both must be 29", got, want)
 	}
 	check := func(ops map[string][2]string, tag string) {
 		for path, mo := range ops {
