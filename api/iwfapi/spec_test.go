@@ -43,7 +43,7 @@ var serverOps = map[string][2]string{
 	"/info/healthcheck":                         {http.MethodGet, "healthCheck"},
 	"/api/v1/workflow/waitForStateCompletion":   {http.MethodPost, "waitForStateCompletion"},
 	"/api/v1/workflow/triggerContinueAsNew":     {http.MethodPost, "triggerContinueAsNew"},
-	// Our one additive extension (design: history readable through the API).
+	// Our additive extensions: history readable through the API, describe.
 	"/api/v1/workflow/history":  {http.MethodPost, "getWorkflowHistory"},
 	"/api/v1/workflow/describe": {http.MethodPost, "describeWorkflow"},
 	// Batch operations (fleet operations by query), operator role.
