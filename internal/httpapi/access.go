@@ -133,6 +133,7 @@ func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code st
 	if console {
 		f, _ := url.ParseQuery(string(ri.body))
 		e.WorkflowID, e.RunID = strings.TrimSpace(f.Get("workflowId")), strings.TrimSpace(f.Get("runId"))
+		e.BatchID = strings.TrimSpace(f.Get("batchId"))
 	} else {
 		var v struct {
 			WorkflowID string `json:"workflowId"`
