@@ -17,6 +17,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
@@ -130,6 +131,7 @@ func (c *console) batchStart(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.opts.Logger.Info().Str("batchId", resp.BatchId).Str("operation", string(req.Operation)).Msg("console: batch started")
+	w.Header().Set(audit.BatchHeader, resp.BatchId)
 	c.setFlash(w, r, true, fmt.Sprintf("Batch started: %s runs matched.", thousands(int(resp.Matched))))
 	http.Redirect(w, r, c.batchURL(resp.BatchId), http.StatusSeeOther)
 }

@@ -250,8 +250,8 @@ func TestBatchRoles(t *testing.T) {
 			t.Fatalf("audit line %q: %v", line, err)
 		}
 		ops = append(ops, en.Operation+" "+en.Actor+" "+en.Source+" "+en.Outcome)
-		if en.Operation == "batch/cancel" && en.BatchID != id {
-			t.Errorf("batch cancel audited without its id: %+v", en)
+		if en.Outcome == "ok" && en.BatchID != id {
+			t.Errorf("%s audited without the batch's id: %+v", en.Operation, en)
 		}
 	}
 	want := []string{"batch/start dash console forbidden", "batch/start oncall console ok", "batch/cancel oncall console ok"}
