@@ -20,6 +20,10 @@ import (
 	"time"
 )
 
+// BatchHeader is the response header in which the web console names the
+// batch a console batch start created, for the audit entry's BatchID.
+const BatchHeader = "X-Iwf-Batch-Id"
+
 // Entry is one line of the audit log.
 type Entry struct {
 	// Time is when the call was answered (UTC).

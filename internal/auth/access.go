@@ -88,6 +88,11 @@ var Rules = []Rule{
 	{Console: true, Method: http.MethodPost, Path: "actions/stop", Need: PermOperate, Operation: "stop"},
 	{Console: true, Method: http.MethodPost, Path: "actions/reset", Need: PermOperate, Operation: "reset"},
 	{Console: true, Method: http.MethodPost, Path: "actions/skip-timer", Need: PermOperate, Operation: "skipTimer"},
+	// Batch operations, as on the API: operator, also to read them.
+	{Console: true, Method: http.MethodGet, Path: "batches", Need: PermOperate},
+	{Console: true, Method: http.MethodGet, Path: "batches/{id}", Need: PermOperate},
+	{Console: true, Method: http.MethodPost, Path: "actions/batch-start", Need: PermOperate, Operation: "batch/start"},
+	{Console: true, Method: http.MethodPost, Path: "actions/batch-cancel", Need: PermOperate, Operation: "batch/cancel"},
 }
 
 // FindRule returns the rule of a route as the router declares it: an API

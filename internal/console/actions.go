@@ -84,17 +84,7 @@ func (c *console) action(w http.ResponseWriter, r *http.Request) {
 	}
 	back := c.runURL(id, runID)
 	if f.Get("confirm") != "yes" {
-		cp := confirmPage{Action: r.URL.Path, WorkflowID: id, BackURL: back, Summary: pa.summary}
-		keys := make([]string, 0, len(f))
-		for k := range f {
-			if k != csrfField && k != "confirm" {
-				keys = append(keys, k)
-			}
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			cp.Fields = append(cp.Fields, formField{k, f.Get(k)})
-		}
+		cp := confirmPage{Action: r.URL.Path, WorkflowID: id, BackURL: back, Summary: pa.summary, Fields: hiddenFields(f)}
 		c.render(w, r, http.StatusOK, "confirm", "Confirm: "+pa.title, false, cp)
 		return
 	}
@@ -110,6 +100,23 @@ func (c *console) action(w http.ResponseWriter, r *http.Request) {
 	c.opts.Logger.Info().Str("workflowId", id).Str("workflowRunId", runID).Str("action", pa.title).Msg("console: action")
 	c.setFlash(w, r, true, msg)
 	http.Redirect(w, r, c.runURL(id, nextRun), http.StatusSeeOther)
+}
+
+// hiddenFields are the fields of a form that its confirmation page sends
+// again (all but the CSRF token and the confirmation), sorted by name.
+func hiddenFields(f url.Values) []formField {
+	keys := make([]string, 0, len(f))
+	for k := range f {
+		if k != csrfField && k != "confirm" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	fields := make([]formField, 0, len(keys))
+	for _, k := range keys {
+		fields = append(fields, formField{k, f.Get(k)})
+	}
+	return fields
 }
 
 func (c *console) prepareSignal(id, runID string, f url.Values) (*prepared, error) {

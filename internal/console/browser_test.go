@@ -224,3 +224,86 @@ func TestBrowserSignInAndOut(t *testing.T) {
 	}
 	do("the console asks again", chromedp.Navigate(hs.URL+"/ui/"), chromedp.WaitVisible(css(`#token`)))
 }
+
+// TestBrowserBatchTerminate drives "apply to all matching" in a real
+// browser on both stores: a search, the batch form, the confirmation page
+// with the count, then the batch page, which refreshes itself until it
+// shows every matching run done.
+func TestBrowserBatchTerminate(t *testing.T) {
+	browser := newBrowser(t)
+	for _, kind := range stores {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind)
+			ids := []string{"sweep-1", "sweep-2", "sweep-3", "sweep-4"}
+			for _, id := range ids {
+				e.start(t, id)
+				waitStatus(t, e, id, iwfapi.WorkflowStatusRunning)
+			}
+			tab, cancelTab := chromedp.NewContext(browser)
+			defer cancelTab()
+			if err := chromedp.Do(tab); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(tab, 90*time.Second)
+			defer cancel()
+			css := func(sel string) chromedp.CSS { return chromedp.CSS(sel) }
+			do := func(what string, steps ...chromedp.Action[chromedp.Void]) {
+				t.Helper()
+				began := time.Now()
+				if err := chromedp.Do(ctx, steps...); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				t.Logf("%s: %s", what, time.Since(began).Round(time.Millisecond))
+			}
+			text := func(sel string) string {
+				t.Helper()
+				s, err := chromedp.Run(ctx, chromedp.Text(css(sel)))
+				if err != nil {
+					t.Fatalf("text of %s: %v", sel, err)
+				}
+				return s
+			}
+			autorefresh := func(v string) {
+				t.Helper()
+				if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`localStorage.setItem("iwf-console-autorefresh", "`+v+`"); true`)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			do("open the list", chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(css(`#q`)))
+			// No reload of the list while the form is filled in; the batch
+			// page, loaded after the confirmation, refreshes itself.
+			autorefresh("off")
+			do("search", chromedp.SendKeys(css(`#q`), "WorkflowId STARTS_WITH 'sweep-'"), chromedp.Submit(css(`#q`)),
+				chromedp.WaitVisible(css(`#batch-open`)))
+			if got := text(`#batch-open`); !strings.Contains(got, "Apply to all 4 matching") {
+				t.Fatalf("batch summary: %q", got)
+			}
+			do("fill the batch form", chromedp.Click(css(`#batch-open`)), chromedp.WaitVisible(css(`#batch-reason`)),
+				chromedp.SetValue(css(`#batch-operation`), "TERMINATE"),
+				chromedp.SendKeys(css(`#batch-reason`), "bad deploy"),
+				chromedp.Click(css(`#batch-submit`)), chromedp.WaitVisible(css(`#confirm`)))
+			got := text(`.confirm`)
+			for _, want := range []string{"4 runs match the query now", "TERMINATE", "at most 50 runs per second", "STARTS_WITH 'sweep-'"} {
+				if !strings.Contains(got, want) {
+					t.Fatalf("confirmation lacks %q: %q", want, got)
+				}
+			}
+			autorefresh("on")
+			do("confirm", chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`#batch-progress`)))
+			if got := text(`#flash`); !strings.Contains(got, "4 runs matched") {
+				t.Fatalf("flash: %q", got)
+			}
+			do("the page refreshes until every run is done", chromedp.WaitVisible(css(`#batch-done[data-done="4"]`)),
+				chromedp.WaitVisible(css(`#batch-state[data-state="COMPLETED"]`)))
+			if got := text(`#batch-progress`); !strings.Contains(got, "4 done, 0 failed") {
+				t.Fatalf("progress: %q", got)
+			}
+			for _, id := range ids {
+				waitStatus(t, e, id, iwfapi.WorkflowStatusTerminated)
+			}
+			if kind == "sqlite" {
+				screenshot(t, ctx, "batch.png")
+			}
+		})
+	}
+}

@@ -2,7 +2,9 @@
 // (html/template, embedded with the CSS they use) that list workflow runs,
 // show one run — its summary, pending work, a timeline and a diagram of
 // its state executions built from its history, its attributes and raw
-// history — and send it signals, stop, reset it or skip its timers.
+// history — and send it signals, stop, reset it or skip its timers; apply
+// one of those to every run a search matches (a batch operation) and
+// follow the batch's progress.
 //
 // It owns no state and no storage: every page reads the engine through
 // Backend, which *engine.Engine satisfies, and every action is one engine
@@ -56,6 +58,12 @@ type Backend interface {
 	StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error
 	ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error)
 	SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequest) error
+	// The batch operations: the batch pages and the "apply to all
+	// matching" action make the same calls as the API.
+	StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error)
+	DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequest) (iwfapi.BatchDescribeResponse, error)
+	ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error)
+	CancelBatch(ctx context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error)
 }
 
 var _ Backend = (*engine.Engine)(nil)
@@ -183,6 +191,10 @@ func New(eng Backend, opts Options) (http.Handler, error) {
 	}{
 		{"GET", "{$}", c.list},
 		{"GET", "workflows/{id...}", c.run},
+		{"GET", "batches", c.batchList},
+		{"GET", "batches/{id}", c.batchPage},
+		{"POST", "actions/batch-start", c.batchStart},
+		{"POST", "actions/batch-cancel", c.batchCancel},
 		{"GET", "static/", c.serveStatic},
 		{"", "", func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, http.StatusNotFound, "page not found") }},
 	}
@@ -221,6 +233,8 @@ func allowedActions(r *http.Request) map[string]bool {
 		can[a] = ok
 		can["any"] = can["any"] || ok
 	}
+	// "batch": the batch pages and their actions, all of one role.
+	can["batch"] = !known || p.Can(auth.ConsoleNeed(http.MethodPost, "actions/batch-start"))
 	return can
 }
 
@@ -242,7 +256,7 @@ func (c *console) serveStatic(w http.ResponseWriter, r *http.Request) {
 // parseTemplates parses each page with the shared layout.
 func (c *console) parseTemplates() error {
 	c.pages = map[string]*template.Template{}
-	for _, page := range []string{"list", "run", "confirm", "error"} {
+	for _, page := range []string{"list", "run", "confirm", "error", "batch", "batches"} {
 		t, err := template.New(page).Funcs(c.funcs()).ParseFS(assets, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return fmt.Errorf("console: template %s: %w", page, err)
@@ -263,7 +277,8 @@ type page struct {
 	SignOut bool
 	Now     time.Time
 	// Can says which actions (signal, stop, reset, skip-timer; "any") the
-	// signed-in principal may take; the pages hide the others.
+	// signed-in principal may take, and "batch" whether it may see and
+	// start batch operations; the pages hide the others.
 	Can  map[string]bool
 	Data any
 }

@@ -38,6 +38,7 @@ func (c *console) funcs() template.FuncMap {
 		"derefi":   func(i *int32) int32 { return deref(i) },
 		"add":      func(a, b int) int { return a + b },
 		"num":      thousands,
+		"num64":    func(n int64) string { return thousands(int(n)) },
 		"paging": func(l listInfo, what string) pagingView {
 			return pagingView{L: l, What: what}
 		},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 )
 
 // statuses are the run statuses the list can filter on, with the names the
@@ -34,6 +35,13 @@ type listPage struct {
 	// the workflow id the query names, when the store has none.
 	ArchivedID, ArchivedURL string
 	ArchivedRuns            int
+	// BatchQuery, when set, is the filter of the search without its
+	// order, which "apply to all matching" starts a batch over;
+	// Matching says how many runs it matched ("3", "more than 25").
+	BatchQuery, Matching string
+	Operations           []struct{ Value, Label string }
+	ResetTypes           []string
+	DefaultRPS           int
 }
 
 // listRow is one run of the list.
@@ -74,6 +82,13 @@ func (c *console) list(w http.ResponseWriter, r *http.Request) {
 		lp.Rows = c.describeRows(r.Context(), deref(resp.WorkflowExecutions))
 		if len(lp.Rows) == 0 && token == "" && lp.Status == "" && lp.Type == "" {
 			lp.ArchivedID, lp.ArchivedURL, lp.ArchivedRuns = c.archivedLookup(r.Context(), lp.Query)
+		}
+		if f := batchFilter(lp.Query, lp.Status, lp.Type); f != "" && len(lp.Rows) > 0 {
+			lp.BatchQuery, lp.Operations, lp.ResetTypes, lp.DefaultRPS = f, batchOperations, resetTypes, engine.DefaultBatchRPS
+			lp.Matching = strconv.Itoa(len(lp.Rows))
+			if deref(resp.NextPageToken) != "" || token != "" {
+				lp.Matching = "more than " + strconv.Itoa(len(lp.Rows))
+			}
 		}
 		if t := deref(resp.NextPageToken); t != "" {
 			next := url.Values{}
@@ -116,6 +131,17 @@ func (c *console) describeRows(ctx context.Context, entries []iwfapi.WorkflowSea
 	}
 	wg.Wait()
 	return rows
+}
+
+// batchFilter is the filter of composeQuery without its order: the query
+// of a batch over the list's runs ("" when nothing narrows the list).
+func batchFilter(query, status, wfType string) string {
+	filter, _ := splitOrderBy(query)
+	if filter == "" && status == "" && wfType == "" {
+		return ""
+	}
+	q, _ := splitOrderBy(composeQuery(filter, status, wfType))
+	return q
 }
 
 // composeQuery joins the free query with the status and type filters and,

@@ -108,6 +108,10 @@ func access(policy *auth.Policy, enforce bool, log *audit.Log, uiPrefix string) 
 				if status == 0 {
 					status = http.StatusOK
 				}
+				if console {
+					// A console batch start names the batch it started here.
+					entry.BatchID = ww.Header().Get(audit.BatchHeader)
+				}
 				finish(log, entry, r, status, infoFrom(r.Context()).errCode, console)
 			}()
 			next.ServeHTTP(ww, r)
@@ -133,6 +137,9 @@ func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code st
 	if console {
 		f, _ := url.ParseQuery(string(ri.body))
 		e.WorkflowID, e.RunID = strings.TrimSpace(f.Get("workflowId")), strings.TrimSpace(f.Get("runId"))
+		if id := strings.TrimSpace(f.Get("batchId")); id != "" {
+			e.BatchID = id
+		}
 	} else {
 		var v struct {
 			WorkflowID string `json:"workflowId"`

@@ -1,0 +1,389 @@
+package console
+
+// Batch operations in the console: "apply to all matching" on the list
+// page starts a batch (POST actions/batch-start, behind the confirmation
+// page), the batch page shows its progress and failures and cancels it
+// (POST actions/batch-cancel), and the batches page lists them. They make
+// the engine calls the API makes (/api/v1/batch/*) and, like the API, need
+// the operator role, to read batches too.
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/audit"
+	"github.com/iwf-server/iwf-server/internal/auth"
+)
+
+// batchOperations are the operations the console offers, with the labels
+// of the list page's form.
+var batchOperations = []struct{ Value, Label string }{
+	{string(iwfapi.BatchOperationTerminate), "terminate"},
+	{string(iwfapi.BatchOperationCancel), "cancel"},
+	{string(iwfapi.BatchOperationFail), "fail"},
+	{string(iwfapi.BatchOperationSignal), "signal"},
+	{string(iwfapi.BatchOperationSkipTimer), "skip timer"},
+	{string(iwfapi.BatchOperationReset), "reset"},
+}
+
+// resetTypes are the reset types the batch form offers.
+var resetTypes = []string{
+	string(iwfapi.WorkflowResetTypeBeginning), string(iwfapi.WorkflowResetTypeHistoryEventId),
+	string(iwfapi.WorkflowResetTypeHistoryEventTime), string(iwfapi.WorkflowResetTypeStateId),
+	string(iwfapi.WorkflowResetTypeStateExecutionId),
+}
+
+// batchFailuresPage is how many failed runs the batch page shows at a time.
+const batchFailuresPage = 50
+
+// countCap bounds the runs the confirmation page counts: one more than a
+// batch may match by default.
+const countCap = engine.DefaultMaxBatchRuns + 1
+
+// batchPageData is the data of a batch's page.
+type batchPageData struct {
+	B        iwfapi.BatchInfo
+	Failures []iwfapi.BatchFailure
+	// Processed is done + failed; Percent its share of matched.
+	Processed int64
+	Percent   int
+	Open      bool // starting or running: it can be cancelled
+	NextURL   string
+	FirstURL  string
+	ListURL   string
+	Details   []string
+}
+
+// batchListData is the data of the batches page.
+type batchListData struct {
+	Batches  []batchRow
+	NextURL  string
+	FirstURL string
+}
+
+// batchRow is one batch of the list.
+type batchRow struct {
+	B   iwfapi.BatchInfo
+	URL string
+}
+
+// refuseBatch answers a batch request whose principal lacks the role (the
+// server refuses it before the console; this holds the console embedded
+// behind another guard to the same rule) and reports whether it did.
+func (c *console) refuseBatch(w http.ResponseWriter, r *http.Request, what string) bool {
+	if allowedActions(r)["batch"] {
+		return false
+	}
+	p, _ := auth.PrincipalOf(r.Context())
+	c.fail(w, r, http.StatusForbidden, fmt.Sprintf("forbidden: %s needs the %s role (or all); you have the %s role",
+		what, auth.ConsoleNeed(http.MethodPost, "actions/batch-start"), p.Role))
+	return true
+}
+
+// batchURL is the page of a batch.
+func (c *console) batchURL(id string) string {
+	return c.opts.Prefix + "batches/" + url.PathEscape(id)
+}
+
+// batchStart serves POST <prefix>actions/batch-start: as the run actions
+// do, it refuses cross-site requests, checks the form and shows the
+// confirmation page — with the number of runs the query matches now —
+// and once confirmed starts the batch and goes to its page.
+func (c *console) batchStart(w http.ResponseWriter, r *http.Request) {
+	if c.refuseBatch(w, r, "a batch operation") || !c.readForm(w, r) {
+		return
+	}
+	f := r.PostForm
+	req, summary, err := batchRequest(f)
+	if err != nil {
+		c.fail(w, r, http.StatusBadRequest, err.Error())
+		return
+	}
+	back := c.opts.Prefix + "?" + url.Values{"q": {f.Get("q")}}.Encode()
+	if f.Get("confirm") != "yes" {
+		n, more, err := c.countMatching(r, req.Query)
+		if err != nil {
+			c.failErr(w, r, err)
+			return
+		}
+		count := thousands(int(n)) + " runs match the query now"
+		if more {
+			count = "more than " + thousands(int(n-1)) + " runs match the query now: too many for one batch, narrow the query"
+		}
+		summary = append([]string{"Query: " + req.Query, count}, summary...)
+		summary = append(summary, "Each run that matches when the batch starts is processed once; runs that match later are not.")
+		c.confirm(w, r, "batch operation", back, summary, f)
+		return
+	}
+	resp, err := c.be.StartBatch(r.Context(), req)
+	if err != nil {
+		status, text := explain(err)
+		if status == http.StatusInternalServerError {
+			c.opts.Logger.Error().Err(err).Str("action", "batch start").Msg("console: action failed")
+		}
+		c.fail(w, r, status, "batch start failed: "+text)
+		return
+	}
+	c.opts.Logger.Info().Str("batchId", resp.BatchId).Str("operation", string(req.Operation)).Msg("console: batch started")
+	w.Header().Set(audit.BatchHeader, resp.BatchId)
+	c.setFlash(w, r, true, fmt.Sprintf("Batch started: %s runs matched.", thousands(int(resp.Matched))))
+	http.Redirect(w, r, c.batchURL(resp.BatchId), http.StatusSeeOther)
+}
+
+// confirm renders the confirmation page of a form, which sends the form's
+// fields again with confirm=yes.
+func (c *console) confirm(w http.ResponseWriter, r *http.Request, title, back string, summary []string, f url.Values) {
+	cp := confirmPage{Action: r.URL.Path, BackURL: back, Summary: summary}
+	cp.Fields = hiddenFields(f)
+	c.render(w, r, http.StatusOK, "confirm", "Confirm: "+title, false, cp)
+}
+
+// countMatching counts the runs a query matches, up to countCap; more
+// reports that there are at least countCap.
+func (c *console) countMatching(r *http.Request, query string) (n int64, more bool, err error) {
+	token := ""
+	for {
+		resp, err := c.be.SearchWorkflows(r.Context(), iwfapi.WorkflowSearchRequest{Query: query, PageSize: ptr(int32(1000)), NextPageToken: &token})
+		if err != nil {
+			return 0, false, err
+		}
+		n += int64(len(deref(resp.WorkflowExecutions)))
+		if n >= countCap {
+			return countCap, true, nil
+		}
+		if token = deref(resp.NextPageToken); token == "" {
+			return n, false, nil
+		}
+	}
+}
+
+// batchRequest reads the batch form of the list page.
+func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
+	req := iwfapi.BatchStartRequest{Query: strings.TrimSpace(f.Get("q")), Operation: iwfapi.BatchOperation(f.Get("operation"))}
+	if req.Query == "" {
+		return req, nil, fmt.Errorf("a batch needs a query: search first")
+	}
+	rps := float64(engine.DefaultBatchRPS)
+	if s := strings.TrimSpace(f.Get("rps")); s != "" {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || v <= 0 || v > engine.MaxBatchRPS {
+			return req, nil, fmt.Errorf("the rate must be a number of runs per second above 0, at most %d", engine.MaxBatchRPS)
+		}
+		rps = v
+	}
+	req.Rps = &rps
+	var sum []string
+	switch req.Operation {
+	case iwfapi.BatchOperationTerminate, iwfapi.BatchOperationCancel, iwfapi.BatchOperationFail:
+		sum = append(sum, "Operation: stop each run with "+string(req.Operation))
+	case iwfapi.BatchOperationSignal:
+		ch := strings.TrimSpace(f.Get("channel"))
+		if ch == "" {
+			return req, nil, fmt.Errorf("a signal needs the channel name")
+		}
+		req.SignalChannelName = &ch
+		sum = append(sum, "Operation: send each run a signal to channel "+strconv.Quote(ch))
+		encoding := strings.TrimSpace(f.Get("encoding"))
+		if encoding == "" {
+			encoding = "json"
+		}
+		if raw := f.Get("value"); strings.TrimSpace(raw) != "" {
+			if encoding == "json" && !json.Valid([]byte(raw)) {
+				return req, nil, fmt.Errorf("the signal value is not valid JSON (choose another encoding to send text)")
+			}
+			req.SignalValue = &iwfapi.EncodedObject{Encoding: ptr(encoding), Data: ptr(raw)}
+			sum = append(sum, "Value ("+encoding+"): "+shorten(raw, 500))
+		} else {
+			sum = append(sum, "Without a value")
+		}
+	case iwfapi.BatchOperationSkipTimer:
+		xid := strings.TrimSpace(f.Get("stateExecutionId"))
+		if xid == "" {
+			return req, nil, fmt.Errorf("skip timer needs the state execution id")
+		}
+		st := &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: xid}
+		timer := strings.TrimSpace(f.Get("timerCommandId"))
+		if timer != "" {
+			st.TimerCommandId = &timer
+		} else {
+			n, err := strconv.ParseInt(strings.TrimSpace(f.Get("timerIndex")), 10, 32)
+			if err != nil || n < 0 {
+				return req, nil, fmt.Errorf("give the timer's command id or its index (0 for the first timer)")
+			}
+			st.TimerCommandIndex = ptr(int32(n))
+			timer = "#" + strconv.FormatInt(n, 10)
+		}
+		req.SkipTimer = st
+		sum = append(sum, "Operation: skip timer "+timer+" of state execution "+xid+" in each run")
+	case iwfapi.BatchOperationReset:
+		rt := iwfapi.WorkflowResetType(f.Get("resetType"))
+		ro := &iwfapi.BatchResetOptions{ResetType: rt}
+		arg := strings.TrimSpace(f.Get("point"))
+		switch rt {
+		case iwfapi.WorkflowResetTypeBeginning:
+		case iwfapi.WorkflowResetTypeHistoryEventId:
+			n, err := strconv.ParseInt(arg, 10, 32)
+			if err != nil || n <= 0 {
+				return req, nil, fmt.Errorf("HISTORY_EVENT_ID needs a positive event id in the reset point")
+			}
+			ro.HistoryEventId = ptr(int32(n))
+		case iwfapi.WorkflowResetTypeHistoryEventTime, iwfapi.WorkflowResetTypeStateId, iwfapi.WorkflowResetTypeStateExecutionId:
+			if arg == "" {
+				return req, nil, fmt.Errorf("%s needs a reset point", rt)
+			}
+			switch rt {
+			case iwfapi.WorkflowResetTypeHistoryEventTime:
+				ro.HistoryEventTime = &arg
+			case iwfapi.WorkflowResetTypeStateId:
+				ro.StateId = &arg
+			default:
+				ro.StateExecutionId = &arg
+			}
+		default:
+			return req, nil, fmt.Errorf("unknown reset type %q", string(rt))
+		}
+		if f.Get("skipSignalReapply") != "" {
+			ro.SkipSignalReapply = ptr(true)
+		}
+		req.Reset = ro
+		line := "Operation: reset each run to " + string(rt)
+		if arg != "" && rt != iwfapi.WorkflowResetTypeBeginning {
+			line += " " + arg
+		}
+		sum = append(sum, line+" (a new run starts; a running run is ended)")
+	default:
+		return req, nil, fmt.Errorf("unknown operation %q", string(req.Operation))
+	}
+	sum = append(sum, "Rate: at most "+strconv.FormatFloat(rps, 'f', -1, 64)+" runs per second")
+	if reason := strings.TrimSpace(f.Get("reason")); reason != "" {
+		req.Reason = &reason
+		sum = append(sum, "Reason: "+shorten(reason, 500))
+	}
+	return req, sum, nil
+}
+
+// batchCancel serves POST <prefix>actions/batch-cancel: confirmation, then
+// the engine's CancelBatch, then the batch's page.
+func (c *console) batchCancel(w http.ResponseWriter, r *http.Request) {
+	if c.refuseBatch(w, r, "cancelling a batch") || !c.readForm(w, r) {
+		return
+	}
+	f := r.PostForm
+	id := strings.TrimSpace(f.Get("batchId"))
+	if id == "" {
+		c.fail(w, r, http.StatusBadRequest, "batchId is required")
+		return
+	}
+	if f.Get("confirm") != "yes" {
+		c.confirm(w, r, "cancel batch", c.batchURL(id), []string{"Cancel batch " + id,
+			"Runs it processed stay processed; the others are left as they are."}, f)
+		return
+	}
+	b, err := c.be.CancelBatch(r.Context(), iwfapi.BatchCancelRequest{BatchId: id})
+	if err != nil {
+		status, text := explain(err)
+		if status == http.StatusInternalServerError {
+			c.opts.Logger.Error().Err(err).Str("batchId", id).Msg("console: batch cancel failed")
+		}
+		c.fail(w, r, status, "cancel failed: "+text)
+		return
+	}
+	c.opts.Logger.Info().Str("batchId", id).Msg("console: batch cancelled")
+	c.setFlash(w, r, true, "Batch "+string(b.State)+".")
+	http.Redirect(w, r, c.batchURL(id), http.StatusSeeOther)
+}
+
+// batchPage serves GET <prefix>batches/{id}: the batch, its progress and a
+// page of its failed runs; it refreshes itself while the batch runs.
+func (c *console) batchPage(w http.ResponseWriter, r *http.Request) {
+	if c.refuseBatch(w, r, "the batch pages") {
+		return
+	}
+	id := r.PathValue("id")
+	token := r.URL.Query().Get("failures")
+	resp, err := c.be.DescribeBatch(r.Context(), iwfapi.BatchDescribeRequest{BatchId: id,
+		FailuresPageSize: ptr(int32(batchFailuresPage)), FailuresPageToken: &token})
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	b := resp.Batch
+	d := batchPageData{B: b, Failures: resp.Failures, Processed: b.Done + b.Failed, ListURL: c.opts.Prefix + "batches",
+		Open: b.State == iwfapi.BatchStateStarting || b.State == iwfapi.BatchStateRunning}
+	if b.Matched > 0 {
+		d.Percent = int(d.Processed * 100 / b.Matched)
+	} else if !d.Open {
+		d.Percent = 100
+	}
+	if t := deref(resp.FailuresNextPageToken); t != "" {
+		d.NextURL = c.batchURL(id) + "?" + url.Values{"failures": {t}}.Encode()
+	}
+	if token != "" {
+		d.FirstURL = c.batchURL(id)
+	}
+	d.Details = batchDetails(b)
+	c.render(w, r, http.StatusOK, "batch", "Batch "+id, d.Open, d)
+}
+
+// batchDetails describes a batch's operation parameters.
+func batchDetails(b iwfapi.BatchInfo) []string {
+	var out []string
+	if ch := deref(b.SignalChannelName); ch != "" {
+		out = append(out, "signal channel "+strconv.Quote(ch))
+	}
+	if st := b.SkipTimer; st != nil {
+		timer := deref(st.TimerCommandId)
+		if timer == "" && st.TimerCommandIndex != nil {
+			timer = "#" + strconv.Itoa(int(*st.TimerCommandIndex))
+		}
+		out = append(out, "timer "+timer+" of state execution "+st.WorkflowStateExecutionId)
+	}
+	if rs := b.Reset; rs != nil {
+		line := "reset to " + string(rs.ResetType)
+		switch {
+		case rs.HistoryEventId != nil:
+			line += " " + strconv.Itoa(int(*rs.HistoryEventId))
+		case rs.HistoryEventTime != nil:
+			line += " " + *rs.HistoryEventTime
+		case rs.StateId != nil:
+			line += " " + *rs.StateId
+		case rs.StateExecutionId != nil:
+			line += " " + *rs.StateExecutionId
+		}
+		if deref(rs.SkipSignalReapply) {
+			line += ", signals not re-applied"
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+// batchList serves GET <prefix>batches: a page of batches, newest first.
+func (c *console) batchList(w http.ResponseWriter, r *http.Request) {
+	if c.refuseBatch(w, r, "the batch pages") {
+		return
+	}
+	token := r.URL.Query().Get("next")
+	resp, err := c.be.ListBatches(r.Context(), iwfapi.BatchListRequest{PageSize: ptr(int32(c.opts.PageSize)), NextPageToken: &token})
+	if err != nil {
+		c.failErr(w, r, err)
+		return
+	}
+	d := batchListData{}
+	for _, b := range resp.Batches {
+		d.Batches = append(d.Batches, batchRow{B: b, URL: c.batchURL(b.BatchId)})
+	}
+	if t := deref(resp.NextPageToken); t != "" {
+		d.NextURL = c.opts.Prefix + "batches?" + url.Values{"next": {t}}.Encode()
+	}
+	if token != "" {
+		d.FirstURL = c.opts.Prefix + "batches"
+	}
+	c.render(w, r, http.StatusOK, "batches", "Batches", true, d)
+}

@@ -1,0 +1,270 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/internal/audit"
+	"github.com/iwf-server/iwf-server/internal/auth"
+	iwfserver "github.com/iwf-server/iwf-server/internal/server"
+	"github.com/iwf-server/iwf-server/internal/store/sqlite"
+)
+
+// waitBatch waits until a batch is closed and returns it.
+func waitBatch(t *testing.T, e *env, id string) iwfapi.BatchInfo {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		d, err := e.eng.DescribeBatch(ctx, iwfapi.BatchDescribeRequest{BatchId: id})
+		if err == nil && (d.Batch.State == iwfapi.BatchStateCompleted || d.Batch.State == iwfapi.BatchStateCancelled) {
+			return d.Batch
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("batch %s never closed (last: %+v, %v)", id, d.Batch, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestBatchPages starts a batch from a search through the confirmation
+// page and follows it on its page and the batches page, on both stores; a
+// form without its CSRF token starts nothing.
+func TestBatchPages(t *testing.T) {
+	for _, kind := range stores {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind)
+			for _, id := range []string{"bulk-1", "bulk-2", "bulk-3", "other-1"} {
+				e.start(t, id)
+				waitStatus(t, e, id, iwfapi.WorkflowStatusRunning)
+			}
+			query := "WorkflowId STARTS_WITH 'bulk-'"
+			f := newFormClient(t, e.url)
+			if body := f.open("/ui/"); strings.Contains(body, `id="batch-form"`) {
+				t.Fatal("the list without a query offers a batch")
+			}
+			body := f.open("/ui/?q=" + url.QueryEscape(query))
+			if !strings.Contains(body, `id="batch-form"`) || !strings.Contains(body, "Apply to all 3 matching") || !strings.Contains(body, `id="nav-batches"`) {
+				t.Fatalf("list page lacks the batch form:\n%s", body)
+			}
+			form := func(token string) url.Values {
+				return url.Values{"q": {"(" + query + ")"}, "operation": {"TERMINATE"}, "reason": {"bad deploy"}, "rps": {"50"}, "csrf": {token}}
+			}
+			// Without the CSRF token: refused, nothing started.
+			bad := form("")
+			bad.Set("confirm", "yes")
+			if status, _, _ := f.post("batch-start", bad, nil); status != http.StatusForbidden {
+				t.Fatalf("batch start without CSRF token: %d, want 403", status)
+			}
+			if l, err := e.eng.ListBatches(context.Background(), iwfapi.BatchListRequest{}); err != nil || len(l.Batches) != 0 {
+				t.Fatalf("a refused form started a batch: %+v %v", l, err)
+			}
+			// The confirmation page states the query, the count, the operation and the rate.
+			status, body, _ := f.post("batch-start", form(f.token), nil)
+			for _, want := range []string{`id="confirm"`, "3 runs match the query now", "TERMINATE", "at most 50 runs per second", "bad deploy", "STARTS_WITH"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("confirmation page lacks %q", want)
+				}
+			}
+			if status != http.StatusOK || t.Failed() {
+				t.Fatalf("confirmation: %d\n%s", status, body)
+			}
+			ok := form(f.token)
+			ok.Set("confirm", "yes")
+			status, _, loc := f.post("batch-start", ok, nil)
+			if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/batches/") {
+				t.Fatalf("batch start: %d %q", status, loc)
+			}
+			id := strings.TrimPrefix(loc, "/ui/batches/")
+			if b := waitBatch(t, e, id); b.State != iwfapi.BatchStateCompleted || b.Done != 3 || b.Failed != 0 || b.Matched != 3 {
+				t.Fatalf("batch: %+v", b)
+			}
+			for _, wf := range []string{"bulk-1", "bulk-2", "bulk-3"} {
+				waitStatus(t, e, wf, iwfapi.WorkflowStatusTerminated)
+			}
+			if d, _ := e.eng.DescribeWorkflow(context.Background(), iwfapi.WorkflowDescribeRequest{WorkflowId: "other-1"}); d.Status != iwfapi.WorkflowStatusRunning {
+				t.Fatalf("a run outside the query was changed: %s", d.Status)
+			}
+			body = f.open(loc)
+			for _, want := range []string{`data-state="COMPLETED"`, `data-done="3"`, `data-failed="0"`, `data-matched="3"`, "bad deploy", "STARTS_WITH", "No run failed"} {
+				if !strings.Contains(body, want) {
+					t.Errorf("batch page lacks %q", want)
+				}
+			}
+			if strings.Contains(body, `id="batch-cancel-form"`) {
+				t.Error("a completed batch offers cancel")
+			}
+			if t.Failed() {
+				t.Fatalf("batch page:\n%s", body)
+			}
+			if body = f.open("/ui/batches"); !strings.Contains(body, `data-batch-id="`+id+`"`) {
+				t.Fatalf("batches page lacks %s:\n%s", id, body)
+			}
+			// A second batch over the now terminated runs: each fails with its reason.
+			signal := url.Values{"q": {query}, "operation": {"SIGNAL"}, "channel": {"approval"}, "value": {"1"}, "confirm": {"yes"}, "csrf": {f.token}}
+			if status, _, loc = f.post("batch-start", signal, nil); status != http.StatusSeeOther {
+				t.Fatalf("signal batch: %d", status)
+			}
+			id2 := strings.TrimPrefix(loc, "/ui/batches/")
+			if b := waitBatch(t, e, id2); b.Failed != 3 {
+				t.Fatalf("signal batch over closed runs: %+v", b)
+			}
+			if body = f.open(loc); !strings.Contains(body, `data-failed="3"`) || !strings.Contains(body, "bulk-2") || strings.Contains(body, "No run failed") {
+				t.Fatalf("batch page with failures:\n%s", body)
+			}
+			// A bad form is a plain error page.
+			if status, body, _ = f.post("batch-start", url.Values{"q": {query}, "operation": {"SIGNAL"}, "csrf": {f.token}}, nil); status != http.StatusBadRequest || !strings.Contains(body, "channel name") {
+				t.Fatalf("signal without channel: %d\n%s", status, body)
+			}
+			if status, _ := get(t, f.c, e.url+"/ui/batches/nope"); status != http.StatusNotFound && status != http.StatusBadRequest {
+				t.Fatalf("unknown batch: %d", status)
+			}
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the audit log's writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestBatchRoles runs the whole server with a reader and an operator
+// token: the reader sees no "apply to all" and no batch pages and may not
+// start a batch; the operator's console batch start and cancel are audited
+// with the actor, who is the batch's creator.
+func TestBatchRoles(t *testing.T) {
+	const (
+		readerToken   = "reader-token-0123456789"
+		operatorToken = "operator-token-0123456789"
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte(readerToken+" dash reader\n"+operatorToken+" oncall operator\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := auth.Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var auditBuf syncBuffer
+	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	srv, err := iwfserver.New(st, iwfserver.Options{Auth: toks, NoMetrics: true, Logger: &logger, Audit: audit.NewWriter(&auditBuf)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+	})
+	hs := httptest.NewServer(srv.Handler)
+	t.Cleanup(hs.Close)
+	wk := httptest.NewServer(demoWorker())
+	t.Cleanup(wk.Close)
+	e := &env{eng: srv.Engine, url: hs.URL, workerURL: wk.URL}
+	e.start(t, "bulk-1")
+	waitStatus(t, e, "bulk-1", iwfapi.WorkflowStatusRunning)
+
+	client := func(token string) *formClient {
+		f := newFormClient(t, hs.URL)
+		f.c.Transport = bearerTransport(token)
+		return f
+	}
+	listURL := "/ui/?q=" + url.QueryEscape("WorkflowId = 'bulk-1'")
+	reader, operator := client(readerToken), client(operatorToken)
+	if body := reader.open(listURL); !strings.Contains(body, "bulk-1") || strings.Contains(body, `id="batch-form"`) || strings.Contains(body, "Apply to all") || strings.Contains(body, `id="nav-batches"`) {
+		t.Fatalf("the reader's list offers a batch:\n%s", body)
+	}
+	if status, _ := get(t, reader.c, hs.URL+"/ui/batches"); status != http.StatusForbidden {
+		t.Fatalf("reader's batches page: %d, want 403", status)
+	}
+	form := func(token string) url.Values {
+		return url.Values{"q": {"WorkflowId = 'bulk-1'"}, "operation": {"CANCEL"}, "rps": {"1"}, "confirm": {"yes"}, "csrf": {token}}
+	}
+	if status, body, _ := reader.post("batch-start", form(reader.token), nil); status != http.StatusForbidden || !strings.Contains(body, "operator") {
+		t.Fatalf("reader's batch start: %d\n%s", status, body)
+	}
+	if body := operator.open(listURL); !strings.Contains(body, `id="batch-form"`) || !strings.Contains(body, `id="nav-batches"`) {
+		t.Fatalf("the operator's list lacks the batch form:\n%s", body)
+	}
+	status, _, loc := operator.post("batch-start", form(operator.token), map[string]string{"Origin": hs.URL})
+	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/batches/") {
+		t.Fatalf("operator's batch start: %d %q", status, loc)
+	}
+	id := strings.TrimPrefix(loc, "/ui/batches/")
+	b := waitBatch(t, e, id)
+	if b.CreatedBy != "oncall" || b.Done != 1 {
+		t.Fatalf("batch: %+v", b)
+	}
+	if body := operator.open(loc); !strings.Contains(body, `id="batch-creator">oncall`) {
+		t.Fatalf("batch page lacks the creator:\n%s", body)
+	}
+	// A closed batch cancels to itself; the cancel is audited with its id.
+	cancelForm := url.Values{"batchId": {id}, "confirm": {"yes"}, "csrf": {operator.token}}
+	if status, _, _ := operator.post("batch-cancel", cancelForm, map[string]string{"Origin": hs.URL}); status != http.StatusSeeOther {
+		t.Fatalf("batch cancel: %d", status)
+	}
+	var ops []string
+	for _, line := range strings.Split(strings.TrimSpace(auditBuf.String()), "\n") {
+		var en audit.Entry
+		if err := json.Unmarshal([]byte(line), &en); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		ops = append(ops, en.Operation+" "+en.Actor+" "+en.Source+" "+en.Outcome)
+		if en.Outcome == "ok" && en.BatchID != id {
+			t.Errorf("%s audited without the batch's id: %+v", en.Operation, en)
+		}
+	}
+	want := []string{"batch/start dash console forbidden", "batch/start oncall console ok", "batch/cancel oncall console ok"}
+	if strings.Join(ops, "|") != strings.Join(want, "|") {
+		t.Fatalf("audit: %q, want %q", ops, want)
+	}
+}
+
+// bearerTransport adds a bearer token to each request.
+type bearerTransport string
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
