@@ -268,3 +268,100 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r.Header.Set("Authorization", "Bearer "+string(b))
 	return http.DefaultTransport.RoundTrip(r)
 }
+
+// waitCommands waits until the run of id waits for the commands of its
+// "approve" state (the signal or the one-hour timer), and returns it.
+func waitCommands(t *testing.T, e *env, id string) iwfapi.WorkflowDescribeResponse {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		d, err := e.eng.DescribeWorkflow(ctx, iwfapi.WorkflowDescribeRequest{WorkflowId: id})
+		if err == nil && d.Status == iwfapi.WorkflowStatusRunning && len(d.PendingStates) == 1 &&
+			d.PendingStates[0].StateId == "approve" && d.PendingStates[0].Phase == iwfapi.PendingStateExecutionPhaseWAITINGCOMMANDS {
+			return d
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never waited for its commands (last: %+v, %v)", id, d, err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// TestBatchFormOperations starts, through the console's form and its
+// confirmation page, a batch of each operation TestBatchPages does not
+// (cancel, fail, skip timer, reset), on both stores: the confirmation page
+// states the operation, and each matching run, and no other, gets the
+// operation's effect.
+func TestBatchFormOperations(t *testing.T) {
+	cases := []struct {
+		op      string
+		fields  url.Values
+		confirm string // a line of the confirmation page
+		check   func(t *testing.T, e *env, id, oldRun string)
+	}{
+		{op: "CANCEL", confirm: "stop each run with CANCEL",
+			check: func(t *testing.T, e *env, id, _ string) { waitStatus(t, e, id, iwfapi.WorkflowStatusCanceled) }},
+		{op: "FAIL", confirm: "stop each run with FAIL",
+			check: func(t *testing.T, e *env, id, _ string) { waitStatus(t, e, id, iwfapi.WorkflowStatusFailed) }},
+		{op: "SKIP_TIMER", fields: url.Values{"stateExecutionId": {"approve-1"}, "timerCommandId": {"expiry"}},
+			confirm: "skip timer expiry of state execution approve-1 in each run",
+			// The timer fires at once: "approve" completes the run without a signal.
+			check: func(t *testing.T, e *env, id, _ string) { waitStatus(t, e, id, iwfapi.WorkflowStatusCompleted) }},
+		{op: "RESET", fields: url.Values{"resetType": {"BEGINNING"}},
+			confirm: "reset each run to BEGINNING (a new run starts; a running run is ended)",
+			// A new run of the same workflow starts from "prepare" and waits again.
+			check: func(t *testing.T, e *env, id, oldRun string) {
+				if d := waitCommands(t, e, id); d.WorkflowRunId == oldRun {
+					t.Fatalf("%s: reset left the current run %s", id, oldRun)
+				}
+			}},
+	}
+	for _, kind := range stores {
+		t.Run(kind, func(t *testing.T) {
+			e := newEnv(t, kind)
+			f := newFormClient(t, e.url)
+			for _, c := range cases {
+				prefix := "op-" + strings.ToLower(c.op) + "-"
+				ids := []string{prefix + "1", prefix + "2"}
+				runs := map[string]string{}
+				for _, id := range ids {
+					runs[id] = e.start(t, id)
+					waitCommands(t, e, id)
+				}
+				bystander := "keep-" + strings.ToLower(c.op)
+				e.start(t, bystander)
+				waitCommands(t, e, bystander)
+
+				query := "WorkflowId STARTS_WITH '" + prefix + "'"
+				if body := f.open("/ui/?q=" + url.QueryEscape(query)); !strings.Contains(body, "Apply to all 2 matching") {
+					t.Fatalf("%s: the list offers no batch over the 2 matching runs:\n%s", c.op, body)
+				}
+				form := url.Values{"q": {query}, "operation": {c.op}, "reason": {"form test"}, "csrf": {f.token}}
+				for k, v := range c.fields {
+					form[k] = v
+				}
+				status, body, _ := f.post("batch-start", form, nil)
+				if status != http.StatusOK || !strings.Contains(body, "2 runs match the query now") || !strings.Contains(body, c.confirm) {
+					t.Fatalf("%s: confirmation page (%d) lacks %q:\n%s", c.op, status, c.confirm, body)
+				}
+				form.Set("confirm", "yes")
+				status, _, loc := f.post("batch-start", form, nil)
+				if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/batches/") {
+					t.Fatalf("%s: batch start: %d %q", c.op, status, loc)
+				}
+				b := waitBatch(t, e, strings.TrimPrefix(loc, "/ui/batches/"))
+				if b.State != iwfapi.BatchStateCompleted || b.Matched != 2 || b.Done != 2 || b.Failed != 0 || string(b.Operation) != c.op {
+					t.Fatalf("%s: batch %+v", c.op, b)
+				}
+				for _, id := range ids {
+					c.check(t, e, id, runs[id])
+				}
+				if d := waitCommands(t, e, bystander); d.Status != iwfapi.WorkflowStatusRunning {
+					t.Fatalf("%s: a run outside the query was changed: %+v", c.op, d)
+				}
+			}
+		})
+	}
+}
