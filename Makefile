@@ -77,8 +77,10 @@ bench: ## run the load generator against SQLite and PostgreSQL
 CHAOS_KILLS ?= 100
 
 limits-check: ## two nodes on PostgreSQL, a worker-host limit of 5, 200 workflows whose execute takes 200 ms: prints max_concurrency, duration (target 8s +-20%)
-	IWF_LIMITS_WORKFLOWS=$${IWF_LIMITS_WORKFLOWS:-200} IWF_LIMITS_CHECK=1 IWF_LIMITS_TARGET=$${IWF_LIMITS_TARGET:-8s} IWF_LIMITS_LEASE=$${IWF_LIMITS_LEASE:-10s} \
-		$(GO) test -count=1 -run '^TestTwoNodesWorkerConcurrencyLimit$$' -v ./internal/crashtest/ | grep -E '^(max_concurrency=|--- |ok|FAIL)'
+	@mkdir -p bin; IWF_LIMITS_WORKFLOWS=$${IWF_LIMITS_WORKFLOWS:-200} IWF_LIMITS_CHECK=1 IWF_LIMITS_TARGET=$${IWF_LIMITS_TARGET:-8s} IWF_LIMITS_LEASE=$${IWF_LIMITS_LEASE:-10s} \
+		$(GO) test -count=1 -run '^TestTwoNodesWorkerConcurrencyLimit$$' -v ./internal/crashtest/ >bin/limits-check.log 2>&1; status=$$?; \
+	grep -E '^(max_concurrency=|--- |ok|FAIL)' bin/limits-check.log; \
+	if [ $$status -ne 0 ]; then echo "the whole output (server logs, permit rows, tasks): bin/limits-check.log"; fi; exit $$status
 
 chaos: ## kill the server CHAOS_KILLS (default 100) times under a mixed workload on SQLite and PostgreSQL, then check every workflow
 	@for run in 'TestChaos/sqlite' 'TestChaos/postgres' 'TestChaosPostgresRestart'; do \

@@ -394,7 +394,7 @@ func (l *limiter) acquire(ctx context.Context, t *Task, s *apiSnapshot) (fence f
 		already := hp != nil && contains(hp.keys, k.key)
 		since, waited := l.waitSince[t.ID][k.key]
 		if !waited {
-			since = now
+			since = permitSince(now)
 		}
 		l.mu.Unlock()
 		if already {
@@ -422,6 +422,16 @@ func (l *limiter) acquire(ctx context.Context, t *Task, s *apiSnapshot) (fence f
 	}
 	return fence, release, nil
 }
+
+// permitSince is the moment a call begins to wait, as the store keeps it:
+// whole milliseconds, without the monotonic clock reading. The parked
+// calls of a key are queued here in the store's FIFO order (that moment,
+// then the task id); with a finer time here, calls that began to wait in
+// one millisecond were queued in another order than the store's, and the
+// call at the head of this process's queue could be refused (waiters
+// ahead of it in the store) for ever while the waiters ahead, behind it
+// here, were never woken.
+func permitSince(now time.Time) time.Time { return now.Truncate(time.Millisecond) }
 
 func contains(list []string, s string) bool {
 	for _, x := range list {

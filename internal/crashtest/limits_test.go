@@ -1,13 +1,18 @@
 package crashtest
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 )
@@ -81,12 +86,20 @@ func TestTwoNodesWorkerConcurrencyLimit(t *testing.T) {
 	a, b := node("a"), node("b")
 	StartAll(t, a, b)
 	nodes := []*Server{a, b}
+	t.Cleanup(func() {
+		if t.Failed() {
+			dumpLimitState(t, db, nodes, "worker:"+workerHost(t, w))
+		}
+	})
 	begin := time.Now()
 	parallel(t, n, 16, func(i int) error {
 		return tryStart(nodes[i%2], w, fmt.Sprint("lim-", i), "S", "", skipWaitUntil)
 	})
+	// One deadline for all: a stall fails the test in minutes, not in
+	// minutes per workflow.
+	deadline := time.Now().Add(5 * time.Minute)
 	parallel(t, n, 16, func(i int) error {
-		r, err := awaitResult(nodes[i%2], fmt.Sprint("lim-", i), 5*time.Minute)
+		r, err := awaitResult(nodes[i%2], fmt.Sprint("lim-", i), max(time.Until(deadline), time.Second))
 		if err == nil && r.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
 			err = fmt.Errorf("lim-%d: %s", i, r.WorkflowStatus)
 		}
@@ -174,4 +187,52 @@ func TestKilledNodeGivesPermitsBack(t *testing.T) {
 			t.Fatalf("%d calls at once after the kill, limit %d", m, limit)
 		}
 	})
+}
+
+// dumpLimitState logs, for a failed limit test on PostgreSQL, what a stall
+// would be made of: the permit rows, the tasks not done, and each node's
+// limit metrics (its server log follows from the harness).
+func dumpLimitState(t *testing.T, db string, nodes []*Server, limit string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Logf("dump: %v", err)
+		return
+	}
+	defer conn.Close(ctx)
+	for _, q := range []struct{ what, sql string }{
+		{"limit_permits", `SELECT limit_key, waiter, owner, held, waiting_since, expires_at,
+			(extract(epoch from clock_timestamp()) * 1000)::bigint AS now FROM limit_permits ORDER BY limit_key, waiting_since, waiter`},
+		{"tasks (first 40)", `SELECT id, workflow_id, execution_id, kind, due_at, attempt, coalesce(lease_owner, '-'), lease_expires_at
+			FROM tasks ORDER BY id LIMIT 40`},
+	} {
+		rows, err := conn.Query(ctx, q.sql)
+		if err != nil {
+			t.Logf("dump %s: %v", q.what, err)
+			continue
+		}
+		var lines []string
+		for rows.Next() {
+			v, err := rows.Values()
+			if err != nil {
+				break
+			}
+			lines = append(lines, fmt.Sprint(v...))
+		}
+		rows.Close()
+		t.Logf("dump %s (%d rows):\n%s", q.what, len(lines), strings.Join(lines, "\n"))
+	}
+	for _, n := range nodes {
+		t.Logf("dump %s: iwf_limit_waiting=%v iwf_limit_held=%v", n.Name(), metric(n, fmt.Sprintf("iwf_limit_waiting{limit=%q}", limit)),
+			metric(n, fmt.Sprintf("iwf_limit_held{limit=%q}", limit)))
+	}
+	// Each server's goroutines: SIGQUIT makes the Go runtime write them to
+	// the output the harness logs.
+	for _, n := range nodes {
+		if pid := n.Pid(); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGQUIT)
+		}
+	}
+	time.Sleep(2 * time.Second) // the dumps are written before the processes exit
 }
