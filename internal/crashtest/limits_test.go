@@ -218,7 +218,7 @@ func dumpLimitState(t *testing.T, db string, nodes []*Server, limit string) {
 			if err != nil {
 				break
 			}
-			lines = append(lines, fmt.Sprint(v...))
+			lines = append(lines, fmt.Sprintf("%v", v))
 		}
 		rows.Close()
 		t.Logf("dump %s (%d rows):\n%s", q.what, len(lines), strings.Join(lines, "\n"))
