@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -227,12 +226,7 @@ func dumpLimitState(t *testing.T, db string, nodes []*Server, limit string) {
 		t.Logf("dump %s: iwf_limit_waiting=%v iwf_limit_held=%v", n.Name(), metric(n, fmt.Sprintf("iwf_limit_waiting{limit=%q}", limit)),
 			metric(n, fmt.Sprintf("iwf_limit_held{limit=%q}", limit)))
 	}
-	// Each server's goroutines: SIGQUIT makes the Go runtime write them to
-	// the output the harness logs.
 	for _, n := range nodes {
-		if pid := n.Pid(); pid > 0 {
-			_ = syscall.Kill(pid, syscall.SIGQUIT)
-		}
+		n.DumpGoroutines(10 * time.Second)
 	}
-	time.Sleep(2 * time.Second) // the dumps are written before the processes exit
 }

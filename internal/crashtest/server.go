@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -386,6 +387,29 @@ func (s *Server) Kill() {
 	log.mu.Unlock()
 	_ = cmd.Process.Kill()
 	<-exited
+}
+
+// DumpGoroutines sends SIGQUIT to the running process, whose Go runtime
+// then writes every goroutine's stack to the output the harness keeps and
+// exits, and waits until it has exited (at most timeout). For the
+// diagnostics of a failed test: the process does not come back.
+func (s *Server) DumpGoroutines(timeout time.Duration) {
+	s.mu.Lock()
+	cmd, exited, log := s.cmd, s.exited, s.log
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	log.mu.Lock()
+	log.killed = true // ended by the test, not on its own
+	log.mu.Unlock()
+	if err := cmd.Process.Signal(syscall.SIGQUIT); err != nil {
+		return
+	}
+	select {
+	case <-exited:
+	case <-time.After(timeout):
+	}
 }
 
 // Restart kills the process and starts a new one on the same database.
