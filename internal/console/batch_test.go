@@ -273,20 +273,10 @@ func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // "approve" state (the signal or the one-hour timer), and returns it.
 func waitCommands(t *testing.T, e *env, id string) iwfapi.WorkflowDescribeResponse {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for {
-		d, err := e.eng.DescribeWorkflow(ctx, iwfapi.WorkflowDescribeRequest{WorkflowId: id})
-		if err == nil && d.Status == iwfapi.WorkflowStatusRunning && len(d.PendingStates) == 1 &&
-			d.PendingStates[0].StateId == "approve" && d.PendingStates[0].Phase == iwfapi.PendingStateExecutionPhaseWAITINGCOMMANDS {
-			return d
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("%s never waited for its commands (last: %+v, %v)", id, d, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return waitRun(t, e, id, "waited for its commands", func(d iwfapi.WorkflowDescribeResponse) bool {
+		return d.Status == iwfapi.WorkflowStatusRunning && len(d.PendingStates) == 1 &&
+			d.PendingStates[0].StateId == "approve" && d.PendingStates[0].Phase == iwfapi.PendingStateExecutionPhaseWAITINGCOMMANDS
+	})
 }
 
 // TestBatchFormOperations starts, through the console's form and its

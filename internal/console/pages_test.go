@@ -31,16 +31,25 @@ func get(t *testing.T, c *http.Client, u string) (int, string) {
 // waitStatus waits until a run has the status.
 func waitStatus(t *testing.T, e *env, id string, want iwfapi.WorkflowStatus) {
 	t.Helper()
+	waitRun(t, e, id, "reached "+string(want), func(d iwfapi.WorkflowDescribeResponse) bool {
+		return d.Status == want && (want != iwfapi.WorkflowStatusRunning || len(d.PendingStates) > 0 && d.PendingStates[0].StateId == "approve")
+	})
+}
+
+// waitRun describes the current run of id until ok accepts it (for a
+// minute at most) and returns it; what names the wait in the failure.
+func waitRun(t *testing.T, e *env, id, what string, ok func(iwfapi.WorkflowDescribeResponse) bool) iwfapi.WorkflowDescribeResponse {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
 		d, err := e.eng.DescribeWorkflow(ctx, iwfapi.WorkflowDescribeRequest{WorkflowId: id})
-		if err == nil && d.Status == want && (want != iwfapi.WorkflowStatusRunning || len(d.PendingStates) > 0 && d.PendingStates[0].StateId == "approve") {
-			return
+		if err == nil && ok(d) {
+			return d
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("%s never reached %s (last: %+v, %v)", id, want, d, err)
+			t.Fatalf("%s never %s (last: %+v, %v)", id, what, d, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
