@@ -266,7 +266,7 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 	if target.Kind == SQLite {
 		opts.Engine.ReleaseLeasesOnStart = true
 		// A deletion holds SQLite's only writer: retention sweeps leave
-		// live work most of it, in turns of a few milliseconds.
+		// live work most of it, in turns of about SQLiteSweepHold.
 		if opts.Engine.SweepShare == 0 {
 			opts.Engine.SweepShare = SQLiteSweepShare
 		}
