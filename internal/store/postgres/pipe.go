@@ -53,6 +53,9 @@ type pipe struct {
 	timeout time.Duration
 	// queued are the writes not sent yet, in issue order.
 	queued []queuedStmt
+	// sends counts the times the queue went out (and was emptied), so that
+	// an index into queued can be told valid (see txn.fold).
+	sends int
 	// started is set once BEGIN went out: from then on the transaction
 	// must end with COMMIT or ROLLBACK.
 	started bool
@@ -227,6 +230,7 @@ func (p *pipe) sendWithTail(ctx context.Context, tail []queuedStmt, last string,
 		b.Queue(q.sql, q.args...)
 	}
 	p.begin, p.queued = "", nil
+	p.sends++
 	br := p.conn.SendBatch(ctx, b)
 	if begin != "" {
 		p.started = true

@@ -28,6 +28,30 @@ const (
 // COMMIT (see pipe).
 type txn struct {
 	tx *pipe
+	// expectRun and expectExec are the checks of TaskTakeExpecting while
+	// they wait, unsent, in the pipe's queue: the RunUpdate or
+	// ExecutionUpdate of the same row replaces its check, in its place in
+	// the queue, with an UPDATE that makes the check and the write in one
+	// statement (see fold).
+	expectRun, expectExec *queuedCheck
+}
+
+// queuedCheck is a check of TaskTakeExpecting queued in a pipe, which a
+// later write of the same row may carry instead (fold).
+type queuedCheck struct {
+	// at is the check's index in the pipe's queue, valid while the pipe has
+	// sent no queue since (sends).
+	at    int
+	sends int
+	// op is the check statement's op, which the statement at at must have.
+	op string
+	// runID and executionID name the row checked ("" executionID: the run).
+	runID, executionID string
+	// The values the row must still hold: the run's status, closed_at and
+	// data, or the execution's status and data.
+	status   string
+	closedAt int64
+	data     []byte
 }
 
 var (
@@ -150,9 +174,16 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 
 // RunUpdate implements engine.Tx. The write is queued: when the run does
 // not exist, the transaction fails with engine.ErrNotFound at its next
-// read or its commit (iwf_found, checked in the database).
+// read or its commit (iwf_found, checked in the database). The first
+// RunUpdate of the run checked by a TaskTakeExpecting whose check is still
+// queued takes the check's place instead (fold).
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	t.tx.touch(r.RunID)
+	if c := t.fold(&t.expectRun, r.RunID, ""); c != nil {
+		t.tx.queued[c.at] = queuedStmt{op: "RunUpdate (expecting)", sql: sqlRunUpdateExpecting,
+			args: []any{string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID, c.status, c.closedAt, c.data}}
+		return nil
+	}
 	t.tx.later("RunUpdate", `WITH u AS (
 		UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4 RETURNING 1)
 		SELECT iwf_found((SELECT count(*) FROM u) = 1, 'run')`, nil,
@@ -230,9 +261,16 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 
 // ExecutionUpdate implements engine.Tx. The write is queued: when the
 // execution does not exist, the transaction fails with engine.ErrNotFound
-// at its next read or its commit (iwf_found, checked in the database).
+// at its next read or its commit (iwf_found, checked in the database). The
+// first ExecutionUpdate of the execution checked by a TaskTakeExpecting
+// whose check is still queued takes the check's place instead (fold).
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
 	t.tx.touch(e.RunID)
+	if c := t.fold(&t.expectExec, e.RunID, e.ExecutionID); c != nil {
+		t.tx.queued[c.at] = queuedStmt{op: "ExecutionUpdate (expecting)", sql: sqlExecutionUpdateExpecting,
+			args: []any{string(e.Status), e.Data, e.RunID, e.ExecutionID, c.status, c.data}}
+		return nil
+	}
 	t.tx.later("ExecutionUpdate", `WITH u AS (
 		UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4 RETURNING 1)
 		SELECT iwf_found((SELECT count(*) FROM u) = 1, 'execution')`, nil,
@@ -621,19 +659,83 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 // order and each takes its own snapshot, so the task and the execution are
 // checked under the run's lock, as TaskTake reads them. The expected values
 // are copied: the caller goes on to change run and x.
+//
+// The run's check locks the run (FOR UPDATE), and the RunUpdate that
+// follows it in the transaction takes its place while it is still queued:
+// an UPDATE whose WHERE is the check, then made at the same point of the
+// transaction, and which takes the run's row lock there as the check did
+// (sqlRunUpdateExpecting). The execution's check is folded likewise into
+// the execution's ExecutionUpdate (sqlExecutionUpdateExpecting). An UPDATE
+// in READ COMMITTED that finds its row changed by a transaction that
+// committed after its snapshot evaluates its WHERE again on the row as it
+// now is, so the folded check is made on the newest committed row, as the
+// locking read made it for the run, and at least as strictly as the plain
+// read for the execution (which the row lock now also covers). A folded
+// check that fails affects no row and raises IW001, the check's error
+// (engine.ErrUnexpected), before the write could have; the transaction is
+// then rolled back whole, as before.
 func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int64, owner string, x *engine.Execution) error {
 	t.tx.touch(run.RunID)
-	t.tx.later("TaskTakeExpecting (run)", `SELECT iwf_expect(count(*) = 1, 'run') FROM (
+	t.expectRun = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (run)", runID: run.RunID, status: string(run.Status),
+		closedAt: rowfmt.ToMs(run.ClosedAt), data: bytes.Clone(run.Data)})
+	t.tx.later(t.expectRun.op, `SELECT iwf_expect(count(*) = 1, 'run') FROM (
 		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE) r`,
-		nil, run.RunID, string(run.Status), rowfmt.ToMs(run.ClosedAt), bytes.Clone(run.Data))
+		nil, run.RunID, t.expectRun.status, t.expectRun.closedAt, t.expectRun.data)
 	t.tx.later("TaskTakeExpecting (task)", `WITH d AS (
 		DELETE FROM tasks WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2::text RETURNING 1)
 		SELECT iwf_expect((SELECT count(*) FROM d) = 1, 'task')`,
 		nil, taskID, nullString(owner))
-	t.tx.later("TaskTakeExpecting (execution)", `SELECT iwf_expect(count(*) = 1, 'execution') FROM executions
+	t.expectExec = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (execution)", runID: x.RunID, executionID: x.ExecutionID, status: string(x.Status),
+		data: bytes.Clone(x.Data)})
+	t.tx.later(t.expectExec.op, `SELECT iwf_expect(count(*) = 1, 'execution') FROM executions
 		WHERE run_id = $1 AND execution_id = $2 AND status = $3 AND data IS NOT DISTINCT FROM $4`,
-		nil, x.RunID, x.ExecutionID, string(x.Status), bytes.Clone(x.Data))
+		nil, x.RunID, x.ExecutionID, t.expectExec.status, t.expectExec.data)
 	return nil
+}
+
+// sqlRunUpdateExpecting is RunUpdate folded with the run's check of
+// TaskTakeExpecting: $1..$4 as RunUpdate's, $5..$7 the status, closed_at
+// and data the run must still hold. No row updated is the failed check.
+const sqlRunUpdateExpecting = `WITH u AS (
+		UPDATE runs SET status = $1, closed_at = $2, data = $3
+		WHERE run_id = $4 AND status = $5 AND closed_at = $6 AND data IS NOT DISTINCT FROM $7 RETURNING 1)
+		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'run')`
+
+// sqlExecutionUpdateExpecting is ExecutionUpdate folded with the
+// execution's check of TaskTakeExpecting: $1..$4 as ExecutionUpdate's, $5
+// and $6 the status and data the execution must still hold. No row
+// updated is the failed check.
+const sqlExecutionUpdateExpecting = `WITH u AS (
+		UPDATE executions SET status = $1, data = $2
+		WHERE run_id = $3 AND execution_id = $4 AND status = $5 AND data IS NOT DISTINCT FROM $6 RETURNING 1)
+		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'execution')`
+
+// queueCheck returns c placed at the next index of the pipe's queue, where
+// the caller queues the check's statement next.
+func (t *txn) queueCheck(c queuedCheck) *queuedCheck {
+	c.at, c.sends = len(t.tx.queued), t.tx.sends
+	return &c
+}
+
+// fold returns the check *slot when it is of the row runID, executionID
+// ("": the run) and still waits in the pipe's queue, and clears *slot:
+// the caller's write then replaces the check's statement, at its index.
+// Otherwise it returns nil, and clears *slot when the check went out: the
+// write is queued as usual, behind the check.
+func (t *txn) fold(slot **queuedCheck, runID, executionID string) *queuedCheck {
+	c := *slot
+	if c == nil {
+		return nil
+	}
+	if c.sends != t.tx.sends || c.at >= len(t.tx.queued) || t.tx.queued[c.at].op != c.op {
+		*slot = nil
+		return nil
+	}
+	if c.runID != runID || c.executionID != executionID {
+		return nil
+	}
+	*slot = nil
+	return c
 }
 
 // TaskReschedule implements engine.Tx.
