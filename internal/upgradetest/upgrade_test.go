@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
@@ -48,6 +50,25 @@ func TestPostgresUpgradeV1(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUpgrade(t, st)
+	checkFillfactors(t, schema)
+}
+
+// checkFillfactors checks that the upgraded schema has the storage
+// parameters of PostgreSQL migration 0011: room for HOT updates in the
+// pages of runs and executions, none asked for in those of tasks.
+func checkFillfactors(t *testing.T, schema string) {
+	t.Helper()
+	conn := pgtest.Conn(t, schema)
+	for table, want := range map[string]string{"runs": "fillfactor=80", "executions": "fillfactor=80", "tasks": ""} {
+		var opts []string
+		if err := conn.QueryRow(context.Background(), `SELECT coalesce(reloptions, '{}') FROM pg_class
+			WHERE oid = to_regclass($1)`, pgx.Identifier{schema, table}.Sanitize()).Scan(&opts); err != nil {
+			t.Fatalf("%s: %v", table, err)
+		}
+		if got := strings.Join(opts, ","); got != want {
+			t.Errorf("%s: storage parameters %q after the upgrade, want %q", table, got, want)
+		}
+	}
 }
 
 // runUpgrade serves the stored data (which migrates it) and runs the
