@@ -621,3 +621,36 @@ func TestMetricsCountWorkflowsAndWorkerCalls(t *testing.T) {
 		}
 	})
 }
+
+// viewCounter counts the read transactions of a store. It hides the
+// store's optional interfaces (engine.RunReader among them), so that every
+// read of the engine is a View.
+type viewCounter struct {
+	engine.Store
+	views atomic.Int64
+}
+
+func (s *viewCounter) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
+	s.views.Add(1)
+	return s.Store.View(ctx, fn)
+}
+
+// TestGetWithWaitReadsOnceBeforeWaiting: a getWithWait on a running
+// workflow that does not change reads it once, then waits (it subscribes
+// before the read, so it needs no second read to catch a close committed
+// in between) and times out.
+func TestGetWithWaitReadsOnceBeforeWaiting(t *testing.T) {
+	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
+		vc := &viewCounter{Store: st}
+		h := newHarness(t, vc, func(c *engine.Config) { c.LongPollRecheck = time.Hour })
+		h.start("wf-still", "", nil)
+		before := vc.views.Load()
+		_, err := h.eng.GetWorkflowWithWait(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-still", WaitTimeSeconds: ptr(int32(1))})
+		if engine.CodeOf(err) != engine.CodeLongPollTimeout {
+			t.Fatalf("getWithWait: %v", err)
+		}
+		if n := vc.views.Load() - before; n != 1 {
+			t.Errorf("getWithWait read the store %d times, want 1", n)
+		}
+	})
+}

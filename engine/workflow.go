@@ -420,10 +420,19 @@ func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest)
 
 // GetWorkflowWithWait waits for a run to close and describes it with its
 // results (POST /api/v1/workflow/getWithWait).
+//
+// It subscribes to the changes of the workflow id before its first read:
+// every run of the workflow announces its changes under that key too
+// (runTxn.save), so a change committed after the subscription wakes the
+// call, and one committed before it is seen by the read. Each wake-up (or
+// re-check) then costs one read, and a running workflow is read once
+// before the call waits.
 func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
 	wait := e.waitBudget(deref(req.WaitTimeSeconds))
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
+	changed, unsubscribe := e.waits.subscribe(workflowKey(req.WorkflowId))
+	defer unsubscribe()
 	runID := deref(req.WorkflowRunId)
 	follow := runID == "" // follow workflow retries when no run is named
 	for {
@@ -439,28 +448,18 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 			return resp, nil
 		}
 		runID = id
-		changed, unsubscribe := e.waits.subscribe(id)
-		// Re-check after subscribing so that a close in between is not missed.
-		resp, _, retriedBy, err = e.describe(ctx, req.WorkflowId, runID, true)
-		if err != nil || (resp.WorkflowStatus != iwfapi.WorkflowStatus(RunRunning) && !(follow && retriedBy != "")) {
-			unsubscribe()
-			return resp, err
-		}
 		recheck := time.NewTimer(e.cfg.LongPollRecheck)
 		select {
 		case <-changed:
 		case <-recheck.C:
 		case <-deadline.C:
-			unsubscribe()
 			recheck.Stop()
 			return iwfapi.WorkflowGetResponse{}, Errorf(CodeLongPollTimeout, "workflow is still running, waiting has exceeded timeout limit, please retry")
 		case <-ctx.Done():
-			unsubscribe()
 			recheck.Stop()
 			return iwfapi.WorkflowGetResponse{}, ctx.Err()
 		}
 		recheck.Stop()
-		unsubscribe()
 	}
 }
 
