@@ -122,15 +122,21 @@ func checkLoadWorkflow(srv *Server, id string, r iwfapi.WorkflowGetResponse) []s
 
 // TestTwoNodesKillOne runs two server processes on one PostgreSQL schema
 // (they migrate it together at start-up), starts and signals workflows
-// through both APIs, and kills node b with SIGKILL while it holds leases on
-// timers and has execute calls in flight. Node a keeps serving the API and
-// takes b's work over when b's leases expire. Every workflow must complete,
-// with its single correct output, each state executed once and each
-// execute answer applied once; b's calls that were in flight at the kill
-// are repeated by a with a higher attempt. How long the takeover took is
-// logged; the test's only time limit is a failure deadline far above it
-// (on a loaded machine a renewal can come late, so a may even take a call
-// over before the kill: fencing makes that safe too).
+// through both APIs, and kills node b with SIGKILL while it has execute
+// calls in flight (held by the worker) and holds the leases of their tasks
+// (of the timer, for a call b made as it fired a timer). Node a keeps
+// serving the API and takes b's work over when b's leases expire. Every
+// workflow must complete, with its single correct output, each state
+// executed once and each execute answer applied once; b's calls that were
+// in flight at the kill are repeated by a with a higher attempt. How long
+// the takeover took is logged; the test's only time limit is a failure
+// deadline far above it (on a loaded machine a renewal can come late, so a
+// may even take a call over before the kill: fencing makes that safe too).
+//
+// Which node makes an execute call is the engine's choice, not the test's
+// (see holdExecutesOnB), so b is made to call execute by signals sent
+// through it: the test holds b's first inFlight execute calls whichever
+// way they come.
 func TestTwoNodesKillOne(t *testing.T) {
 	const (
 		before   = 100 // workflows started before the kill, half on each node
@@ -160,7 +166,13 @@ func TestTwoNodesKillOne(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	heldCalls := held.Wait(t, inFlight, 60*time.Second)
+	// The second half waits for its signal in L2: those signalled through b
+	// now give b execute calls to make.
+	var unsignalled []string
+	for i := before / 2; i < before; i++ {
+		unsignalled = append(unsignalled, id(i))
+	}
+	heldCalls, viaB := holdExecutesOnB(t, w, held, b, unsignalled, inFlight, 60*time.Second)
 	for _, n := range []string{"a", "b"} {
 		if c := w.Calls(func(c Call) bool { return c.Node == n }); len(c) == 0 {
 			t.Fatalf("node %s made no worker calls before the kill", n)
@@ -168,11 +180,15 @@ func TestTwoNodesKillOne(t *testing.T) {
 	}
 	b.Kill()
 	killed := time.Now()
-	t.Logf("killed node b %s after the first start; %d worker calls so far", killed.Sub(began).Round(time.Millisecond), len(w.Calls(nil)))
+	t.Logf("killed node b %s after the first start; %d worker calls so far; %d workflows signalled through b for its held calls",
+		killed.Sub(began).Round(time.Millisecond), len(w.Calls(nil)), len(viaB))
 
 	// The survivor takes the rest of the load.
 	parallel(t, before-before/2, 8, func(i int) error {
 		i += before / 2
+		if viaB[id(i)] {
+			return nil
+		}
 		return trySignal(a, id(i), "go", "sig-"+id(i))
 	})
 	parallel(t, after, 8, func(i int) error {
@@ -242,4 +258,97 @@ func TestTwoNodesKillOne(t *testing.T) {
 		}
 	}
 	t.Logf("worker calls: %d in all, %d from b, %d repeated attempts", len(w.Calls(nil)), fromB, repeated)
+}
+
+// holdExecutesOnB returns the first n execute calls of node b, which held
+// (matching b's execute calls) keeps in flight, and the workflows it
+// signalled through b to get them.
+//
+// Which node calls execute is up to the engine, so b cannot simply be
+// waited for. L1's execute is called by the node that fires L1's timer
+// (engine/eager.go), and L2's and L3's follow on that node. A timer created
+// a second ahead is stored unleased, being due beyond the local horizon
+// (LeaseDuration/2; engine/tasks.go leaseLocally), and is claimed by the
+// poller of either node (engine/dispatch.go claim): on a loaded machine a
+// may claim nearly all of them. A signal, though, is applied by the node
+// that receives it, and when it completes the commands of an execution
+// waiting for it, that node's transaction creates the execute task leased
+// to itself and calls execute right after the commit (engine/commands.go
+// evaluate). So while fewer than n calls are held or sure to come, one more
+// of candidates (workflows not signalled yet) whose L2-1 is known to wait
+// for its signal is signalled through b; each brings one execute call of
+// b's. The test fails when the n calls do not arrive within timeout.
+func holdExecutesOnB(t *testing.T, w *Worker, held *Hold, b *Server, candidates []string, n int, timeout time.Duration) (calls []Call, viaB map[string]bool) {
+	t.Helper()
+	viaB = map[string]bool{}
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for len(calls) < n {
+		select {
+		case c := <-held.Arrived:
+			calls = append(calls, c)
+			continue
+		default:
+		}
+		// A workflow signalled through b brings one held call of b's,
+		// unless that call is here already, or a called instead (having
+		// taken b's task over; another workflow is signalled then).
+		here := map[string]bool{}
+		for _, c := range calls {
+			if c.StateID == "L2" {
+				here[c.WorkflowID] = true
+			}
+		}
+		coming := 0
+		for id := range viaB {
+			byA := w.Calls(func(c Call) bool { return c.WorkflowID == id && c.StateID == "L2" && c.API == Execute && c.Node != "b" })
+			if !here[id] && len(byA) == 0 {
+				coming++
+			}
+		}
+		if len(calls)+coming < n {
+			if id := waitingForSignal(w, b, candidates, viaB); id != "" {
+				if err := trySignal(b, id, "go", "sig-"+id); err != nil {
+					t.Fatal(err)
+				}
+				viaB[id] = true
+				continue
+			}
+		}
+		select {
+		case c := <-held.Arrived:
+			calls = append(calls, c)
+		case <-tick.C:
+			if time.Now().After(deadline) {
+				t.Fatalf("only %d of %d held calls arrived within %s (%d workflows signalled through b: %v): %+v",
+					len(calls), n, timeout, len(viaB), sortedKeys(viaB), calls)
+			}
+		}
+	}
+	return calls, viaB
+}
+
+// waitingForSignal returns one of candidates, not in skip, whose L2-1 waits
+// for its signal as srv's dump shows (its waitUntil answer is committed, so
+// a signal now completes its commands), or "" when it finds none. It reads
+// the dumps of a few workflows whose L2 waitUntil the worker has answered.
+func waitingForSignal(w *Worker, srv *Server, candidates []string, skip map[string]bool) string {
+	answered := map[string]bool{}
+	for _, c := range w.Calls(func(c Call) bool { return c.StateID == "L2" && c.API == WaitUntil && !c.Answered.IsZero() }) {
+		answered[c.WorkflowID] = true
+	}
+	dumps := 0
+	for _, id := range candidates {
+		if skip[id] || !answered[id] {
+			continue
+		}
+		if dumps++; dumps > 4 {
+			return ""
+		}
+		if d, err := dump(srv, id); err == nil && d.execStatus("L2-1") == "WAITING" {
+			return id
+		}
+	}
+	return ""
 }
