@@ -242,7 +242,7 @@ func (e *Engine) changedElsewhere(c Changes) {
 			e.limiter.woke(strings.TrimPrefix(k, limitHintPrefix))
 			continue
 		}
-		e.waits.notify(k)
+		e.waits.notify(k, nil)
 	}
 	if c.Tasks {
 		e.disp.claimSoon()
@@ -274,35 +274,59 @@ func (e *Engine) localHorizon() time.Duration {
 // process when a run changes. Changes made by other processes arrive
 // through the store's ChangeFeed when it has one; the waiters' periodic
 // re-check is the safety net.
+//
+// A commit of this process that closes a run hands the run, as committed,
+// to the waiters it wakes (waiter.closed): a getWithWait that waited for
+// that run answers from it without reading the store again.
 type notifier struct {
 	mu      sync.Mutex
-	waiters map[string]map[chan struct{}]struct{}
+	waiters map[string]map[*waiter]struct{}
+}
+
+// waiter is one subscription of a notifier.
+type waiter struct {
+	// C is signalled at the next change of the key.
+	C chan struct{}
+	// closed is the run a commit of this process closed with the latest
+	// change it signalled, nil when that change closed none (or came from
+	// another process); guarded by the notifier's mu, read with take.
+	closed *Run
 }
 
 func newNotifier() *notifier {
-	return &notifier{waiters: map[string]map[chan struct{}]struct{}{}}
+	return &notifier{waiters: map[string]map[*waiter]struct{}{}}
 }
 
-// subscribe returns a channel signalled at the next change of runID, and a
-// function to unsubscribe.
-func (n *notifier) subscribe(runID string) (chan struct{}, func()) {
-	ch := make(chan struct{}, 1)
+// subscribe returns a waiter signalled at the next change of key (a run
+// id or a workflowKey), and a function to unsubscribe.
+func (n *notifier) subscribe(key string) (*waiter, func()) {
+	w := &waiter{C: make(chan struct{}, 1)}
 	n.mu.Lock()
-	m := n.waiters[runID]
+	m := n.waiters[key]
 	if m == nil {
-		m = map[chan struct{}]struct{}{}
-		n.waiters[runID] = m
+		m = map[*waiter]struct{}{}
+		n.waiters[key] = m
 	}
-	m[ch] = struct{}{}
+	m[w] = struct{}{}
 	n.mu.Unlock()
-	return ch, func() {
+	return w, func() {
 		n.mu.Lock()
-		delete(n.waiters[runID], ch)
-		if len(n.waiters[runID]) == 0 {
-			delete(n.waiters, runID)
+		delete(n.waiters[key], w)
+		if len(n.waiters[key]) == 0 {
+			delete(n.waiters, key)
 		}
 		n.mu.Unlock()
 	}
+}
+
+// take returns the closed run handed to w with its latest signal, if any,
+// and forgets it.
+func (n *notifier) take(w *waiter) *Run {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := w.closed
+	w.closed = nil
+	return r
 }
 
 // count is the number of waiters.
@@ -316,29 +340,36 @@ func (n *notifier) count() int {
 	return c
 }
 
-// notifyAll wakes every waiter.
+// notifyAll wakes every waiter. It hands over no run: a waiter woken so
+// reads what changed.
 func (n *notifier) notifyAll() {
 	n.mu.Lock()
 	for _, m := range n.waiters {
-		for ch := range m {
-			select {
-			case ch <- struct{}{}:
-			default:
-			}
+		for w := range m {
+			w.closed = nil
+			signal(w.C)
 		}
 	}
 	n.mu.Unlock()
 }
 
-func (n *notifier) notify(runID string) {
+// notify wakes the waiters of key. closed, when not nil, is a run that
+// the change closed, as committed; the waiters may answer from it.
+func (n *notifier) notify(key string, closed *Run) {
 	n.mu.Lock()
-	for ch := range n.waiters[runID] {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+	for w := range n.waiters[key] {
+		w.closed = closed
+		signal(w.C)
 	}
 	n.mu.Unlock()
+}
+
+// signal sends on a channel of one slot unless a signal already waits.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
 }
 
 // WaitIdle waits until this process has nothing to do at the clock's

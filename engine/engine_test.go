@@ -654,3 +654,89 @@ func TestGetWithWaitReadsOnceBeforeWaiting(t *testing.T) {
 		}
 	})
 }
+
+// runReadCounter counts the reads of a run as a get or a getWithWait makes
+// them: it is an engine.RunReader over any store, reading through View.
+type runReadCounter struct {
+	engine.Store
+	reads atomic.Int64
+}
+
+func (s *runReadCounter) ReadRun(ctx context.Context, workflowID, runID string) (*engine.Run, error) {
+	s.reads.Add(1)
+	var run *engine.Run
+	err := s.Store.View(ctx, func(ctx context.Context, tx engine.ReadTx) error {
+		id := runID
+		if id == "" {
+			cur, err := tx.WorkflowGetCurrentRun(ctx, workflowID)
+			if err != nil {
+				return err
+			}
+			if cur == "" {
+				return engine.ErrNotFound
+			}
+			id = cur
+		}
+		var err error
+		run, err = tx.RunGet(ctx, id)
+		return err
+	})
+	return run, err
+}
+
+// TestGetWithWaitAnswersFromTheClosingCommit: a getWithWait that waits for
+// a run this process then closes answers from the run as the closing
+// commit wrote it, results included, without reading the run again; a
+// getWithWait that starts after the close reads it once.
+func TestGetWithWaitAnswersFromTheClosingCommit(t *testing.T) {
+	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
+		rc := &runReadCounter{Store: st}
+		h := newHarness(t, rc, func(c *engine.Config) { c.LongPollRecheck = time.Hour })
+		entered, release := make(chan struct{}), make(chan struct{})
+		h.worker.state("S1", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			close(entered)
+			<-release
+			return decide(next(engine.GracefulCompletingState, obj(`"done"`))), 200
+		}})
+		h.start("wf-local-close", "S1", nil, func(r *iwfapi.WorkflowStartRequest) {
+			r.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
+		})
+		<-entered
+
+		type answer struct {
+			resp iwfapi.WorkflowGetResponse
+			err  error
+		}
+		got := make(chan answer, 1)
+		go func() {
+			resp, err := h.eng.GetWorkflowWithWait(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-local-close"})
+			got <- answer{resp, err}
+		}()
+		h.eventually("the long poll to wait", func() bool { return gauge(t, h, "iwf_long_polls_waiting") == "1" })
+		if n := rc.reads.Load(); n != 1 {
+			t.Fatalf("getWithWait read the run %d times before waiting, want 1", n)
+		}
+		close(release)
+		a := <-got
+		if a.err != nil {
+			t.Fatalf("getWithWait: %v", a.err)
+		}
+		if a.resp.WorkflowStatus != iwfapi.WorkflowStatusCompleted || a.resp.Results == nil || len(*a.resp.Results) != 1 ||
+			string(*(*a.resp.Results)[0].CompletedStateOutput.Data) != `"done"` {
+			t.Fatalf("getWithWait answered %+v", a.resp)
+		}
+		if n := rc.reads.Load(); n != 1 {
+			t.Errorf("getWithWait read the run %d times, want 1 (the close was handed over)", n)
+		}
+		// A later call has nothing to wait for and reads the run once; it
+		// answers as the handed-over run did.
+		later := h.result("wf-local-close")
+		if n := rc.reads.Load(); n != 2 {
+			t.Errorf("a getWithWait after the close read the run %d times in all, want 2", n)
+		}
+		if later.WorkflowStatus != a.resp.WorkflowStatus || later.WorkflowRunId != a.resp.WorkflowRunId ||
+			string(*(*later.Results)[0].CompletedStateOutput.Data) != `"done"` {
+			t.Errorf("a later getWithWait answered %+v, the handed-over run %+v", later, a.resp)
+		}
+	})
+}

@@ -224,7 +224,7 @@ func (e *Engine) WaitForStateCompletion(ctx context.Context, req iwfapi.Workflow
 	}
 	deadline := time.NewTimer(e.waitBudget(deref(req.WaitTimeSeconds)))
 	defer deadline.Stop()
-	changed, unsubscribe := e.waits.subscribe(workflowKey(req.WorkflowId))
+	w, unsubscribe := e.waits.subscribe(workflowKey(req.WorkflowId))
 	defer unsubscribe()
 	for {
 		var found *iwfapi.StateCompletionOutput
@@ -257,7 +257,7 @@ func (e *Engine) WaitForStateCompletion(ctx context.Context, req iwfapi.Workflow
 		}
 		recheck := time.NewTimer(e.cfg.LongPollRecheck)
 		select {
-		case <-changed:
+		case <-w.C:
 		case <-recheck.C:
 		case <-deadline.C:
 			recheck.Stop()

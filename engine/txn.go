@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
@@ -42,11 +43,16 @@ type runTxn struct {
 
 // txEffects collects what a transaction did that matters after its commit.
 type txEffects struct {
-	tasks   []*Task         // tasks leased to this process, to schedule
-	runs    []string        // runs (and workflow keys) whose waiters must wake
-	events  []*HistoryEvent // history to append, in order, at the end
-	started int             // runs created
-	closed  []RunStatus     // runs closed
+	tasks []*Task  // tasks leased to this process, to schedule
+	runs  []string // runs (and workflow keys) whose waiters must wake
+	// closedRuns are the runs this transaction closed, as it wrote them,
+	// in the order of their saves (a later save of the same run replaces
+	// an earlier one): those it leaves closed are handed to the waiters
+	// it wakes (notifier.notify).
+	closedRuns []*Run
+	events     []*HistoryEvent // history to append, in order, at the end
+	started    int             // runs created
+	closed     []RunStatus     // runs closed
 	// timerLateness has one entry per fired timer: how late it fired.
 	timerLateness []time.Duration
 	// stale lists tasks whose result was dropped because another process
@@ -140,8 +146,20 @@ func (e *Engine) committed(fx *txEffects) {
 		e.cfg.OnCommit(fx.events)
 	}
 	e.disp.schedule(fx.tasks...)
-	for _, r := range fx.runs {
-		e.waits.notify(r)
+	var closed map[string]*Run
+	for _, r := range fx.closedRuns {
+		if closed == nil {
+			closed = make(map[string]*Run, 2*len(fx.closedRuns))
+		}
+		if r.Status == RunRunning {
+			delete(closed, r.RunID)
+			delete(closed, workflowKey(r.WorkflowID))
+			continue
+		}
+		closed[r.RunID], closed[workflowKey(r.WorkflowID)] = r, r
+	}
+	for _, k := range fx.runs {
+		e.waits.notify(k, closed[k])
 	}
 	if e.feed != nil && len(fx.runs) > 0 {
 		e.feed.PublishChanges(Changes{Keys: fx.runs})
@@ -175,5 +193,11 @@ func (r *runTxn) save() error {
 	}
 	r.run.Data = encode(r.rd)
 	r.fx.runs = append(r.fx.runs, r.run.RunID, workflowKey(r.run.WorkflowID))
+	if r.run.Status != RunRunning || slices.ContainsFunc(r.fx.closedRuns, func(c *Run) bool { return c.RunID == r.run.RunID }) {
+		// The last save of a run counts: one saved again as running
+		// after a close is handed to nobody.
+		saved := *r.run
+		r.fx.closedRuns = append(r.fx.closedRuns, &saved)
+	}
 	return r.tx.RunUpdate(r.ctx, r.run)
 }

@@ -424,19 +424,32 @@ func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest)
 // It subscribes to the changes of the workflow id before its first read:
 // every run of the workflow announces its changes under that key too
 // (runTxn.save), so a change committed after the subscription wakes the
-// call, and one committed before it is seen by the read. Each wake-up (or
-// re-check) then costs one read, and a running workflow is read once
-// before the call waits.
+// call, and one committed before it is seen by the read. A running
+// workflow is read once before the call waits. A wake-up by a commit of
+// this process that closed the run waited for hands over the run as
+// committed, and the call answers from it without another read; any other
+// wake-up (or re-check) costs one read.
 func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
 	wait := e.waitBudget(deref(req.WaitTimeSeconds))
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	changed, unsubscribe := e.waits.subscribe(workflowKey(req.WorkflowId))
+	w, unsubscribe := e.waits.subscribe(workflowKey(req.WorkflowId))
 	defer unsubscribe()
 	runID := deref(req.WorkflowRunId)
 	follow := runID == "" // follow workflow retries when no run is named
+	var closed *Run       // the run waited for, as the commit that closed it wrote it
 	for {
-		resp, id, retriedBy, err := e.describe(ctx, req.WorkflowId, runID, true)
+		var (
+			resp          iwfapi.WorkflowGetResponse
+			id, retriedBy string
+			err           error
+		)
+		if closed != nil {
+			resp, id, retriedBy, err = getResponse(closed, true)
+			closed = nil
+		} else {
+			resp, id, retriedBy, err = e.describe(ctx, req.WorkflowId, runID, true)
+		}
 		if err != nil {
 			return resp, err
 		}
@@ -450,7 +463,10 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 		runID = id
 		recheck := time.NewTimer(e.cfg.LongPollRecheck)
 		select {
-		case <-changed:
+		case <-w.C:
+			if r := e.waits.take(w); r != nil && r.RunID == runID {
+				closed = r
+			}
 		case <-recheck.C:
 		case <-deadline.C:
 			recheck.Stop()
@@ -476,11 +492,16 @@ func (e *Engine) waitBudget(requestSeconds int32) time.Duration {
 // describe reads a run for get and getWithWait. It also returns the run's
 // id and the run that retries it, if any.
 func (e *Engine) describe(ctx context.Context, workflowID, runID string, withResults bool) (iwfapi.WorkflowGetResponse, string, string, error) {
-	var resp iwfapi.WorkflowGetResponse
 	run, err := e.readRunOnly(ctx, workflowID, runID)
 	if err != nil {
-		return resp, "", "", err
+		return iwfapi.WorkflowGetResponse{}, "", "", err
 	}
+	return getResponse(run, withResults)
+}
+
+// getResponse is describe for a run already read.
+func getResponse(run *Run, withResults bool) (iwfapi.WorkflowGetResponse, string, string, error) {
+	var resp iwfapi.WorkflowGetResponse
 	resp.WorkflowRunId = run.RunID
 	resp.WorkflowStatus = iwfapi.WorkflowStatus(run.Status)
 	if run.Status == RunRunning {
