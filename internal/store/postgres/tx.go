@@ -52,6 +52,10 @@ type queuedCheck struct {
 	status   string
 	closedAt int64
 	data     []byte
+	// taskID and owner name the task the run's check deletes, as
+	// TaskTake's DELETE does; the fold keeps the delete.
+	taskID int64
+	owner  *string
 }
 
 var (
@@ -181,7 +185,7 @@ func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	t.tx.touch(r.RunID)
 	if c := t.fold(&t.expectRun, r.RunID, ""); c != nil {
 		t.tx.queued[c.at] = queuedStmt{op: "RunUpdate (expecting)", sql: sqlRunUpdateExpecting,
-			args: []any{string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID, c.status, c.closedAt, c.data}}
+			args: []any{string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID, c.status, c.closedAt, c.data, c.taskID, c.owner}}
 		return nil
 	}
 	t.tx.later("RunUpdate", `WITH u AS (
@@ -660,8 +664,12 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 // checked under the run's lock, as TaskTake reads them. The expected values
 // are copied: the caller goes on to change run and x.
 //
-// The run's check locks the run (FOR UPDATE), and the RunUpdate that
-// follows it in the transaction takes its place while it is still queued:
+// The run's check locks the run (FOR UPDATE) and, in the same statement,
+// deletes the task: the delete reads the locked row, so it runs after the
+// lock, and finding the task re-leased or gone since the statement's
+// snapshot, it re-checks the newest row (as any DELETE in READ COMMITTED
+// does) and deletes nothing. The RunUpdate that follows the check in the
+// transaction takes its place while it is still queued:
 // an UPDATE whose WHERE is the check, then made at the same point of the
 // transaction, and which takes the run's row lock there as the check did
 // (sqlRunUpdateExpecting). The execution's check is folded likewise into
@@ -676,15 +684,13 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 // then rolled back whole, as before.
 func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int64, owner string, x *engine.Execution) error {
 	t.tx.touch(run.RunID)
-	t.expectRun = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (run)", runID: run.RunID, status: string(run.Status),
-		closedAt: rowfmt.ToMs(run.ClosedAt), data: bytes.Clone(run.Data)})
-	t.tx.later(t.expectRun.op, `SELECT iwf_expect(count(*) = 1, 'run') FROM (
-		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE) r`,
-		nil, run.RunID, t.expectRun.status, t.expectRun.closedAt, t.expectRun.data)
-	t.tx.later("TaskTakeExpecting (task)", `WITH d AS (
-		DELETE FROM tasks WHERE id = $1 AND lease_owner IS NOT DISTINCT FROM $2::text RETURNING 1)
-		SELECT iwf_expect((SELECT count(*) FROM d) = 1, 'task')`,
-		nil, taskID, nullString(owner))
+	t.expectRun = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (run, task)", runID: run.RunID, status: string(run.Status),
+		closedAt: rowfmt.ToMs(run.ClosedAt), data: bytes.Clone(run.Data), taskID: taskID, owner: nullString(owner)})
+	t.tx.later(t.expectRun.op, `WITH r AS (
+		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE),
+		d AS (DELETE FROM tasks WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text AND EXISTS (SELECT 1 FROM r) RETURNING 1)
+		SELECT iwf_expect((SELECT count(*) FROM r) = 1, 'run'), iwf_expect((SELECT count(*) FROM d) = 1, 'task')`,
+		nil, run.RunID, t.expectRun.status, t.expectRun.closedAt, t.expectRun.data, taskID, t.expectRun.owner)
 	t.expectExec = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (execution)", runID: x.RunID, executionID: x.ExecutionID, status: string(x.Status),
 		data: bytes.Clone(x.Data)})
 	t.tx.later(t.expectExec.op, `SELECT iwf_expect(count(*) = 1, 'execution') FROM executions
@@ -694,12 +700,16 @@ func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int
 }
 
 // sqlRunUpdateExpecting is RunUpdate folded with the run's check of
-// TaskTakeExpecting: $1..$4 as RunUpdate's, $5..$7 the status, closed_at
-// and data the run must still hold. No row updated is the failed check.
+// TaskTakeExpecting and the task's delete that travels with it: $1..$4 as
+// RunUpdate's, $5..$7 the status, closed_at and data the run must still
+// hold, $8 and $9 the task and its lease owner. No row updated is the
+// failed check. The delete waits for the update (it reads u), so the run's
+// row lock is taken before the task's, as in TaskTake.
 const sqlRunUpdateExpecting = `WITH u AS (
 		UPDATE runs SET status = $1, closed_at = $2, data = $3
-		WHERE run_id = $4 AND status = $5 AND closed_at = $6 AND data IS NOT DISTINCT FROM $7 RETURNING 1)
-		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'run')`
+		WHERE run_id = $4 AND status = $5 AND closed_at = $6 AND data IS NOT DISTINCT FROM $7 RETURNING 1),
+		d AS (DELETE FROM tasks WHERE id = $8 AND lease_owner IS NOT DISTINCT FROM $9::text AND EXISTS (SELECT 1 FROM u) RETURNING 1)
+		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'run'), iwf_expect((SELECT count(*) FROM d) = 1, 'task')`
 
 // sqlExecutionUpdateExpecting is ExecutionUpdate folded with the
 // execution's check of TaskTakeExpecting: $1..$4 as ExecutionUpdate's, $5
