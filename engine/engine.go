@@ -242,7 +242,7 @@ func (e *Engine) changedElsewhere(c Changes) {
 			e.limiter.woke(strings.TrimPrefix(k, limitHintPrefix))
 			continue
 		}
-		e.waits.notify(k, nil)
+		e.waits.notify(k)
 	}
 	if c.Tasks {
 		e.disp.claimSoon()
@@ -277,7 +277,10 @@ func (e *Engine) localHorizon() time.Duration {
 //
 // A commit of this process that closes a run hands the run, as committed,
 // to the waiters it wakes (waiter.closed): a getWithWait that waited for
-// that run answers from it without reading the store again.
+// that run answers from it without reading the store again. Such a
+// waiter waits for closes only (subscribeCloses): the other commits of
+// this process, which leave the run open, do not wake it. A change told by
+// the change feed, whose kind is not known, wakes every waiter of its key.
 type notifier struct {
 	mu      sync.Mutex
 	waiters map[string]map[*waiter]struct{}
@@ -287,6 +290,9 @@ type notifier struct {
 type waiter struct {
 	// C is signalled at the next change of the key.
 	C chan struct{}
+	// closesOnly: this process's commits wake the waiter only when they
+	// close a run of the key.
+	closesOnly bool
 	// closed is the run a commit of this process closed with the latest
 	// change it signalled, nil when that change closed none (or came from
 	// another process); guarded by the notifier's mu, read with take.
@@ -300,7 +306,16 @@ func newNotifier() *notifier {
 // subscribe returns a waiter signalled at the next change of key (a run
 // id or a workflowKey), and a function to unsubscribe.
 func (n *notifier) subscribe(key string) (*waiter, func()) {
-	w := &waiter{C: make(chan struct{}, 1)}
+	return n.add(key, &waiter{C: make(chan struct{}, 1)})
+}
+
+// subscribeCloses is subscribe for a waiter that waits for a run of key
+// to close: a commit of this process wakes it only when it closes one.
+func (n *notifier) subscribeCloses(key string) (*waiter, func()) {
+	return n.add(key, &waiter{C: make(chan struct{}, 1), closesOnly: true})
+}
+
+func (n *notifier) add(key string, w *waiter) (*waiter, func()) {
 	n.mu.Lock()
 	m := n.waiters[key]
 	if m == nil {
@@ -353,11 +368,27 @@ func (n *notifier) notifyAll() {
 	n.mu.Unlock()
 }
 
-// notify wakes the waiters of key. closed, when not nil, is a run that
-// the change closed, as committed; the waiters may answer from it.
-func (n *notifier) notify(key string, closed *Run) {
+// notify wakes the waiters of key for a change made elsewhere (the change
+// feed): what changed is not known, so it hands over no run.
+func (n *notifier) notify(key string) {
 	n.mu.Lock()
 	for w := range n.waiters[key] {
+		w.closed = nil
+		signal(w.C)
+	}
+	n.mu.Unlock()
+}
+
+// notifyCommit wakes the waiters of key for a commit of this process.
+// closed, when not nil, is a run of key that the commit closed, as
+// committed: the waiters may answer from it. When it is nil, the waiters
+// for closes only stay asleep.
+func (n *notifier) notifyCommit(key string, closed *Run) {
+	n.mu.Lock()
+	for w := range n.waiters[key] {
+		if closed == nil && w.closesOnly {
+			continue
+		}
 		w.closed = closed
 		signal(w.C)
 	}

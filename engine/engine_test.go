@@ -685,23 +685,29 @@ func (s *runReadCounter) ReadRun(ctx context.Context, workflowID, runID string) 
 }
 
 // TestGetWithWaitAnswersFromTheClosingCommit: a getWithWait that waits for
-// a run this process then closes answers from the run as the closing
-// commit wrote it, results included, without reading the run again; a
+// a run this process then closes sleeps through the commits that leave the
+// run open (S1's answer) and answers from the run as the closing commit
+// wrote it, results included, without reading the run again; a
 // getWithWait that starts after the close reads it once.
 func TestGetWithWaitAnswersFromTheClosingCommit(t *testing.T) {
 	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
 		rc := &runReadCounter{Store: st}
 		h := newHarness(t, rc, func(c *engine.Config) { c.LongPollRecheck = time.Hour })
-		entered, release := make(chan struct{}), make(chan struct{})
+		entered1, release1 := make(chan struct{}), make(chan struct{})
+		entered2, release2 := make(chan struct{}), make(chan struct{})
+		skip := &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
 		h.worker.state("S1", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
-			close(entered)
-			<-release
+			close(entered1)
+			<-release1
+			return decide(iwfapi.StateMovement{StateId: "S2", StateOptions: skip}), 200
+		}})
+		h.worker.state("S2", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			close(entered2)
+			<-release2
 			return decide(next(engine.GracefulCompletingState, obj(`"done"`))), 200
 		}})
-		h.start("wf-local-close", "S1", nil, func(r *iwfapi.WorkflowStartRequest) {
-			r.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
-		})
-		<-entered
+		h.start("wf-local-close", "S1", nil, func(r *iwfapi.WorkflowStartRequest) { r.StateOptions = skip })
+		<-entered1
 
 		type answer struct {
 			resp iwfapi.WorkflowGetResponse
@@ -716,7 +722,9 @@ func TestGetWithWaitAnswersFromTheClosingCommit(t *testing.T) {
 		if n := rc.reads.Load(); n != 1 {
 			t.Fatalf("getWithWait read the run %d times before waiting, want 1", n)
 		}
-		close(release)
+		close(release1)
+		<-entered2 // S1's answer, which leaves the run open, has committed
+		close(release2)
 		a := <-got
 		if a.err != nil {
 			t.Fatalf("getWithWait: %v", a.err)
@@ -726,7 +734,7 @@ func TestGetWithWaitAnswersFromTheClosingCommit(t *testing.T) {
 			t.Fatalf("getWithWait answered %+v", a.resp)
 		}
 		if n := rc.reads.Load(); n != 1 {
-			t.Errorf("getWithWait read the run %d times, want 1 (the close was handed over)", n)
+			t.Errorf("getWithWait read the run %d times, want 1 (woken by the close only, which was handed over)", n)
 		}
 		// A later call has nothing to wait for and reads the run once; it
 		// answers as the handed-over run did.

@@ -48,7 +48,7 @@ type txEffects struct {
 	// closedRuns are the runs this transaction closed, as it wrote them,
 	// in the order of their saves (a later save of the same run replaces
 	// an earlier one): those it leaves closed are handed to the waiters
-	// it wakes (notifier.notify).
+	// it wakes (notifier.notifyCommit).
 	closedRuns []*Run
 	events     []*HistoryEvent // history to append, in order, at the end
 	started    int             // runs created
@@ -159,7 +159,7 @@ func (e *Engine) committed(fx *txEffects) {
 		closed[r.RunID], closed[workflowKey(r.WorkflowID)] = r, r
 	}
 	for _, k := range fx.runs {
-		e.waits.notify(k, closed[k])
+		e.waits.notifyCommit(k, closed[k])
 	}
 	if e.feed != nil && len(fx.runs) > 0 {
 		e.feed.PublishChanges(Changes{Keys: fx.runs})

@@ -425,15 +425,17 @@ func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest)
 // every run of the workflow announces its changes under that key too
 // (runTxn.save), so a change committed after the subscription wakes the
 // call, and one committed before it is seen by the read. A running
-// workflow is read once before the call waits. A wake-up by a commit of
-// this process that closed the run waited for hands over the run as
-// committed, and the call answers from it without another read; any other
-// wake-up (or re-check) costs one read.
+// workflow is read once before the call waits. The commits of this process
+// wake the call only when they close a run of the workflow
+// (subscribeCloses), and hand over the run as committed: when it is the
+// run waited for, the call answers from it without another read. A change
+// told by the change feed (another process's commit), or a re-check,
+// costs one read.
 func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
 	wait := e.waitBudget(deref(req.WaitTimeSeconds))
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	w, unsubscribe := e.waits.subscribe(workflowKey(req.WorkflowId))
+	w, unsubscribe := e.waits.subscribeCloses(workflowKey(req.WorkflowId))
 	defer unsubscribe()
 	runID := deref(req.WorkflowRunId)
 	follow := runID == "" // follow workflow retries when no run is named
