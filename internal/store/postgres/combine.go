@@ -298,9 +298,7 @@ func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) 
 	}
 	b.Queue("commit")
 	for _, m := range live {
-		for _, a := range m.after {
-			b.Queue(callReadSQL, a.runID, a.executionID)
-		}
+		queueCallReads(b, m.after)
 	}
 	br := conn.SendBatch(ctx, b)
 	for range 2 { // begin, set lock_timeout

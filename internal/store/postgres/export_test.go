@@ -42,6 +42,36 @@ func (r roundTrips) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQu
 
 func (r roundTrips) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
 
+// WithCallReadCounter counts in n the statements sent that are callReadSQL
+// (ReadForCall and the reads behind a COMMIT), alone or in a pipeline.
+func WithCallReadCounter(n *atomic.Int64) Option {
+	return func(o *options) { o.tracer = callReads{n} }
+}
+
+// callReads is a pgx tracer that counts the statements that are callReadSQL.
+type callReads struct{ n *atomic.Int64 }
+
+func (r callReads) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
+	if d.SQL == callReadSQL {
+		r.n.Add(1)
+	}
+	return ctx
+}
+
+func (r callReads) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+func (r callReads) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (r callReads) TraceBatchQuery(_ context.Context, _ *pgx.Conn, d pgx.TraceBatchQueryData) {
+	if d.SQL == callReadSQL {
+		r.n.Add(1)
+	}
+}
+
+func (r callReads) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}
+
 // SetFeedClock replaces the clock of s's change feed.
 func SetFeedClock(s *Store, now func() time.Time) { s.feed.now = now }
 

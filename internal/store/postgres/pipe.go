@@ -71,14 +71,32 @@ type pipe struct {
 type afterCommitRead struct {
 	runID, executionID string
 	done               func(*engine.CallRead)
+	// known, when set, is the read's result, known to the transaction
+	// (bornRows): nothing is sent for it.
+	known *engine.CallRead
+}
+
+// queueCallReads queues the reads of after that must be sent (those not
+// known) on b, behind its COMMIT.
+func queueCallReads(b *pgx.Batch, after []afterCommitRead) {
+	for _, a := range after {
+		if a.known == nil {
+			b.Queue(callReadSQL, a.runID, a.executionID)
+		}
+	}
 }
 
 // deliverCallReads hands the results of after's reads, sent behind a
-// COMMIT that succeeded, to their done functions, in order. It stops at
-// the first read that fails and reports false: that call, and the ones
-// after it, then read by themselves; the commit stands.
+// COMMIT that succeeded (or known without a read), to their done
+// functions, in order. It stops at the first read that fails and reports
+// false: that call, and the ones after it, then read by themselves; the
+// commit stands.
 func deliverCallReads(br pgx.BatchResults, after []afterCommitRead) bool {
 	for _, a := range after {
+		if a.known != nil {
+			a.done(a.known)
+			continue
+		}
 		rows, err := br.Query()
 		if err != nil {
 			return false
@@ -348,9 +366,11 @@ func (p *pipe) commit(ctx context.Context) error {
 	p.afterCommit = nil
 	// COMMIT is the last statement whose outcome counts; the reads travel
 	// behind it in the same round trip.
-	tail := make([]queuedStmt, len(after))
-	for i, a := range after {
-		tail[i] = queuedStmt{sql: callReadSQL, args: []any{a.runID, a.executionID}}
+	tail := make([]queuedStmt, 0, len(after))
+	for _, a := range after {
+		if a.known == nil {
+			tail = append(tail, queuedStmt{sql: callReadSQL, args: []any{a.runID, a.executionID}})
+		}
 	}
 	br, err := p.sendWithTail(ctx, tail, "commit")
 	if err != nil {

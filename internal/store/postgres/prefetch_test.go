@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -72,6 +74,109 @@ func TestReadForCallAfterCommit(t *testing.T) {
 	err = s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
 		tx.(engine.CallPrefetcher).ReadForCallAfterCommit("run-1", "S-1", func(*engine.CallRead) { called = true })
 		return tx.RunInsert(ctx, run) // a duplicate key: the commit fails
+	})
+	if err == nil || called {
+		t.Errorf("failed commit: err %v, read delivered %v", err, called)
+	}
+}
+
+// TestReadForCallAfterCommitOfANewRun: the first call of a run that the
+// transaction created is handed over without a read, exactly as the read
+// returns it once committed; a write that changes what the read returns
+// (an attribute, an update of the run or the execution) sends the read; a
+// failed commit delivers nothing.
+func TestReadForCallAfterCommitOfANewRun(t *testing.T) {
+	ctx := context.Background()
+	var reads atomic.Int64
+	s, _ := pgtest.NewStoreWith(t, postgres.WithCallReadCounter(&reads))
+	// Times with nanoseconds: the row keeps milliseconds.
+	at := time.Date(2026, 11, 28, 13, 0, 0, 123_456_789, time.UTC)
+
+	cases := []struct {
+		name     string
+		write    func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error
+		wantRead bool
+	}{
+		{"run and execution inserted", nil, false},
+		{"with a data attribute", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
+			return tx.DataAttributeUpsert(ctx, run.RunID, []*engine.Attribute{{Key: "k", Value: []byte(`1`)}})
+		}, true},
+		{"with a search attribute", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
+			return tx.SearchAttributeUpsert(ctx, run.RunID, []*engine.SearchAttribute{{Key: "IwfWorkflowType", ValueType: "KEYWORD", Raw: []byte(`"T"`), String: ptrTo("T")}})
+		}, true},
+		{"execution updated", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
+			x.Status, x.Data = engine.ExecExecute, []byte(`{"updated":true}`)
+			return tx.ExecutionUpdate(ctx, x)
+		}, true},
+		{"run updated", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
+			run.Data = []byte(`{"updated":true}`)
+			return tx.RunUpdate(ctx, run)
+		}, true},
+	}
+	for i, c := range cases {
+		runID := fmt.Sprintf("new-run-%d", i)
+		run := &engine.Run{RunID: runID, WorkflowID: "wf-" + runID, WorkflowType: "T", Status: engine.RunRunning, StartedAt: at, Data: []byte(`{"v":1}`)}
+		x := &engine.Execution{RunID: runID, ExecutionID: "S1-1", StateID: "S1", Status: engine.ExecWaitUntil, CreatedAt: at, Data: []byte(`{}`)}
+		var got *engine.CallRead
+		before := reads.Load()
+		err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			got = nil
+			// A start's order: the execution first, the run last.
+			if err := tx.ExecutionInsert(ctx, []*engine.Execution{x}); err != nil {
+				return err
+			}
+			if err := tx.RunInsert(ctx, run); err != nil {
+				return err
+			}
+			if c.write != nil {
+				if err := c.write(ctx, tx, run, x); err != nil {
+					return err
+				}
+			}
+			tx.(engine.CallPrefetcher).ReadForCallAfterCommit(runID, "S1-1", func(cr *engine.CallRead) { got = cr })
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if read := reads.Load() > before; read != c.wantRead {
+			t.Errorf("%s: read sent %v, want %v", c.name, read, c.wantRead)
+		}
+		want, err := s.ReadForCall(ctx, runID, "S1-1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: delivered %+v / %+v, the database reads %+v / %+v", c.name, got.Run, got.Execution, want.Run, want.Execution)
+		}
+	}
+
+	// A new run whose commit fails (its workflow row exists already)
+	// delivers nothing.
+	called := false
+	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+		called = false
+		if err := tx.(engine.WorkflowCreator).WorkflowCreateExpecting(ctx, "wf-taken", "run-a"); err != nil {
+			return err
+		}
+		return tx.RunInsert(ctx, &engine.Run{RunID: "run-a", WorkflowID: "wf-taken", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+		called = false
+		if err := tx.(engine.WorkflowCreator).WorkflowCreateExpecting(ctx, "wf-taken", "run-b"); err != nil {
+			return err
+		}
+		if err := tx.ExecutionInsert(ctx, []*engine.Execution{{RunID: "run-b", ExecutionID: "S1-1", StateID: "S1", Status: engine.ExecWaitUntil, CreatedAt: at}}); err != nil {
+			return err
+		}
+		if err := tx.RunInsert(ctx, &engine.Run{RunID: "run-b", WorkflowID: "wf-taken", WorkflowType: "T", Status: engine.RunRunning, StartedAt: at}); err != nil {
+			return err
+		}
+		tx.(engine.CallPrefetcher).ReadForCallAfterCommit("run-b", "S1-1", func(*engine.CallRead) { called = true })
+		return nil
 	})
 	if err == nil || called {
 		t.Errorf("failed commit: err %v, read delivered %v", err, called)

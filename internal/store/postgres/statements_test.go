@@ -39,11 +39,12 @@ const (
 // plus less than one statement, so that a change that adds a statement to
 // a workflow's path fails the test. Measured with PostgreSQL 15 on the
 // store of this commit (see docs/architecture.md, "Statements per workflow
-// (PostgreSQL)"): W1 21.2, W2 40.2, W3 28.25 statements per workflow (the
+// (PostgreSQL)"): W1 20.2, W2 40.2, W3 28.25 statements per workflow (the
 // checks of an execute answer folded into its run and execution updates,
-// the task's delete into the run's check or update).
+// the task's delete into the run's check or update; W1's start hands its
+// first call the rows it wrote instead of reading them, bornRows).
 var maxStatementsPerWorkflow = map[string]float64{
-	shapeW1: 22,
+	shapeW1: 21,
 	shapeW2: 41,
 	shapeW3: 29,
 }

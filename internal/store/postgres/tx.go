@@ -34,6 +34,9 @@ type txn struct {
 	// the queue, with an UPDATE that makes the check and the write in one
 	// statement (see fold).
 	expectRun, expectExec *queuedCheck
+	// born holds the rows this transaction inserted for the runs it
+	// created, for ReadForCallAfterCommit (bornRows).
+	born bornRows
 }
 
 // queuedCheck is a check of TaskTakeExpecting queued in a pipe, which a
@@ -171,6 +174,7 @@ func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
 
 // RunInsert implements engine.Tx.
 func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
+	t.born.run(r)
 	t.tx.later("RunInsert", `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`, nil,
 		r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status), rowfmt.ToMs(r.StartedAt), rowfmt.ToMs(r.ClosedAt), r.Data)
 	return nil
@@ -182,6 +186,7 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 // RunUpdate of the run checked by a TaskTakeExpecting whose check is still
 // queued takes the check's place instead (fold).
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
+	t.born.change(r.RunID)
 	t.tx.touch(r.RunID)
 	if c := t.fold(&t.expectRun, r.RunID, ""); c != nil {
 		t.tx.queued[c.at] = queuedStmt{op: "RunUpdate (expecting)", sql: sqlRunUpdateExpecting,
@@ -246,6 +251,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 	if len(executions) == 0 {
 		return nil
 	}
+	t.born.executions(executions)
 	n := len(executions)
 	var (
 		runIDs, execIDs, stateIDs, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -269,6 +275,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 // first ExecutionUpdate of the execution checked by a TaskTakeExpecting
 // whose check is still queued takes the check's place instead (fold).
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
+	t.born.change(e.RunID)
 	t.tx.touch(e.RunID)
 	if c := t.fold(&t.expectExec, e.RunID, e.ExecutionID); c != nil {
 		t.tx.queued[c.at] = queuedStmt{op: "ExecutionUpdate (expecting)", sql: sqlExecutionUpdateExpecting,
@@ -413,6 +420,7 @@ func lastByKey[T any](items []T, key func(T) string) []T {
 // DataAttributeUpsert implements engine.Tx with one multi-row upsert. A key
 // given twice takes its last value.
 func (t *txn) DataAttributeUpsert(ctx context.Context, runID string, attrs []*engine.Attribute) error {
+	t.born.change(runID)
 	attrs = lastByKey(attrs, func(a *engine.Attribute) string { return a.Key })
 	if len(attrs) == 0 {
 		return nil
@@ -517,6 +525,7 @@ func fillKeywordArrays(rows pgx.Rows, err error, arrays map[string]*engine.Searc
 // then the KEYWORD_ARRAY elements of the given keys are replaced, all sent
 // in one round trip. A key given twice takes its last value.
 func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*engine.SearchAttribute) error {
+	t.born.change(runID)
 	attrs = lastByKey(attrs, func(a *engine.SearchAttribute) string { return a.Key })
 	if len(attrs) == 0 {
 		return nil
@@ -617,9 +626,12 @@ func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, err
 }
 
 // ReadForCallAfterCommit implements engine.CallPrefetcher: callReadSQL
-// travels behind the COMMIT, in its round trip.
+// travels behind the COMMIT, in its round trip. For the first call of a
+// run this transaction created, the transaction may know the answer
+// already (bornRows): it is then handed over after the commit, unread.
 func (t *txn) ReadForCallAfterCommit(runID, executionID string, done func(*engine.CallRead)) {
-	t.tx.afterCommit = append(t.tx.afterCommit, afterCommitRead{runID: runID, executionID: executionID, done: done})
+	t.tx.afterCommit = append(t.tx.afterCommit, afterCommitRead{runID: runID, executionID: executionID, done: done,
+		known: t.born.read(runID, executionID)})
 }
 
 // TaskTake implements engine.Tx: the run lock and the task's DELETE are
