@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // TestReadForCallAfterCommit: a read queued behind the commit sees what the
@@ -81,10 +83,10 @@ func TestReadForCallAfterCommit(t *testing.T) {
 }
 
 // TestReadForCallAfterCommitOfANewRun: the first call of a run that the
-// transaction created is handed over without a read, exactly as the read
-// returns it once committed; a write that changes what the read returns
-// (an attribute, an update of the run or the execution) sends the read; a
-// failed commit delivers nothing.
+// transaction created is handed over without a read, attributes of every
+// type included, exactly as the read returns it once committed; an update
+// of the run or of the execution after its insert sends the read; a failed
+// commit delivers nothing.
 func TestReadForCallAfterCommitOfANewRun(t *testing.T) {
 	ctx := context.Background()
 	var reads atomic.Int64
@@ -98,12 +100,33 @@ func TestReadForCallAfterCommitOfANewRun(t *testing.T) {
 		wantRead bool
 	}{
 		{"run and execution inserted", nil, false},
-		{"with a data attribute", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
-			return tx.DataAttributeUpsert(ctx, run.RunID, []*engine.Attribute{{Key: "k", Value: []byte(`1`)}})
-		}, true},
-		{"with a search attribute", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
-			return tx.SearchAttributeUpsert(ctx, run.RunID, []*engine.SearchAttribute{{Key: "IwfWorkflowType", ValueType: "KEYWORD", Raw: []byte(`"T"`), String: ptrTo("T")}})
-		}, true},
+		{"with attributes", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
+			if err := tx.DataAttributeUpsert(ctx, run.RunID, []*engine.Attribute{
+				{Key: "b", Value: []byte(`1`)}, {Key: "a", Value: nil}, {Key: "c", Value: []byte{}}, {Key: "b", Value: []byte(`2`)},
+			}); err != nil {
+				return err
+			}
+			if err := tx.DataAttributeUpsert(ctx, run.RunID, []*engine.Attribute{{Key: "c", Value: []byte(`"last"`)}}); err != nil {
+				return err
+			}
+			when := time.Date(2026, 11, 28, 13, 0, 0, 987_654_321, time.FixedZone("x", 3600))
+			if err := tx.SearchAttributeUpsert(ctx, run.RunID, []*engine.SearchAttribute{
+				{Key: "kw", ValueType: search.Keyword, Raw: []byte(`"v"`), String: ptrTo("v")},
+				{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`["x","y"]`), Strings: []string{"x", "y"}},
+				{Key: "empty", ValueType: search.KeywordArray, Raw: []byte(`[]`)},
+				{Key: "n", ValueType: search.Int, Raw: []byte(`7`), Int: ptrTo(int64(7))},
+				{Key: "f", ValueType: search.Double, Raw: []byte(`1.5`), Double: ptrTo(1.5)},
+				{Key: "ok", ValueType: search.Bool, Raw: []byte(`true`), Bool: ptrTo(true)},
+				{Key: "at", ValueType: search.Datetime, Raw: []byte(`"2026-11-28T14:00:00.987654321+01:00"`), Time: &when},
+				{Key: "txt", ValueType: search.Text, Raw: []byte(`"some text"`), String: ptrTo("some text")},
+			}); err != nil {
+				return err
+			}
+			// A later write of a key replaces the earlier one.
+			return tx.SearchAttributeUpsert(ctx, run.RunID, []*engine.SearchAttribute{
+				{Key: "arr", ValueType: search.KeywordArray, Raw: []byte(`["z"]`), Strings: []string{"z"}},
+			})
+		}, false},
 		{"execution updated", func(ctx context.Context, tx engine.Tx, run *engine.Run, x *engine.Execution) error {
 			x.Status, x.Data = engine.ExecExecute, []byte(`{"updated":true}`)
 			return tx.ExecutionUpdate(ctx, x)
@@ -147,7 +170,7 @@ func TestReadForCallAfterCommitOfANewRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: delivered %+v / %+v, the database reads %+v / %+v", c.name, got.Run, got.Execution, want.Run, want.Execution)
+			t.Errorf("%s: delivered\n%s\nthe database reads\n%s", c.name, describeCallRead(got), describeCallRead(want))
 		}
 	}
 
@@ -181,4 +204,28 @@ func TestReadForCallAfterCommitOfANewRun(t *testing.T) {
 	if err == nil || called {
 		t.Errorf("failed commit: err %v, read delivered %v", err, called)
 	}
+}
+
+// describeCallRead prints a CallRead with what its pointers point to.
+func describeCallRead(cr *engine.CallRead) string {
+	if cr == nil {
+		return "nil"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "run %+v\nexecution %+v\n", cr.Run, cr.Execution)
+	for _, a := range cr.DataAttributes {
+		fmt.Fprintf(&b, "data %s = %q (nil %v)\n", a.Key, a.Value, a.Value == nil)
+	}
+	for _, a := range cr.SearchAttributes {
+		fmt.Fprintf(&b, "search %s %s raw %q string %v int %v double %v bool %v time %v strings %#v\n", a.Key, a.ValueType, a.Raw,
+			deref(a.String), deref(a.Int), deref(a.Double), deref(a.Bool), deref(a.Time), a.Strings)
+	}
+	return b.String()
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

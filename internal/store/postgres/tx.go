@@ -420,8 +420,8 @@ func lastByKey[T any](items []T, key func(T) string) []T {
 // DataAttributeUpsert implements engine.Tx with one multi-row upsert. A key
 // given twice takes its last value.
 func (t *txn) DataAttributeUpsert(ctx context.Context, runID string, attrs []*engine.Attribute) error {
-	t.born.change(runID)
 	attrs = lastByKey(attrs, func(a *engine.Attribute) string { return a.Key })
+	t.born.dataAttributes(runID, attrs)
 	if len(attrs) == 0 {
 		return nil
 	}
@@ -525,8 +525,8 @@ func fillKeywordArrays(rows pgx.Rows, err error, arrays map[string]*engine.Searc
 // then the KEYWORD_ARRAY elements of the given keys are replaced, all sent
 // in one round trip. A key given twice takes its last value.
 func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*engine.SearchAttribute) error {
-	t.born.change(runID)
 	attrs = lastByKey(attrs, func(a *engine.SearchAttribute) string { return a.Key })
+	t.born.searchAttributes(runID, attrs)
 	if len(attrs) == 0 {
 		return nil
 	}
