@@ -298,7 +298,9 @@ func (c *combiner) try(ctx context.Context, conn *pgxpool.Conn, live []*member) 
 	}
 	b.Queue("commit")
 	for _, m := range live {
-		queueCallReads(b, m.after)
+		for _, q := range callReadStmts(m.after) {
+			b.Queue(q.sql, q.args...)
+		}
 	}
 	br := conn.SendBatch(ctx, b)
 	for range 2 { // begin, set lock_timeout

@@ -76,14 +76,16 @@ type afterCommitRead struct {
 	known *engine.CallRead
 }
 
-// queueCallReads queues the reads of after that must be sent (those not
-// known) on b, behind its COMMIT.
-func queueCallReads(b *pgx.Batch, after []afterCommitRead) {
+// callReadStmts returns the statements of the reads of after that must be
+// sent (those not known), in order, to travel behind a COMMIT.
+func callReadStmts(after []afterCommitRead) []queuedStmt {
+	stmts := make([]queuedStmt, 0, len(after))
 	for _, a := range after {
 		if a.known == nil {
-			b.Queue(callReadSQL, a.runID, a.executionID)
+			stmts = append(stmts, queuedStmt{sql: callReadSQL, args: []any{a.runID, a.executionID}})
 		}
 	}
+	return stmts
 }
 
 // deliverCallReads hands the results of after's reads, sent behind a
@@ -366,13 +368,7 @@ func (p *pipe) commit(ctx context.Context) error {
 	p.afterCommit = nil
 	// COMMIT is the last statement whose outcome counts; the reads travel
 	// behind it in the same round trip.
-	tail := make([]queuedStmt, 0, len(after))
-	for _, a := range after {
-		if a.known == nil {
-			tail = append(tail, queuedStmt{sql: callReadSQL, args: []any{a.runID, a.executionID}})
-		}
-	}
-	br, err := p.sendWithTail(ctx, tail, "commit")
+	br, err := p.sendWithTail(ctx, callReadStmts(after), "commit")
 	if err != nil {
 		return err
 	}
