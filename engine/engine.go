@@ -281,10 +281,47 @@ func (e *Engine) localHorizon() time.Duration {
 // waiter waits for closes only (subscribeCloses): the other commits of
 // this process, which leave the run open, do not wake it. A change told by
 // the change feed, whose kind is not known, wakes every waiter of its key.
+//
+// The notifier also keeps what this process's own commits say of the open
+// run of a workflow (knownOpen), so that a getWithWait that follows a start
+// or an answer of this process can wait without reading the run first.
 type notifier struct {
 	mu      sync.Mutex
 	waiters map[string]map[*waiter]struct{}
+	// marks holds, by workflow key, the open run that this process's
+	// latest commit of the workflow left, and the transactions of the
+	// workflow under way (openMark). At most maxOpenMarks.
+	marks map[string]*openMark
 }
+
+// openMark is what this process knows of a workflow's open run.
+//
+// A transaction that saves a run of the workflow counts itself in pending
+// before its commit (notifier.pend) and settles after it (settle, or
+// abandon when it failed). When the last one settles, the mark holds the
+// run its commit left open, or goes when that commit closed it. A
+// transaction that settles while another is pending cannot know which of
+// the two committed last (the goroutines that commit run on after their
+// commits in any order), so the mark becomes stale and goes when the last
+// pending one settles: the next getWithWait reads the run. A change told by
+// the change feed (another process's commit) does the same.
+//
+// So a mark with nothing pending names a run that was open at its last
+// commit by this process, with no commit of this process since, and no
+// change by another process told since. A getWithWait subscribes before it
+// looks at the mark: a close committed after the look wakes it, by this
+// process (notifyCommit) or through the feed, as a close after a read
+// would.
+type openMark struct {
+	runID   string // the open run; "" once stale
+	pending int    // transactions of the workflow between pend and settle
+	stale   bool
+}
+
+// maxOpenMarks bounds the marks kept: a process that holds more workflows
+// in flight marks only some of them, and long polls of the others read the
+// run first, as they did before marks existed.
+const maxOpenMarks = 1 << 16
 
 // waiter is one subscription of a notifier.
 type waiter struct {
@@ -300,7 +337,85 @@ type waiter struct {
 }
 
 func newNotifier() *notifier {
-	return &notifier{waiters: map[string]map[*waiter]struct{}{}}
+	return &notifier{waiters: map[string]map[*waiter]struct{}{}, marks: map[string]*openMark{}}
+}
+
+// pend counts a transaction that saves runs of the workflow keys as
+// pending, before its commit, and returns the keys it counted it for
+// (those marked already, or while there is room): the caller settles or
+// abandons each of them exactly once.
+func (n *notifier) pend(keys []string) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	counted := keys[:0:0]
+	for _, k := range keys {
+		m := n.marks[k]
+		if m == nil {
+			if len(n.marks) >= maxOpenMarks {
+				continue
+			}
+			m = &openMark{}
+			n.marks[k] = m
+		}
+		m.pending++
+		counted = append(counted, k)
+	}
+	return counted
+}
+
+// settle ends a pending transaction of key that committed, leaving open
+// the run openRunID ("" when it left none open).
+func (n *notifier) settle(key, openRunID string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	m := n.marks[key]
+	if m == nil {
+		return
+	}
+	m.pending--
+	switch {
+	case m.pending > 0:
+		m.stale, m.runID = true, ""
+	case m.stale || openRunID == "":
+		delete(n.marks, key)
+	default:
+		m.runID = openRunID
+	}
+}
+
+// abandon ends pending transactions of keys that failed. A failed commit
+// may still have committed (the connection was lost on the way), so what
+// the marks held is not known any more.
+func (n *notifier) abandon(keys []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, k := range keys {
+		if m := n.marks[k]; m != nil {
+			m.pending--
+			n.forgetLocked(k, m)
+		}
+	}
+}
+
+// forgetLocked makes m, the mark of key, unknown: it goes, or, while
+// transactions of key are pending, becomes stale.
+func (n *notifier) forgetLocked(key string, m *openMark) {
+	if m.pending > 0 {
+		m.stale, m.runID = true, ""
+		return
+	}
+	delete(n.marks, key)
+}
+
+// knownOpen returns the run of the workflow key that this process's
+// commits know open (openMark), or "" when they do not know.
+func (n *notifier) knownOpen(key string) string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if m := n.marks[key]; m != nil && m.pending == 0 && !m.stale {
+		return m.runID
+	}
+	return ""
 }
 
 // subscribe returns a waiter signalled at the next change of key (a run
@@ -355,10 +470,13 @@ func (n *notifier) count() int {
 	return c
 }
 
-// notifyAll wakes every waiter. It hands over no run: a waiter woken so
-// reads what changed.
+// notifyAll wakes every waiter and forgets every open mark. It hands over
+// no run: a waiter woken so reads what changed.
 func (n *notifier) notifyAll() {
 	n.mu.Lock()
+	for k, m := range n.marks {
+		n.forgetLocked(k, m)
+	}
 	for _, m := range n.waiters {
 		for w := range m {
 			w.closed = nil
@@ -369,9 +487,13 @@ func (n *notifier) notifyAll() {
 }
 
 // notify wakes the waiters of key for a change made elsewhere (the change
-// feed): what changed is not known, so it hands over no run.
+// feed): what changed is not known, so it hands over no run, and forgets
+// the open mark of key.
 func (n *notifier) notify(key string) {
 	n.mu.Lock()
+	if m := n.marks[key]; m != nil {
+		n.forgetLocked(key, m)
+	}
 	for w := range n.waiters[key] {
 		w.closed = nil
 		signal(w.C)

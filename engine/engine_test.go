@@ -4,6 +4,7 @@ import (
 	"context"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -636,21 +637,31 @@ func (s *viewCounter) View(ctx context.Context, fn func(ctx context.Context, tx 
 }
 
 // TestGetWithWaitReadsOnceBeforeWaiting: a getWithWait on a running
-// workflow that does not change reads it once, then waits (it subscribes
-// before the read, so it needs no second read to catch a close committed
-// in between) and times out.
+// workflow that does not change waits (it subscribes before it looks, so it
+// needs no second look to catch a close committed in between) and times
+// out. On another node it reads the run once before waiting; on the node
+// whose commit started the run, it knows the run open from that commit and
+// reads nothing.
 func TestGetWithWaitReadsOnceBeforeWaiting(t *testing.T) {
 	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
 		vc := &viewCounter{Store: st}
-		h := newHarness(t, vc, func(c *engine.Config) { c.LongPollRecheck = time.Hour })
+		recheck := func(c *engine.Config) { c.LongPollRecheck = time.Hour }
+		h := newHarness(t, vc, recheck)
+		other := newHarnessOn(t, vc, h.worker, recheck)
 		h.start("wf-still", "", nil)
-		before := vc.views.Load()
-		_, err := h.eng.GetWorkflowWithWait(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-still", WaitTimeSeconds: ptr(int32(1))})
-		if engine.CodeOf(err) != engine.CodeLongPollTimeout {
-			t.Fatalf("getWithWait: %v", err)
-		}
-		if n := vc.views.Load() - before; n != 1 {
-			t.Errorf("getWithWait read the store %d times, want 1", n)
+		for _, c := range []struct {
+			node  string
+			eng   *engine.Engine
+			reads int64
+		}{{"the node that started it", h.eng, 0}, {"another node", other.eng, 1}} {
+			before := vc.views.Load()
+			_, err := c.eng.GetWorkflowWithWait(context.Background(), iwfapi.WorkflowGetRequest{WorkflowId: "wf-still", WaitTimeSeconds: ptr(int32(1))})
+			if engine.CodeOf(err) != engine.CodeLongPollTimeout {
+				t.Fatalf("getWithWait on %s: %v", c.node, err)
+			}
+			if n := vc.views.Load() - before; n != c.reads {
+				t.Errorf("getWithWait on %s read the store %d times, want %d", c.node, n, c.reads)
+			}
 		}
 	})
 }
@@ -685,16 +696,21 @@ func (s *runReadCounter) ReadRun(ctx context.Context, workflowID, runID string) 
 }
 
 // TestGetWithWaitAnswersFromTheClosingCommit: a getWithWait that waits for
-// a run this process then closes sleeps through the commits that leave the
-// run open (S1's answer) and answers from the run as the closing commit
-// wrote it, results included, without reading the run again; a
-// getWithWait that starts after the close reads it once.
+// a run this process started and then closes knows it open from the start's
+// commit, sleeps through the commits that leave the run open (S1's answer)
+// and answers from the run as the closing commit wrote it, results
+// included, without reading the run at all; a getWithWait that starts
+// after the close reads it once.
 func TestGetWithWaitAnswersFromTheClosingCommit(t *testing.T) {
 	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
 		rc := &runReadCounter{Store: st}
 		h := newHarness(t, rc, func(c *engine.Config) { c.LongPollRecheck = time.Hour })
 		entered1, release1 := make(chan struct{}), make(chan struct{})
 		entered2, release2 := make(chan struct{}), make(chan struct{})
+		// A failed check must not leave the worker's handlers blocked: the
+		// engine's shutdown would wait for them.
+		var once1, once2 sync.Once
+		t.Cleanup(func() { once1.Do(func() { close(release1) }); once2.Do(func() { close(release2) }) })
 		skip := &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
 		h.worker.state("S1", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
 			close(entered1)
@@ -719,12 +735,12 @@ func TestGetWithWaitAnswersFromTheClosingCommit(t *testing.T) {
 			got <- answer{resp, err}
 		}()
 		h.eventually("the long poll to wait", func() bool { return gauge(t, h, "iwf_long_polls_waiting") == "1" })
-		if n := rc.reads.Load(); n != 1 {
-			t.Fatalf("getWithWait read the run %d times before waiting, want 1", n)
+		if n := rc.reads.Load(); n != 0 {
+			t.Fatalf("getWithWait read the run %d times before waiting, want 0 (the start's commit left it open)", n)
 		}
-		close(release1)
+		once1.Do(func() { close(release1) })
 		<-entered2 // S1's answer, which leaves the run open, has committed
-		close(release2)
+		once2.Do(func() { close(release2) })
 		a := <-got
 		if a.err != nil {
 			t.Fatalf("getWithWait: %v", a.err)
@@ -733,14 +749,14 @@ func TestGetWithWaitAnswersFromTheClosingCommit(t *testing.T) {
 			string(*(*a.resp.Results)[0].CompletedStateOutput.Data) != `"done"` {
 			t.Fatalf("getWithWait answered %+v", a.resp)
 		}
-		if n := rc.reads.Load(); n != 1 {
-			t.Errorf("getWithWait read the run %d times, want 1 (woken by the close only, which was handed over)", n)
+		if n := rc.reads.Load(); n != 0 {
+			t.Errorf("getWithWait read the run %d times, want 0 (woken by the close only, which was handed over)", n)
 		}
 		// A later call has nothing to wait for and reads the run once; it
 		// answers as the handed-over run did.
 		later := h.result("wf-local-close")
-		if n := rc.reads.Load(); n != 2 {
-			t.Errorf("a getWithWait after the close read the run %d times in all, want 2", n)
+		if n := rc.reads.Load(); n != 1 {
+			t.Errorf("a getWithWait after the close read the run %d times in all, want 1", n)
 		}
 		if later.WorkflowStatus != a.resp.WorkflowStatus || later.WorkflowRunId != a.resp.WorkflowRunId ||
 			string(*(*later.Results)[0].CompletedStateOutput.Data) != `"done"` {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine/internal/record"
@@ -67,10 +68,19 @@ type txEffects struct {
 // tasks it leased to this process, wakes long polls on changed runs and
 // records metrics. fn may run more than once; only the last run's effects
 // count.
+//
+// An attempt that saved runs counts, before its commit, as pending on the
+// keys of their workflows (notifier.pend): the commit then settles them
+// with the runs it left open, and a failure abandons them.
 func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
-	var last *txn
+	var (
+		last   *txn
+		pended []string // the workflow keys the last attempt counted as pending
+	)
 	begin := time.Now()
 	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		e.waits.abandon(pended) // an earlier attempt's, which did not commit
+		pended = nil
 		t := &txn{e: e, ctx: ctx, tx: tx, now: e.cfg.Clock.Now()}
 		last = t
 		if err := fn(t); err != nil {
@@ -82,14 +92,28 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 			}
 		}
 		t.prefetchCalls()
+		pended = e.waits.pend(workflowKeys(t.fx.runs))
 		return nil
 	})
 	e.metrics.txSeconds.observe(time.Since(begin))
 	if err != nil {
+		e.waits.abandon(pended)
 		return err
 	}
-	e.committed(&last.fx)
+	e.committed(&last.fx, pended)
 	return nil
+}
+
+// workflowKeys returns the workflow keys among the keys of changed runs,
+// each once.
+func workflowKeys(keys []string) []string {
+	var out []string
+	for _, k := range keys {
+		if strings.HasPrefix(k, workflowKeyPrefix) && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // maxPrefetch bounds the worker-call reads one commit carries (a decision
@@ -117,8 +141,9 @@ func (t *txn) prefetchCalls() {
 	}
 }
 
-// committed applies a committed transaction's effects, once.
-func (e *Engine) committed(fx *txEffects) {
+// committed applies a committed transaction's effects, once. pended are
+// the workflow keys its commit settles (notifier.pend).
+func (e *Engine) committed(fx *txEffects, pended []string) {
 	if fx.started > 0 {
 		e.metrics.started.add(int64(fx.started))
 	}
@@ -157,6 +182,22 @@ func (e *Engine) committed(fx *txEffects) {
 			continue
 		}
 		closed[r.RunID], closed[workflowKey(r.WorkflowID)] = r, r
+	}
+	// fx.runs pairs each run saved with its workflow's key; the last run
+	// saved of a workflow is the one its mark follows. Marks settle before
+	// the waiters wake: a getWithWait that subscribes after this wake-up
+	// finds the mark of a closed run gone, and reads.
+	for _, k := range pended {
+		open := ""
+		for i := len(fx.runs) - 1; i > 0; i-- {
+			if fx.runs[i] == k {
+				if id := fx.runs[i-1]; closed[id] == nil {
+					open = id
+				}
+				break
+			}
+		}
+		e.waits.settle(k, open)
 	}
 	for _, k := range fx.runs {
 		e.waits.notifyCommit(k, closed[k])

@@ -119,7 +119,10 @@ func (e *Engine) admit(ctx context.Context) error {
 }
 
 // workflowKey is the notifier key of a workflow id (run keys are UUIDs).
-func workflowKey(workflowID string) string { return "workflow:" + workflowID }
+func workflowKey(workflowID string) string { return workflowKeyPrefix + workflowID }
+
+// workflowKeyPrefix starts every workflowKey.
+const workflowKeyPrefix = "workflow:"
 
 // StartWorkflow starts a new run of a workflow id (POST /api/v1/workflow/start).
 func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStartRequest) (iwfapi.WorkflowStartResponse, error) {
@@ -424,32 +427,43 @@ func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest)
 // It subscribes to the changes of the workflow id before its first read:
 // every run of the workflow announces its changes under that key too
 // (runTxn.save), so a change committed after the subscription wakes the
-// call, and one committed before it is seen by the read. A running
-// workflow is read once before the call waits. The commits of this process
-// wake the call only when they close a run of the workflow
-// (subscribeCloses), and hand over the run as committed: when it is the
-// run waited for, the call answers from it without another read. A change
-// told by the change feed (another process's commit), or a re-check,
-// costs one read.
+// call, and one committed before it is seen by the read. When this
+// process's own commits know the run open (notifier.knownOpen: the call
+// follows a start or an answer of this process, and nothing has changed
+// the workflow since), the call waits without that first read. The
+// commits of this process wake the call only when they close a run of the
+// workflow (subscribeCloses), and hand over the run as committed: when it
+// is the run waited for, the call answers from it without another read. A
+// change told by the change feed (another process's commit), or a
+// re-check, costs one read.
 func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
 	wait := e.waitBudget(deref(req.WaitTimeSeconds))
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	w, unsubscribe := e.waits.subscribeCloses(workflowKey(req.WorkflowId))
+	key := workflowKey(req.WorkflowId)
+	w, unsubscribe := e.waits.subscribeCloses(key)
 	defer unsubscribe()
 	runID := deref(req.WorkflowRunId)
 	follow := runID == "" // follow workflow retries when no run is named
 	var closed *Run       // the run waited for, as the commit that closed it wrote it
+	open := e.waits.knownOpen(key)
+	if runID != "" && open != runID {
+		open = ""
+	}
 	for {
 		var (
 			resp          iwfapi.WorkflowGetResponse
 			id, retriedBy string
 			err           error
 		)
-		if closed != nil {
+		switch {
+		case closed != nil:
 			resp, id, retriedBy, err = getResponse(closed, true)
 			closed = nil
-		} else {
+		case open != "":
+			resp, id = iwfapi.WorkflowGetResponse{WorkflowRunId: open, WorkflowStatus: iwfapi.WorkflowStatus(RunRunning)}, open
+			open = ""
+		default:
 			resp, id, retriedBy, err = e.describe(ctx, req.WorkflowId, runID, true)
 		}
 		if err != nil {
