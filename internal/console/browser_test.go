@@ -213,12 +213,42 @@ func TestBrowserSignInAndOut(t *testing.T) {
 		}
 	}
 	do("the console sends to the sign-in page", chromedp.Navigate(hs.URL+"/ui/"), chromedp.WaitVisible(css(`#token`)))
-	do("sign in", chromedp.SendKeys(css(`#token`), token), chromedp.Click(css(`button[type=submit]`)),
-		chromedp.WaitVisible(css(`#signout`)))
+	// The list page behind the sign-in reloads itself every few seconds
+	// while auto-refresh is on: a reload between finding the sign-out
+	// button and clicking it would take the button away. Off, as the
+	// checkbox leaves it, for this origin.
+	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`localStorage.setItem("iwf-console-autorefresh", "off"); true`)); err != nil {
+		t.Fatalf("turning auto-refresh off: %v", err)
+	}
+	// A click that submits a form starts a navigation, and a query by node
+	// ids that runs while the old document goes fails ("Could not find node
+	// with given id"). So the clicks that navigate, and the waits behind
+	// them, go by script: a poll during the navigation fails, and the next
+	// one reads the new page.
+	js := func(expr string) (bool, error) { return chromedp.Run(bctx, chromedp.Evaluate[bool](expr)) }
+	navigate := func(what, click, until string) {
+		t.Helper()
+		if _, err := js(`document.querySelector("` + click + `").click(); true`); err != nil {
+			t.Fatalf("%s: clicking %s: %v", what, click, err)
+		}
+		for {
+			ok, err := js(`document.readyState === "complete" && document.querySelector("` + until + `") !== null`)
+			if err == nil && ok {
+				return
+			}
+			select {
+			case <-bctx.Done():
+				t.Fatalf("%s: %s did not appear: %v (last poll: %v)", what, until, bctx.Err(), err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+	do("type the token", chromedp.SendKeys(css(`#token`), token))
+	navigate("sign in", `button[type=submit]`, `#signout`)
 	if n := toks.Sessions(); n != 1 {
 		t.Fatalf("%d sessions after sign-in", n)
 	}
-	do("sign out", chromedp.Click(css(`#signout`)), chromedp.WaitVisible(css(`#token`)))
+	navigate("sign out", `#signout`, `#token`)
 	if n := toks.Sessions(); n != 0 {
 		t.Fatalf("%d sessions after sign-out", n)
 	}
