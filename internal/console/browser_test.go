@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -60,6 +61,56 @@ func newBrowser(t *testing.T) context.Context {
 	return bctx
 }
 
+// Clicks that submit a form or follow a link start a navigation, and so
+// does the console's auto-refresh. A chromedp query by node ids that runs
+// while the old document goes fails ("Could not find node with given id",
+// chromedp issue 1001). So the browser tests click what navigates, and wait
+// for what a navigation brings, by script: a poll that runs during a
+// navigation fails, and the next one reads the new page.
+
+// clickByScript clicks the element of the CSS selector sel.
+func clickByScript(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector(`+jsString(sel)+`).click(); true`)); err != nil {
+		t.Fatalf("%s: clicking %s: %v", what, sel, err)
+	}
+}
+
+// waitByScript polls the page until it has loaded and holds an element of
+// every CSS selector of sels.
+func waitByScript(t *testing.T, ctx context.Context, what string, sels ...string) {
+	t.Helper()
+	cond := `document.readyState === "complete"`
+	for _, sel := range sels {
+		cond += ` && document.querySelector(` + jsString(sel) + `) !== null`
+	}
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond))
+		if err == nil && ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s: %s not on the page: %v (last poll: %v)", what, strings.Join(sels, ", "), ctx.Err(), err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// navigateByClick clicks the element of sel and waits for the page that
+// holds elements of until.
+func navigateByClick(t *testing.T, ctx context.Context, what, sel string, until ...string) {
+	t.Helper()
+	clickByScript(t, ctx, what, sel)
+	waitByScript(t, ctx, what, until...)
+}
+
+// jsString quotes s as a JavaScript string literal.
+func jsString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
 // TestBrowserSignalFlow drives the console in a real browser: the list shows
 // a running workflow (and, by auto-refresh, one started after the page
 // loaded), its page shows the pending signal, the signal form (confirmed)
@@ -105,38 +156,41 @@ func TestBrowserSignalFlow(t *testing.T) {
 					t.Fatalf("%s: %v", js, err)
 				}
 			}
-			do("open the list", chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(css(row(first))))
+			do("open the list", chromedp.Navigate(e.url+"/ui/"))
+			waitByScript(t, ctx, "open the list", row(first))
 			e.start(t, second)
-			do("auto-refresh shows a new run", chromedp.WaitVisible(css(row(second))))
+			waitByScript(t, ctx, "auto-refresh shows a new run", row(second))
 			eval(`localStorage.setItem("iwf-console-autorefresh", "off")`)
-			do("reload without auto-refresh", chromedp.Reload(), chromedp.WaitVisible(css(row(second))))
+			do("reload without auto-refresh", chromedp.Reload())
+			waitByScript(t, ctx, "reload without auto-refresh", row(second))
 			if got := text(row(first)); !strings.Contains(got, demoType) || !strings.Contains(got, "RUNNING") {
 				t.Fatalf("list row: %q", got)
 			}
 			if kind == "sqlite" {
 				screenshot(t, ctx, "list.png")
 			}
-			do("open the run", chromedp.Click(css(row(first)+" a.wf")), chromedp.WaitVisible(css(`#status[data-status="RUNNING"]`)))
+			navigateByClick(t, ctx, "open the run", row(first)+" a.wf", `#status[data-status="RUNNING"]`)
 			if got := text(`#pending`); !strings.Contains(got, "approval") || !strings.Contains(got, "WAITING_COMMANDS") {
 				t.Fatalf("pending section: %q", got)
 			}
-			do("send the signal",
+			do("fill the signal form",
 				chromedp.SendKeys(css(`#signal-channel`), "approval"),
 				chromedp.SendKeys(css(`#signal-value`), `{"approved": true, "by": "ada"}`),
-				chromedp.Click(css(`#signal-submit`)),
-				chromedp.WaitVisible(css(`#confirm`)),
 			)
+			navigateByClick(t, ctx, "send the signal", `#signal-submit`, `#confirm`)
 			if got := text(`.confirm`); !strings.Contains(got, `channel "approval"`) {
 				t.Fatalf("confirmation: %q", got)
 			}
-			do("confirm", chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`#flash`)))
+			navigateByClick(t, ctx, "confirm", `#confirm`, `#flash`)
 			if got := text(`#flash`); !strings.Contains(got, "Signal sent") {
 				t.Fatalf("flash: %q", got)
 			}
 			eval(`localStorage.setItem("iwf-console-autorefresh", "on")`)
-			do("auto-refresh shows the run completed", chromedp.Reload(), chromedp.WaitVisible(css(`#status[data-status="COMPLETED"]`)))
+			do("reload with auto-refresh", chromedp.Reload())
+			waitByScript(t, ctx, "auto-refresh shows the run completed", `#status[data-status="COMPLETED"]`)
 			eval(`localStorage.setItem("iwf-console-autorefresh", "off")`)
-			do("reload without auto-refresh", chromedp.Reload(), chromedp.WaitVisible(css(`#status[data-status="COMPLETED"]`)))
+			do("reload without auto-refresh", chromedp.Reload())
+			waitByScript(t, ctx, "reload without auto-refresh", `#status[data-status="COMPLETED"]`)
 			if got := text(`.io`); !strings.Contains(got, `"by": "ada"`) {
 				t.Fatalf("results: %q", got)
 			}
@@ -220,35 +274,12 @@ func TestBrowserSignInAndOut(t *testing.T) {
 	if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`localStorage.setItem("iwf-console-autorefresh", "off"); true`)); err != nil {
 		t.Fatalf("turning auto-refresh off: %v", err)
 	}
-	// A click that submits a form starts a navigation, and a query by node
-	// ids that runs while the old document goes fails ("Could not find node
-	// with given id"). So the clicks that navigate, and the waits behind
-	// them, go by script: a poll during the navigation fails, and the next
-	// one reads the new page.
-	js := func(expr string) (bool, error) { return chromedp.Run(bctx, chromedp.Evaluate[bool](expr)) }
-	navigate := func(what, click, until string) {
-		t.Helper()
-		if _, err := js(`document.querySelector("` + click + `").click(); true`); err != nil {
-			t.Fatalf("%s: clicking %s: %v", what, click, err)
-		}
-		for {
-			ok, err := js(`document.readyState === "complete" && document.querySelector("` + until + `") !== null`)
-			if err == nil && ok {
-				return
-			}
-			select {
-			case <-bctx.Done():
-				t.Fatalf("%s: %s did not appear: %v (last poll: %v)", what, until, bctx.Err(), err)
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}
 	do("type the token", chromedp.SendKeys(css(`#token`), token))
-	navigate("sign in", `button[type=submit]`, `#signout`)
+	navigateByClick(t, bctx, "sign in", `button[type=submit]`, `#signout`)
 	if n := toks.Sessions(); n != 1 {
 		t.Fatalf("%d sessions after sign-in", n)
 	}
-	navigate("sign out", `#signout`, `#token`)
+	navigateByClick(t, bctx, "sign out", `#signout`, `#token`)
 	if n := toks.Sessions(); n != 0 {
 		t.Fatalf("%d sessions after sign-out", n)
 	}
@@ -299,32 +330,37 @@ func TestBrowserBatchTerminate(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			do("open the list", chromedp.Navigate(e.url+"/ui/"), chromedp.WaitVisible(css(`#q`)))
+			do("open the list", chromedp.Navigate(e.url+"/ui/"))
+			waitByScript(t, ctx, "open the list", `#q`)
 			// No reload of the list while the form is filled in; the batch
-			// page, loaded after the confirmation, refreshes itself.
+			// page refreshes itself once auto-refresh is on again.
 			autorefresh("off")
-			do("search", chromedp.SendKeys(css(`#q`), "WorkflowId STARTS_WITH 'sweep-'"), chromedp.Submit(css(`#q`)),
-				chromedp.WaitVisible(css(`#batch-open`)))
+			do("type the query", chromedp.SendKeys(css(`#q`), "WorkflowId STARTS_WITH 'sweep-'"))
+			if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.querySelector("#q").form.requestSubmit(); true`)); err != nil {
+				t.Fatalf("search: %v", err)
+			}
+			waitByScript(t, ctx, "search", `#batch-open`)
 			if got := text(`#batch-open`); !strings.Contains(got, "Apply to all 4 matching") {
 				t.Fatalf("batch summary: %q", got)
 			}
 			do("fill the batch form", chromedp.Click(css(`#batch-open`)), chromedp.WaitVisible(css(`#batch-reason`)),
 				chromedp.SetValue(css(`#batch-operation`), "TERMINATE"),
-				chromedp.SendKeys(css(`#batch-reason`), "bad deploy"),
-				chromedp.Click(css(`#batch-submit`)), chromedp.WaitVisible(css(`#confirm`)))
+				chromedp.SendKeys(css(`#batch-reason`), "bad deploy"))
+			navigateByClick(t, ctx, "submit the batch form", `#batch-submit`, `#confirm`)
 			got := text(`.confirm`)
 			for _, want := range []string{"4 runs match the query now", "TERMINATE", "at most 50 runs per second", "STARTS_WITH 'sweep-'"} {
 				if !strings.Contains(got, want) {
 					t.Fatalf("confirmation lacks %q: %q", want, got)
 				}
 			}
-			autorefresh("on")
-			do("confirm", chromedp.Click(css(`#confirm`)), chromedp.WaitVisible(css(`#batch-progress`)))
+			// The flash shows once: read it before the page refreshes.
+			navigateByClick(t, ctx, "confirm", `#confirm`, `#batch-progress`)
 			if got := text(`#flash`); !strings.Contains(got, "4 runs matched") {
 				t.Fatalf("flash: %q", got)
 			}
-			do("the page refreshes until every run is done", chromedp.WaitVisible(css(`#batch-done[data-done="4"]`)),
-				chromedp.WaitVisible(css(`#batch-state[data-state="COMPLETED"]`)))
+			autorefresh("on")
+			do("reload with auto-refresh", chromedp.Reload())
+			waitByScript(t, ctx, "the page refreshes until every run is done", `#batch-done[data-done="4"]`, `#batch-state[data-state="COMPLETED"]`)
 			if got := text(`#batch-progress`); !strings.Contains(got, "4 done, 0 failed") {
 				t.Fatalf("progress: %q", got)
 			}
