@@ -373,14 +373,11 @@ func (n *notifier) settle(key, openRunID string) {
 		return
 	}
 	m.pending--
-	switch {
-	case m.pending > 0:
-		m.stale, m.runID = true, ""
-	case m.stale || openRunID == "":
-		delete(n.marks, key)
-	default:
-		m.runID = openRunID
+	if m.pending > 0 || m.stale || openRunID == "" {
+		n.forgetLocked(key, m)
+		return
 	}
+	m.runID = openRunID
 }
 
 // abandon ends pending transactions of keys that failed. A failed commit
