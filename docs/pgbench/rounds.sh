@@ -1,5 +1,5 @@
 #!/bin/bash
-# rounds.sh DB N SCRIPT.sql...: N rounds of workflow-cpu.sh over the scripts,
+# rounds.sh DB N SCRIPT.sql...: N rounds of machine-cpu.sh per workflow over the scripts,
 # CLIENTS clients (8 unless set), the order rotated each round and the tables emptied (with a
 # VACUUM and a CHECKPOINT) before every run, so that no script runs on the
 # rows of another. PGOPTIONS, when set, applies to pgbench's sessions.
@@ -14,6 +14,6 @@ reset() { psql -d "$db" -q -c "TRUNCATE workflows, runs, executions, tasks, hist
 for i in $(seq 1 "$n"); do
   for j in $(seq 0 $((k - 1))); do
     reset
-    bash "$dir/workflow-cpu.sh" "$db" "${scripts[$(( (i + j) % k ))]}" "${CLIENTS:-8}" "${PGOPTIONS:-}" 2>&1 | tail -1
+    PER=workflow bash "$dir/machine-cpu.sh" "$db" "${scripts[$(( (i + j) % k ))]}" "${CLIENTS:-8}" "${PGOPTIONS:-}" 2>&1 | tail -1
   done
 done

@@ -1,6 +1,6 @@
 -- One W1 workflow as the store sends it: the start; S1's answer (S1 -> S2) with S2's call read behind
 -- its COMMIT; S2's answer, which closes the run. Three pipelined transactions, one round trip each.
--- For workflow-cpu.sh; rows sized like a W1 run's (run 368 bytes, execution 99, history event 80).
+-- For rounds.sh (machine-cpu.sh per workflow); rows sized like a W1 run's (run 368 bytes, execution 99, history event 80).
 \set n random(1, 1000000000000)
 \startpipeline
 BEGIN;
