@@ -1,5 +1,5 @@
--- The least a W1 workflow could cost: three durable transactions of one row each (the start's
--- workflow id with its check, then one history row per answer).
+-- The least a W1 workflow costs when its three steps commit one by one: three durable transactions
+-- of one row each (the start's workflow id with its check, then one history row per answer).
 \set n random(1, 1000000000000)
 \startpipeline
 BEGIN;
