@@ -266,10 +266,11 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 	return classify(ctx, unexpected(retry(ctx, func() error { return s.update(ctx, fn) })))
 }
 
-// unexpected reports a failed check of TaskTakeExpecting or
-// WorkflowCreateExpecting (SQLSTATE IW001, raised by iwf_expect) as
-// engine.ErrUnexpected, and a write that found no row to change (IW002,
-// raised by iwf_found) as engine.ErrNotFound.
+// unexpected reports a failed check of TaskTakeExpecting (SQLSTATE IW001,
+// raised by iwf_expect) and WorkflowCreateExpecting's insert of a taken id
+// (a unique violation of workflows_pkey: every other insert into workflows
+// says ON CONFLICT) as engine.ErrUnexpected, and a write that found no row
+// to change (IW002, raised by iwf_found) as engine.ErrNotFound.
 func unexpected(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -278,6 +279,10 @@ func unexpected(err error) error {
 			return fmt.Errorf("%w: %s", engine.ErrUnexpected, pgErr.Message)
 		case "IW002":
 			return fmt.Errorf("%w: %s", engine.ErrNotFound, pgErr.Message)
+		case "23505":
+			if pgErr.ConstraintName == "workflows_pkey" {
+				return fmt.Errorf("%w: workflow id taken", engine.ErrUnexpected)
+			}
 		}
 	}
 	return err

@@ -34,6 +34,10 @@ type txn struct {
 	// the queue, with an UPDATE that makes the check and the write in one
 	// statement (see fold).
 	expectRun, expectExec *queuedCheck
+	// taskInserts counts the TaskInserts of the transaction, so that a
+	// TaskDeleteByRun knows whether a task was queued for insertion since
+	// the run's check (foldDeleteByRun).
+	taskInserts int
 	// born holds the rows this transaction inserted for the runs it
 	// created, for ReadForCallAfterCommit (bornRows).
 	born bornRows
@@ -59,6 +63,11 @@ type queuedCheck struct {
 	// TaskTake's DELETE does; the fold keeps the delete.
 	taskID int64
 	owner  *string
+	// deleteAll: the run's check deletes every task of the run, not only
+	// the taken one (foldDeleteByRun); inserts is the transaction's
+	// taskInserts when the check was queued.
+	deleteAll bool
+	inserts   int
 }
 
 var (
@@ -130,17 +139,18 @@ func (t *txn) WorkflowLockOrCreate(ctx context.Context, workflowID, runID string
 	return cur, false, wrap("WorkflowLockOrCreate", err)
 }
 
-// WorkflowCreateExpecting implements engine.WorkflowCreator: the INSERT is
-// queued, and checked by iwf_expect (SQLSTATE IW001, engine.ErrUnexpected)
-// when the transaction's next statement or its commit goes out. An insert
+// WorkflowCreateExpecting implements engine.WorkflowCreator: a plain
+// INSERT, queued, which fails the transaction with a unique violation of
+// workflows_pkey (engine.ErrUnexpected, see unexpected) when the id is
+// taken, at the transaction's next statement or its commit. An insert
 // racing another creator of the id waits for it, as WorkflowLockOrCreate
-// does, and fails the check when that one commits.
+// does, and fails when that one commits. Without ON CONFLICT the insert
+// is not speculative: one WAL record and a CTE fewer than the form that
+// checks its count with iwf_expect.
 func (t *txn) WorkflowCreateExpecting(ctx context.Context, workflowID, runID string) error {
 	t.tx.touch(workflowID)
-	t.tx.later("WorkflowCreateExpecting", `WITH i AS (
-		INSERT INTO workflows (workflow_id, current_run_id) VALUES ($1, $2)
-		ON CONFLICT (workflow_id) DO NOTHING RETURNING 1)
-		SELECT iwf_expect((SELECT count(*) FROM i) = 1, 'workflow id')`, nil, workflowID, runID)
+	t.tx.later("WorkflowCreateExpecting", `INSERT INTO workflows (workflow_id, current_run_id) VALUES ($1, $2)`,
+		nil, workflowID, runID)
 	return nil
 }
 
@@ -189,7 +199,11 @@ func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	t.born.change(r.RunID)
 	t.tx.touch(r.RunID)
 	if c := t.fold(&t.expectRun, r.RunID, ""); c != nil {
-		t.tx.queued[c.at] = queuedStmt{op: "RunUpdate (expecting)", sql: sqlRunUpdateExpecting,
+		sql := sqlRunUpdateExpecting
+		if c.deleteAll {
+			sql = sqlRunUpdateExpectingDeleteAll
+		}
+		t.tx.queued[c.at] = queuedStmt{op: "RunUpdate (expecting)", sql: sql,
 			args: []any{string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID, c.status, c.closedAt, c.data, c.taskID, c.owner}}
 		return nil
 	}
@@ -592,6 +606,7 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
+	t.taskInserts++
 	n := len(tasks)
 	var (
 		runIDs, wfIDs, execIDs, kinds = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -697,11 +712,9 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int64, owner string, x *engine.Execution) error {
 	t.tx.touch(run.RunID)
 	t.expectRun = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (run, task)", runID: run.RunID, status: string(run.Status),
-		closedAt: rowfmt.ToMs(run.ClosedAt), data: bytes.Clone(run.Data), taskID: taskID, owner: nullString(owner)})
-	t.tx.later(t.expectRun.op, `WITH r AS (
-		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE),
-		d AS (DELETE FROM tasks WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text AND EXISTS (SELECT 1 FROM r) RETURNING 1)
-		SELECT iwf_expect((SELECT count(*) FROM r) = 1, 'run'), iwf_expect((SELECT count(*) FROM d) = 1, 'task')`,
+		closedAt: rowfmt.ToMs(run.ClosedAt), data: bytes.Clone(run.Data), taskID: taskID, owner: nullString(owner),
+		inserts: t.taskInserts})
+	t.tx.later(t.expectRun.op, sqlRunCheck,
 		nil, run.RunID, t.expectRun.status, t.expectRun.closedAt, t.expectRun.data, taskID, t.expectRun.owner)
 	t.expectExec = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (execution)", runID: x.RunID, executionID: x.ExecutionID, status: string(x.Status),
 		data: bytes.Clone(x.Data)})
@@ -710,6 +723,23 @@ func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int
 		nil, x.RunID, x.ExecutionID, t.expectExec.status, t.expectExec.data)
 	return nil
 }
+
+// sqlRunCheck is the run's check of TaskTakeExpecting with the task's
+// delete: $1 the run, $2..$4 the status, closed_at and data it must still
+// hold, $5 and $6 the task and its lease owner.
+const sqlRunCheck = `WITH r AS (
+		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE),
+		d AS (DELETE FROM tasks WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text AND EXISTS (SELECT 1 FROM r) RETURNING 1)
+		SELECT iwf_expect((SELECT count(*) FROM r) = 1, 'run'), iwf_expect((SELECT count(*) FROM d) = 1, 'task')`
+
+// sqlRunCheckDeleteAll is sqlRunCheck that deletes every task of the run
+// (foldDeleteByRun); the taken one must be among them, still leased by
+// the owner.
+const sqlRunCheckDeleteAll = `WITH r AS (
+		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE),
+		d AS (DELETE FROM tasks WHERE run_id = $1 AND EXISTS (SELECT 1 FROM r) RETURNING id, lease_owner)
+		SELECT iwf_expect((SELECT count(*) FROM r) = 1, 'run'),
+			iwf_expect((SELECT count(*) FROM d WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text) = 1, 'task')`
 
 // sqlRunUpdateExpecting is RunUpdate folded with the run's check of
 // TaskTakeExpecting and the task's delete that travels with it: $1..$4 as
@@ -722,6 +752,17 @@ const sqlRunUpdateExpecting = `WITH u AS (
 		WHERE run_id = $4 AND status = $5 AND closed_at = $6 AND data IS NOT DISTINCT FROM $7 RETURNING 1),
 		d AS (DELETE FROM tasks WHERE id = $8 AND lease_owner IS NOT DISTINCT FROM $9::text AND EXISTS (SELECT 1 FROM u) RETURNING 1)
 		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'run'), iwf_expect((SELECT count(*) FROM d) = 1, 'task')`
+
+// sqlRunUpdateExpectingDeleteAll is sqlRunUpdateExpecting folded with a
+// TaskDeleteByRun of the run as well (foldDeleteByRun): it deletes every
+// task of the run, among which the taken one must be, still leased by
+// the owner.
+const sqlRunUpdateExpectingDeleteAll = `WITH u AS (
+		UPDATE runs SET status = $1, closed_at = $2, data = $3
+		WHERE run_id = $4 AND status = $5 AND closed_at = $6 AND data IS NOT DISTINCT FROM $7 RETURNING 1),
+		d AS (DELETE FROM tasks WHERE run_id = $4 AND EXISTS (SELECT 1 FROM u) RETURNING id, lease_owner)
+		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'run'),
+			iwf_expect((SELECT count(*) FROM d WHERE id = $8 AND lease_owner IS NOT DISTINCT FROM $9::text) = 1, 'task')`
 
 // sqlExecutionUpdateExpecting is ExecutionUpdate folded with the
 // execution's check of TaskTakeExpecting: $1..$4 as ExecutionUpdate's, $5
@@ -749,7 +790,7 @@ func (t *txn) fold(slot **queuedCheck, runID, executionID string) *queuedCheck {
 	if c == nil {
 		return nil
 	}
-	if c.sends != t.tx.sends || c.at >= len(t.tx.queued) || t.tx.queued[c.at].op != c.op {
+	if !t.waiting(c) {
 		*slot = nil
 		return nil
 	}
@@ -758,6 +799,31 @@ func (t *txn) fold(slot **queuedCheck, runID, executionID string) *queuedCheck {
 	}
 	*slot = nil
 	return c
+}
+
+// waiting reports whether the check c still waits, unsent, at its index
+// of the pipe's queue.
+func (t *txn) waiting(c *queuedCheck) bool {
+	return c.sends == t.tx.sends && c.at < len(t.tx.queued) && t.tx.queued[c.at].op == c.op
+}
+
+// foldDeleteByRun folds a TaskDeleteByRun of every kind into the run's
+// check of TaskTakeExpecting, when that check is of runID and still waits
+// in the pipe's queue, unfolded, and no task was queued for insertion
+// since it (which the delete, made earlier, would miss): the check's
+// statement then deletes every task of the run instead of the taken one,
+// one statement fewer for a run's close. The delete moves to the check's
+// place in the transaction; it takes the run's tasks' row locks after the
+// run's, as the separate delete did.
+func (t *txn) foldDeleteByRun(runID string) bool {
+	c := t.expectRun
+	if c == nil || c.runID != runID || c.deleteAll || c.inserts != t.taskInserts || !t.waiting(c) {
+		return false
+	}
+	c.deleteAll = true
+	q := &t.tx.queued[c.at]
+	q.sql = sqlRunCheckDeleteAll
+	return true
 }
 
 // TaskReschedule implements engine.Tx.
@@ -771,6 +837,9 @@ func (t *txn) TaskReschedule(ctx context.Context, tk *engine.Task, owner string)
 // TaskDeleteByRun implements engine.Tx.
 func (t *txn) TaskDeleteByRun(ctx context.Context, runID string, kinds ...engine.TaskKind) error {
 	if len(kinds) == 0 {
+		if t.foldDeleteByRun(runID) {
+			return nil
+		}
 		t.tx.later("TaskDeleteByRun", `DELETE FROM tasks WHERE run_id = $1`, nil, runID)
 	} else {
 		t.tx.later("TaskDeleteByRun", `DELETE FROM tasks WHERE run_id = $1 AND kind = ANY($2)`, nil, runID, kindStrings(kinds))

@@ -153,6 +153,82 @@ func TaskTakeExpecting(t *testing.T, s engine.Store, roundTrips func() int64) {
 		})
 	}
 
+	// A run's close deletes every task of the run after the checks
+	// (TaskDeleteByRun, which PostgreSQL folds into the run's check): the
+	// tasks queued for insertion before the delete go too, those queued
+	// after it stay, and a failed check keeps every task.
+	closeCase := func(t *testing.T, before, after bool, leasedElsewhere bool) (error, int) {
+		t.Helper()
+		run, x, task := setup(t)
+		timer := &engine.Task{RunID: run.RunID, WorkflowID: run.WorkflowID, ExecutionID: "S-1", Kind: engine.TaskTimer,
+			DueAt: at.Add(time.Hour), Attempt: 1, FirstAttemptAt: at}
+		if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			if err := tx.TaskInsert(ctx, []*engine.Task{timer}); err != nil {
+				return err
+			}
+			if !leasedElsewhere {
+				return nil
+			}
+			other := *task
+			other.LeaseOwner = "node-b"
+			_, err := tx.TaskReschedule(ctx, &other, owner)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		expRun, expX := *run, *x
+		newTask := func() []*engine.Task {
+			return []*engine.Task{{RunID: run.RunID, WorkflowID: run.WorkflowID, Kind: engine.TaskTimeout,
+				DueAt: at.Add(time.Hour), Attempt: 1, FirstAttemptAt: at}}
+		}
+		err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			if err := tx.(engine.TaskTakeExpecter).TaskTakeExpecting(ctx, &expRun, task.ID, owner, &expX); err != nil {
+				return err
+			}
+			expX.Status, expX.Data = engine.ExecCompleted, []byte(`{"x":2}`)
+			if err := tx.ExecutionUpdate(ctx, &expX); err != nil {
+				return err
+			}
+			if before {
+				if err := tx.TaskInsert(ctx, newTask()); err != nil {
+					return err
+				}
+			}
+			if err := tx.TaskDeleteByRun(ctx, run.RunID); err != nil {
+				return err
+			}
+			if after {
+				if err := tx.TaskInsert(ctx, newTask()); err != nil {
+					return err
+				}
+			}
+			expRun.Status, expRun.ClosedAt, expRun.Data = engine.RunCompleted, at.Add(time.Second), []byte(`{"v":"closed"}`)
+			return tx.RunUpdate(ctx, &expRun)
+		})
+		_, _, tasks := stored(t, run.RunID)
+		return err, tasks
+	}
+	t.Run("close deletes the run's tasks", func(t *testing.T) {
+		if err, tasks := closeCase(t, false, false, false); err != nil || tasks != 0 {
+			t.Errorf("close: %v, %d tasks left; want nil, 0", err, tasks)
+		}
+	})
+	t.Run("close deletes a task inserted before its delete", func(t *testing.T) {
+		if err, tasks := closeCase(t, true, false, false); err != nil || tasks != 0 {
+			t.Errorf("close: %v, %d tasks left; want nil, 0", err, tasks)
+		}
+	})
+	t.Run("close keeps a task inserted after its delete", func(t *testing.T) {
+		if err, tasks := closeCase(t, false, true, false); err != nil || tasks != 1 {
+			t.Errorf("close: %v, %d tasks left; want nil, 1", err, tasks)
+		}
+	})
+	t.Run("close of a task leased to another process", func(t *testing.T) {
+		if err, tasks := closeCase(t, false, false, true); !errors.Is(err, engine.ErrUnexpected) || tasks != 2 {
+			t.Errorf("close: %v, %d tasks left; want engine.ErrUnexpected, 2", err, tasks)
+		}
+	})
+
 	// A read issued after TaskTakeExpecting fails when the checks fail
 	// (PostgreSQL: the read carries them; SQLite: they failed at once).
 	t.Run("read after the checks", func(t *testing.T) {
