@@ -5,7 +5,7 @@
 \startpipeline
 BEGIN;
 SELECT set_config('statement_timeout', '30000', true);
-WITH i AS (INSERT INTO workflows (workflow_id, current_run_id) VALUES ('w' || :n, 'r' || :n) ON CONFLICT (workflow_id) DO NOTHING RETURNING 1) SELECT iwf_expect((SELECT count(*) FROM i) = 1, 'workflow id');
+INSERT INTO workflows (workflow_id, current_run_id) VALUES ('w' || :n, 'r' || :n);
 INSERT INTO docs (run_id, workflow_id, workflow_type, status, started_at, closed_at, version, next_due, owner, data) VALUES ('r' || :n, 'w' || :n, 'BenchW1', 'RUNNING', :n, 0, 1, NULL, 'owner', convert_to(repeat('x', 600), 'UTF8'));
 INSERT INTO history (run_id, at, type, execution_id, data) SELECT r, a, ty, e, d FROM unnest(ARRAY['r' || :n, 'r' || :n]::text[], ARRAY[1,1]::bigint[], ARRAY['WorkflowStarted','StateExecutionStarted']::text[], ARRAY['','S1-1']::text[], ARRAY[convert_to(repeat('x', 80), 'UTF8'), convert_to(repeat('x', 80), 'UTF8')]::bytea[]) WITH ORDINALITY AS u(r, a, ty, e, d, o) ORDER BY o RETURNING id;
 COMMIT;

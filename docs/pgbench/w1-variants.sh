@@ -11,7 +11,7 @@ body() { grep -v '^--' "$src"; }
 {
   echo "-- w1-now.sql without task rows (written by w1-variants.sh)."
   body | grep -v -e '^INSERT INTO tasks' -e '^DELETE FROM tasks' |
-    perl -pe "s/, d AS \(DELETE FROM tasks .*? RETURNING 1\)//; s/, iwf_expect\(\(SELECT count\(\*\) FROM d\) = 1, 'task'\)//"
+    perl -pe "s/, d AS \(DELETE FROM tasks .*? RETURNING \w+\)//; s/, iwf_expect\(\(SELECT count\(\*\) FROM d[^)]*\) = 1, 'task'\)//"
 } > "$dir/w1-notask.sql"
 {
   echo "-- w1-now.sql without execution rows (written by w1-variants.sh)."
