@@ -144,3 +144,57 @@ func TestChangeFeedHandsWorkOver(t *testing.T) {
 		return gauge(t, a, `iwf_change_notices_received_total{kind="tasks"}`) == "1"
 	})
 }
+
+// silentStore is a PostgreSQL store whose node tells the other nodes
+// nothing: its announcements are lost, as they are for a node whose
+// notices never reach a listener.
+type silentStore struct{ *postgres.Store }
+
+// PublishChanges drops c.
+func (silentStore) PublishChanges(engine.Changes) {}
+
+// TestLongPollFollowsTheCurrentRunPastAStaleMark: node A's own commits
+// leave the workflow's run marked open on A; node B then resets the
+// workflow and completes the new run, and A hears nothing of it. A
+// getWithWait on A that names no run answers its first turn from the
+// stale mark, but re-reads the workflow's current run at its re-check, and
+// answers the new run's completion, not the reset run's termination.
+func TestLongPollFollowsTheCurrentRunPastAStaleMark(t *testing.T) {
+	stores := pgtest.NewStores(t, 2)
+	w := newTestWorker(t)
+	a := newHarnessOn(t, stores[0], w, func(c *engine.Config) { c.LongPollRecheck = 20 * time.Millisecond })
+	b := newHarnessOn(t, silentStore{stores[1]}, w, noFallback)
+	w.state("S1", stateHandlers{
+		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+				CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
+				SignalCommands:     &[]iwfapi.SignalCommand{{SignalChannelName: "go"}},
+			}}, 200
+		},
+		Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			return decide(next(engine.GracefulCompletingState, obj(`"done"`))), 200
+		},
+	})
+	ctx := context.Background()
+	base := a.start("wf-stale", "S1", nil)
+	a.idle() // node A committed the waitUntil answer: its mark says the run is open
+
+	reset, err := b.eng.ResetWorkflow(ctx, iwfapi.WorkflowResetRequest{WorkflowId: "wf-stale", ResetType: iwfapi.WorkflowResetTypeBeginning})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.idle() // the new run waits for the signal, on node B
+	if err := b.eng.SignalWorkflow(ctx, iwfapi.WorkflowSignalRequest{WorkflowId: "wf-stale", SignalChannelName: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	b.idle()
+
+	got, err := a.eng.GetWorkflowWithWait(ctx, iwfapi.WorkflowGetRequest{WorkflowId: "wf-stale"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.WorkflowRunId != reset.WorkflowRunId || got.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
+		t.Fatalf("getWithWait on node A: run %s %s; want the reset run %s COMPLETED (the base run was %s)",
+			got.WorkflowRunId, got.WorkflowStatus, reset.WorkflowRunId, base)
+	}
+}

@@ -436,6 +436,13 @@ func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest)
 // is the run waited for, the call answers from it without another read. A
 // change told by the change feed (another process's commit), or a
 // re-check, costs one read.
+//
+// A mark is not a read: the change feed that keeps it is a hint, and a
+// notice can be lost (a listener cut off between two notices it never
+// saw). So a call that names no run and answered its first turn from a
+// mark re-reads the workflow's current run, not the marked one, until a
+// read has found which run it waits for: a stale mark then costs at most
+// one re-check interval, never a run that is no longer the workflow's.
 func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
 	wait := e.waitBudget(deref(req.WaitTimeSeconds))
 	deadline := time.NewTimer(wait)
@@ -446,6 +453,7 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 	runID := deref(req.WorkflowRunId)
 	follow := runID == "" // follow workflow retries when no run is named
 	var closed *Run       // the run waited for, as the commit that closed it wrote it
+	var waitFor string    // the run whose close, handed over by a commit, answers the call
 	open := e.waits.knownOpen(key)
 	if runID != "" && open != runID {
 		open = ""
@@ -455,6 +463,7 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 			resp          iwfapi.WorkflowGetResponse
 			id, retriedBy string
 			err           error
+			marked        bool
 		)
 		switch {
 		case closed != nil:
@@ -462,7 +471,7 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 			closed = nil
 		case open != "":
 			resp, id = iwfapi.WorkflowGetResponse{WorkflowRunId: open, WorkflowStatus: iwfapi.WorkflowStatus(RunRunning)}, open
-			open = ""
+			open, marked = "", true
 		default:
 			resp, id, retriedBy, err = e.describe(ctx, req.WorkflowId, runID, true)
 		}
@@ -476,11 +485,14 @@ func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGet
 		if resp.WorkflowStatus != iwfapi.WorkflowStatus(RunRunning) {
 			return resp, nil
 		}
-		runID = id
+		if !marked {
+			runID = id
+		}
+		waitFor = id
 		recheck := time.NewTimer(e.cfg.LongPollRecheck)
 		select {
 		case <-w.C:
-			if r := e.waits.take(w); r != nil && r.RunID == runID {
+			if r := e.waits.take(w); r != nil && r.RunID == waitFor {
 				closed = r
 			}
 		case <-recheck.C:
