@@ -44,6 +44,13 @@ import (
 // connecting, and within presenceTTL of hearing another process; so a
 // process that joins is heard from its hello on, and one that leaves
 // stops being written to presenceTTL later.
+//
+// A process that held back changes because it heard nobody says Missed
+// with its first notification once it hears another process again, and
+// sends it at once: the other may have been listening all along with its
+// own announcements lost on the way (a link that carried notices to it but
+// not from it), and its long polls would otherwise trust what they knew
+// before the changes held back.
 
 // maxPayload keeps a notification below PostgreSQL's limit of 8,000 bytes.
 const maxPayload = 7_000
@@ -90,6 +97,9 @@ type feed struct {
 	listening, heard atomic.Int64
 	// hello and here (under mu) are presence notices to send.
 	hello, here bool
+	// skipped (under mu): changes were held back because nobody seemed to
+	// listen; the next notification sent says Missed.
+	skipped bool
 	// sent counts the change notifications sent (tests).
 	sent atomic.Int64
 }
@@ -182,6 +192,18 @@ func (f *feed) announce(hello bool) {
 	f.kickPublisher()
 }
 
+// resumeAfterSkip wakes the publisher when changes were held back while
+// nobody seemed to listen: another process was just heard, and the
+// publisher's next notification says Missed.
+func (f *feed) resumeAfterSkip() {
+	f.mu.Lock()
+	skipped := f.skipped && !f.closed
+	f.mu.Unlock()
+	if skipped {
+		f.kickPublisher()
+	}
+}
+
 // othersMayListen reports whether another process may hear this one's
 // announcements (see the comment at the top).
 func (f *feed) othersMayListen() bool {
@@ -209,8 +231,18 @@ func (f *feed) take() (payloads []string, gen uint64, closed bool) {
 	}
 	f.mu.Unlock()
 	if !f.othersMayListen() {
+		if len(keys) > 0 || tasks || missed {
+			f.mu.Lock()
+			f.skipped = true
+			f.mu.Unlock()
+		}
 		return payloads, gen, closed
 	}
+	f.mu.Lock()
+	if f.skipped {
+		missed, f.skipped = true, false
+	}
+	f.mu.Unlock()
 	changes := changePayloads(keys, tasks, missed)
 	f.sent.Add(int64(len(changes)))
 	return append(payloads, changes...), gen, closed
@@ -433,6 +465,7 @@ func (f *feed) receive(ctx context.Context, conn *pgx.Conn, fn func(engine.Chang
 			continue // our own
 		}
 		f.heard.Store(f.now().UnixNano())
+		f.resumeAfterSkip()
 		var no notice
 		if err := json.Unmarshal([]byte(n.Payload), &no); err != nil {
 			no = notice{Missed: true} // not ours to read: re-check everything

@@ -172,7 +172,7 @@ func TestChangeFeed(t *testing.T) {
 
 // TestChangeFeedAlone: a listening store that has heard no other process
 // for PresenceTTL sends no change notifications; once another store starts
-// listening (and says hello), it publishes again.
+// listening (and says hello), it publishes again, Missed first.
 func TestChangeFeedAlone(t *testing.T) {
 	stores := pgtest.NewStores(t, 2)
 	a, b := stores[0], stores[1]
@@ -195,9 +195,26 @@ func TestChangeFeedAlone(t *testing.T) {
 		t.Fatalf("a store alone on its channel sent %d change notifications, want 0", sent)
 	}
 
-	// b starts listening: its hello reaches a, which publishes again.
+	// b starts listening: its hello reaches a, which publishes again, and
+	// says Missed first: it held back changes that b, had it been listening
+	// with its own notices lost, would not have heard.
 	lb := listen(t, b)
-	ready(t, a, lb)
+	missed, probed := false, false
+	for i := 0; !probed; i++ {
+		if i > 600 {
+			t.Fatal("b received no probe of a within 30 s")
+		}
+		a.PublishChanges(engine.Changes{Keys: []string{fmt.Sprintf("probe-%d", i)}})
+		select {
+		case c := <-lb.ch:
+			missed = missed || c.Missed
+			probed = len(c.Keys) > 0 && strings.HasPrefix(c.Keys[0], "probe-")
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if !missed {
+		t.Fatal("a held back changes while alone, yet b heard no Missed before a's next change")
+	}
 	if postgres.ChangesSent(a) == before {
 		t.Fatal("b heard a, yet a counted no notification sent")
 	}
