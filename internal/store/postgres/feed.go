@@ -340,6 +340,10 @@ func (f *feed) publish() {
 				if conn != nil {
 					conn.Close(context.Background())
 					conn = nil
+					// The backend's PID may go to another process's
+					// connection: the listener must not skip that one's
+					// notifications as this process's own.
+					f.publisherPID.Store(0)
 				}
 				retryAt = time.Now().Add(time.Second)
 				f.mu.Lock()
