@@ -67,13 +67,10 @@ func gauge(t *testing.T, h *harness, name string) string {
 	return ""
 }
 
-// TestChangeFeedWakesLongPollOnOtherNode: a getWithWait waiting on node A
-// returns as soon as node B completes the workflow, told through the
-// store's change feed (node A's long polls never re-read the store by
-// themselves here, so without the feed the call would time out).
-func TestChangeFeedWakesLongPollOnOtherNode(t *testing.T) {
-	a, b, w := twoNodes(t)
-	w.state("S1", stateHandlers{
+// waitsForGo is a state whose waitUntil waits for a signal on "go" and
+// whose execute completes the workflow.
+func waitsForGo() stateHandlers {
+	return stateHandlers{
 		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
 			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
 				CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
@@ -83,7 +80,16 @@ func TestChangeFeedWakesLongPollOnOtherNode(t *testing.T) {
 		Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
 			return decide(next(engine.GracefulCompletingState, obj(`"done"`))), 200
 		},
-	})
+	}
+}
+
+// TestChangeFeedWakesLongPollOnOtherNode: a getWithWait waiting on node A
+// returns as soon as node B completes the workflow, told through the
+// store's change feed (node A's long polls never re-read the store by
+// themselves here, so without the feed the call would time out).
+func TestChangeFeedWakesLongPollOnOtherNode(t *testing.T) {
+	a, b, w := twoNodes(t)
+	w.state("S1", waitsForGo())
 	a.start("wf-feed", "S1", nil)
 	a.idle() // node A committed the waitUntil answer: the run waits for the signal
 
@@ -164,17 +170,7 @@ func TestLongPollFollowsTheCurrentRunPastAStaleMark(t *testing.T) {
 	w := newTestWorker(t)
 	a := newHarnessOn(t, stores[0], w, func(c *engine.Config) { c.LongPollRecheck = 20 * time.Millisecond })
 	b := newHarnessOn(t, silentStore{stores[1]}, w, noFallback)
-	w.state("S1", stateHandlers{
-		WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
-			return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
-				CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
-				SignalCommands:     &[]iwfapi.SignalCommand{{SignalChannelName: "go"}},
-			}}, 200
-		},
-		Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
-			return decide(next(engine.GracefulCompletingState, obj(`"done"`))), 200
-		},
-	})
+	w.state("S1", waitsForGo())
 	ctx := context.Background()
 	base := a.start("wf-stale", "S1", nil)
 	a.idle() // node A committed the waitUntil answer: its mark says the run is open
