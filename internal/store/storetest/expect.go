@@ -157,7 +157,7 @@ func TaskTakeExpecting(t *testing.T, s engine.Store, roundTrips func() int64) {
 	// (TaskDeleteByRun, which PostgreSQL folds into the run's check): the
 	// tasks queued for insertion before the delete go too, those queued
 	// after it stay, and a failed check keeps every task.
-	closeCase := func(t *testing.T, before, after bool, leasedElsewhere bool) (error, int) {
+	closeCase := func(t *testing.T, before, after, leasedElsewhere bool) (int, error) {
 		t.Helper()
 		run, x, task := setup(t)
 		timer := &engine.Task{RunID: run.RunID, WorkflowID: run.WorkflowID, ExecutionID: "S-1", Kind: engine.TaskTimer,
@@ -206,25 +206,25 @@ func TaskTakeExpecting(t *testing.T, s engine.Store, roundTrips func() int64) {
 			return tx.RunUpdate(ctx, &expRun)
 		})
 		_, _, tasks := stored(t, run.RunID)
-		return err, tasks
+		return tasks, err
 	}
 	t.Run("close deletes the run's tasks", func(t *testing.T) {
-		if err, tasks := closeCase(t, false, false, false); err != nil || tasks != 0 {
+		if tasks, err := closeCase(t, false, false, false); err != nil || tasks != 0 {
 			t.Errorf("close: %v, %d tasks left; want nil, 0", err, tasks)
 		}
 	})
 	t.Run("close deletes a task inserted before its delete", func(t *testing.T) {
-		if err, tasks := closeCase(t, true, false, false); err != nil || tasks != 0 {
+		if tasks, err := closeCase(t, true, false, false); err != nil || tasks != 0 {
 			t.Errorf("close: %v, %d tasks left; want nil, 0", err, tasks)
 		}
 	})
 	t.Run("close keeps a task inserted after its delete", func(t *testing.T) {
-		if err, tasks := closeCase(t, false, true, false); err != nil || tasks != 1 {
+		if tasks, err := closeCase(t, false, true, false); err != nil || tasks != 1 {
 			t.Errorf("close: %v, %d tasks left; want nil, 1", err, tasks)
 		}
 	})
 	t.Run("close of a task leased to another process", func(t *testing.T) {
-		if err, tasks := closeCase(t, false, false, true); !errors.Is(err, engine.ErrUnexpected) || tasks != 2 {
+		if tasks, err := closeCase(t, false, false, true); !errors.Is(err, engine.ErrUnexpected) || tasks != 2 {
 			t.Errorf("close: %v, %d tasks left; want engine.ErrUnexpected, 2", err, tasks)
 		}
 	})
