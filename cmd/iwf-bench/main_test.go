@@ -338,3 +338,28 @@ func TestWorstWindow(t *testing.T) {
 		t.Fatalf("worst window = +%s..+%s, %d timers, p99 %s; want +20s..+30s, 10 timers, p99 2s", w.from, w.to, w.d.n, w.d.p99)
 	}
 }
+
+// TestShareBudget checks the arithmetic that explains PostgreSQL's share
+// of SQLite's rate, with the figures of a measured W1 @64 pair.
+func TestShareBudget(t *testing.T) {
+	s := func(ms int) time.Duration { return time.Duration(ms) * time.Millisecond }
+	lite := &result{completed: 17170, cpu: cpuUse{wall: s(10000), machineTotal: s(20000), machineBusy: s(16400),
+		server: s(12200), bench: s(4100)}}
+	pg := &result{completed: 9200, cpu: cpuUse{wall: s(10000), machineTotal: s(20000), machineBusy: s(18600),
+		server: s(6440), bench: s(2200), db: s(8370), hasDB: true}}
+	// 0.8 × 1,717 wf/s at 93 % of 2 cores: 1.354 ms a workflow, less
+	// server 0.700, generator 0.239 and other 0.173: 0.242 ms, 0.27 of 0.91.
+	want := "SQLite 0.96 ms, PostgreSQL 2.02 ms (server 0.70, backends 0.91, load generator and worker 0.24, other 0.17); " +
+		"0.80 of SQLite's rate at 93% busy: 1.35 ms, 0.24 ms for the backends (0.27 of this run's)"
+	if got := shareBudget(lite, pg, 0.8); got != want {
+		t.Errorf("shareBudget:\n got %s\nwant %s", got, want)
+	}
+	// At the same rate as SQLite the rest alone costs more than the budget.
+	if got := shareBudget(lite, pg, 1.6); !strings.HasSuffix(got, "nothing left for the backends") {
+		t.Errorf("shareBudget at 1.6: %s", got)
+	}
+	pg.cpu.hasDB = false
+	if got := shareBudget(lite, pg, 0.8); got != "" {
+		t.Errorf("shareBudget without the backends' CPU = %q, want \"\"", got)
+	}
+}

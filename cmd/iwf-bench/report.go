@@ -430,8 +430,12 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 		}
 	}
 	// PostgreSQL's throughput as a share of SQLite's, in the same run of
-	// the tool, for both shapes of W1.
-	var lite, pg *storeReport
+	// the tool, for both shapes of W1, and what that share leaves the
+	// database backends (budgets, printed under the table).
+	var (
+		lite, pg *storeReport
+		budgets  []string
+	)
 	for _, sr := range reports {
 		switch sr.store {
 		case storeSQLite:
@@ -459,6 +463,9 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 		}
 		find(fmt.Sprintf("%s PostgreSQL / SQLite state executions/s", strings.TrimSuffix(goalLabel(g, o), " state executions/s"))).
 			cells[storePostgres] = fmt.Sprintf("%.2f %s (>= %.2f)", vb/va, verdict, pgShareTarget)
+		if line := shareBudget(a, b, pgShareTarget); line != "" {
+			budgets = append(budgets, strings.TrimSuffix(goalLabel(g, o), " state executions/s")+": "+line)
+		}
 	}
 	for _, sr := range reports {
 		if sr.space == nil {
@@ -500,6 +507,46 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 		fmt.Fprintln(tw, "\t")
 	}
 	_ = tw.Flush()
+	if len(budgets) > 0 {
+		fmt.Fprintln(out, "machine CPU per workflow, and what PostgreSQL's backends may spend at the target share:")
+		for _, b := range budgets {
+			fmt.Fprintln(out, "  "+b)
+		}
+	}
+}
+
+// shareBudget explains a PostgreSQL / SQLite share from the machine's
+// CPU: what a workflow cost the whole machine on each store (the server,
+// the load generator with its worker, PostgreSQL's backends, everything
+// else), and, were PostgreSQL to serve share of SQLite's workflows per
+// second with the machine as busy as in its run, the machine CPU per
+// workflow it could spend and what of it would be left for the backends
+// once the rest is paid as measured. On a machine that the load
+// generator, the server and the database share, the share is bound by
+// that budget, not by any one statement. It returns "" when either run
+// lacks the CPU figures.
+func shareBudget(lite, pg *result, share float64) string {
+	lu, pu := lite.cpu, pg.cpu
+	if lite.completed <= 0 || pg.completed <= 0 || lu.machineTotal <= 0 || pu.machineTotal <= 0 || !pu.hasDB ||
+		lu.wall <= 0 || pu.wall <= 0 {
+		return ""
+	}
+	per := func(d time.Duration, n int64) float64 { return d.Seconds() * 1000 / float64(n) } // ms per workflow
+	other := max(0, pu.machineBusy-pu.server-pu.bench-pu.db)
+	busy := pu.machineBusy.Seconds() / pu.machineTotal.Seconds()
+	cores := pu.machineTotal.Seconds() / pu.wall.Seconds()
+	rate := share * float64(lite.completed) / lu.wall.Seconds()
+	budget := busy * cores / rate * 1000
+	db := per(pu.db, pg.completed)
+	left := budget - per(pu.server, pg.completed) - per(pu.bench, pg.completed) - per(other, pg.completed)
+	line := fmt.Sprintf("SQLite %.2f ms, PostgreSQL %.2f ms (server %.2f, backends %.2f, load generator and worker %.2f, other %.2f); ",
+		per(lu.machineBusy, lite.completed), per(pu.machineBusy, pg.completed), per(pu.server, pg.completed), db,
+		per(pu.bench, pg.completed), per(other, pg.completed))
+	line += fmt.Sprintf("%.2f of SQLite's rate at %.0f%% busy: %.2f ms, ", share, 100*busy, budget)
+	if left <= 0 {
+		return line + "nothing left for the backends"
+	}
+	return line + fmt.Sprintf("%.2f ms for the backends (%.2f of this run's)", left, left/db)
 }
 
 // goalLabel names a target's row.
