@@ -461,10 +461,10 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 		if vb/va < pgShareTarget {
 			verdict = "MISS"
 		}
-		find(fmt.Sprintf("%s PostgreSQL / SQLite state executions/s", strings.TrimSuffix(goalLabel(g, o), " state executions/s"))).
-			cells[storePostgres] = fmt.Sprintf("%.2f %s (>= %.2f)", vb/va, verdict, pgShareTarget)
+		run := strings.TrimSuffix(goalLabel(g, o), " state executions/s")
+		find(run + " PostgreSQL / SQLite state executions/s").cells[storePostgres] = fmt.Sprintf("%.2f %s (>= %.2f)", vb/va, verdict, pgShareTarget)
 		if line := shareBudget(a, b, pgShareTarget); line != "" {
-			budgets = append(budgets, strings.TrimSuffix(goalLabel(g, o), " state executions/s")+": "+line)
+			budgets = append(budgets, run+": "+line)
 		}
 	}
 	for _, sr := range reports {
@@ -518,10 +518,10 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 // shareBudget explains a PostgreSQL / SQLite share from the machine's
 // CPU: what a workflow cost the whole machine on each store (the server,
 // the load generator with its worker, PostgreSQL's backends, everything
-// else), and, were PostgreSQL to serve share of SQLite's workflows per
-// second with the machine as busy as in its run, the machine CPU per
-// workflow it could spend and what of it would be left for the backends
-// once the rest is paid as measured. On a machine that the load
+// else), and, were PostgreSQL to serve the given share of SQLite's
+// workflows per second with the machine as busy as in its run, the
+// machine CPU per workflow it could spend and what of it would be left
+// for the backends once the rest is paid as measured. On a machine that the load
 // generator, the server and the database share, the share is bound by
 // that budget, not by any one statement. It returns "" when either run
 // lacks the CPU figures.
