@@ -521,9 +521,9 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 // else), and, were PostgreSQL to serve the given share of SQLite's
 // workflows per second with the machine as busy as in its run, the
 // machine CPU per workflow it could spend and what of it would be left
-// for the backends once the rest is paid as measured. On a machine that the load
-// generator, the server and the database share, the share is bound by
-// that budget, not by any one statement. It returns "" when either run
+// for the backends once the rest is paid as measured. On a machine that
+// the load generator, the server and the database share, the share is
+// bound by that budget, not by any one statement. It returns "" when either run
 // lacks the CPU figures.
 func shareBudget(lite, pg *result, share float64) string {
 	lu, pu := lite.cpu, pg.cpu
