@@ -92,7 +92,7 @@ func (e *Engine) archiveRuns(ctx context.Context, ids []string, st *SweepStats) 
 // events is held at once. An expired run is closed: nothing changes it.
 func (e *Engine) archiveRun(ctx context.Context, runID string) (string, error) {
 	var doc ArchivedRun
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		run, err := tx.RunGet(ctx, runID)
 		if err != nil {
 			return err
@@ -137,7 +137,7 @@ func (e *Engine) archiveRun(ctx context.Context, runID string) (string, error) {
 			return nil, nil
 		}
 		var page []iwfapi.WorkflowHistoryEvent
-		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 			events, err := tx.HistoryList(ctx, runID, after, archivePage)
 			if err != nil {
 				return err

@@ -159,7 +159,7 @@ func (e *Engine) batchMatches(ctx context.Context, query string) ([]search.Run, 
 	cursor := ""
 	for {
 		var page *search.Page
-		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 			q, err := search.Compile(ctx, pq, attributeResolver{declared: e.cfg.SearchAttributeTypes, store: tx}, e.cfg.Clock.Now())
 			if err != nil {
 				return searchError(err)
@@ -192,7 +192,7 @@ func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run) er
 		items[i] = &BatchItem{Seq: int64(i + 1), WorkflowID: r.WorkflowID, RunID: r.RunID}
 	}
 	chunk := func(i int) []*BatchItem { return items[i:min(i+batchChunk, len(items))] }
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 		if err := tx.BatchInsert(ctx, b); err != nil {
 			return err
 		}
@@ -202,14 +202,14 @@ func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run) er
 		return err
 	}
 	fail := func(err error) error {
-		_ = e.store.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
+		_ = e.storeUpdate(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
 			_, err := tx.BatchSetState(ctx, b.ID, []BatchState{BatchStarting}, BatchCancelled, "storing the matching runs failed", e.cfg.Clock.Now())
 			return err
 		})
 		return err
 	}
 	for i := batchChunk; i < len(items); i += batchChunk {
-		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 			if err := tx.BatchItemInsert(ctx, b.ID, chunk(i)); err != nil {
 				return err
 			}
@@ -224,7 +224,7 @@ func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run) er
 	if len(items) == 0 {
 		to = BatchCompleted
 	}
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 		ok, err := tx.BatchSetState(ctx, b.ID, []BatchState{BatchStarting}, to, "", e.cfg.Clock.Now())
 		if err == nil && !ok {
 			return Errorf(CodeInvalidArgument, "batch %s was cancelled while it started", b.ID)
@@ -251,7 +251,7 @@ func (e *Engine) DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequ
 		return resp, err
 	}
 	size := pageSize(req.FailuresPageSize, 100)
-	err = e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err = e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		b, err := getBatch(ctx, tx, req.BatchId)
 		if err != nil {
 			return err
@@ -282,7 +282,7 @@ func (e *Engine) ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (
 		return resp, err
 	}
 	size := pageSize(req.PageSize, 100)
-	err = e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err = e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		bs, err := tx.BatchList(ctx, before, size+1)
 		if err != nil {
 			return err
@@ -307,7 +307,7 @@ func (e *Engine) CancelBatch(ctx context.Context, req iwfapi.BatchCancelRequest)
 	if a := ActorOf(ctx); a != "" {
 		msg = "cancelled by " + a
 	}
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 		if _, err := getBatch(ctx, tx, req.BatchId); err != nil {
 			return err
 		}
@@ -394,7 +394,7 @@ func (e *Engine) nudgeBatches() {
 func (e *Engine) batchRunner(ctx context.Context) {
 	for ctx.Err() == nil {
 		var b *Batch
-		err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 			var err error
 			b, err = tx.BatchClaim(ctx, e.cfg.NodeID, e.cfg.Clock.Now(), e.cfg.LeaseDuration)
 			return err
@@ -428,7 +428,7 @@ func (e *Engine) workBatch(ctx context.Context, b *Batch) {
 		return
 	}
 	defer func() {
-		_ = e.store.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
+		_ = e.storeUpdate(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
 			_, err := tx.BatchRelease(ctx, e.cfg.NodeID, b.ID)
 			return err
 		})
@@ -441,7 +441,7 @@ func (e *Engine) workBatch(ctx context.Context, b *Batch) {
 	for ctx.Err() == nil {
 		var items []*BatchItem
 		var state BatchState
-		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 			cur, err := tx.BatchGet(ctx, b.ID)
 			if err != nil {
 				return err
@@ -476,7 +476,7 @@ func (e *Engine) workBatch(ctx context.Context, b *Batch) {
 			next = maxTime(next.Add(interval), time.Now().Add(-time.Second))
 			if time.Now().After(renewAt) {
 				var ok bool
-				err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+				err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 					var err error
 					ok, err = tx.BatchRenew(ctx, b.ID, e.cfg.NodeID, e.cfg.Clock.Now().Add(e.cfg.LeaseDuration))
 					return err
@@ -526,7 +526,7 @@ func (e *Engine) batchWait(ctx context.Context, id string, until time.Time) bool
 			return true
 		}
 		var state BatchState
-		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 			b, err := tx.BatchGet(ctx, id)
 			if err == nil {
 				state = b.State
@@ -565,7 +565,7 @@ func (e *Engine) batchPause(ctx context.Context, log zerolog.Logger, err error) 
 
 // setBatchState closes a running batch.
 func (e *Engine) setBatchState(ctx context.Context, id string, to BatchState, msg string) {
-	err := e.store.Update(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
+	err := e.storeUpdate(context.WithoutCancel(ctx), func(ctx context.Context, tx Tx) error {
 		_, err := tx.BatchSetState(ctx, id, []BatchState{BatchRunning}, to, msg, e.cfg.Clock.Now())
 		return err
 	})
@@ -628,7 +628,7 @@ func (e *Engine) applyBatchItem(ctx context.Context, b *Batch, opts batchOptions
 		return err
 	}
 	reason := batchFailure(err)
-	err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err = e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 		ok, err := tx.BatchItemFinish(ctx, b.ID, it.Seq, BatchItemFailed, reason, e.cfg.Clock.Now())
 		if err == nil && !ok {
 			return errBatchItemGone

@@ -153,7 +153,7 @@ func (e *Engine) snapshot(ctx context.Context, t *Task, want ExecutionStatus) (*
 		return e.snapshotRead(ctx, cr, t, want)
 	}
 	var s *apiSnapshot
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		s = nil
 		run, err := tx.RunGet(ctx, t.RunID)
 		if errors.Is(err, ErrNotFound) {
@@ -199,7 +199,7 @@ func (e *Engine) snapshot(ctx context.Context, t *Task, want ExecutionStatus) (*
 // run, the execution and all attributes, filtered here by the loading
 // policies.
 func (e *Engine) snapshotRead(ctx context.Context, cr CallReader, t *Task, want ExecutionStatus) (*apiSnapshot, error) {
-	in, err := cr.ReadForCall(ctx, t.RunID, t.ExecutionID)
+	in, err := e.readForCall(ctx, cr, t.RunID, t.ExecutionID)
 	if err != nil {
 		return nil, err
 	}

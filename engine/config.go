@@ -94,6 +94,9 @@ type Config struct {
 	// docs/observability.md). nil turns tracing off at the cost of a nil
 	// check.
 	Tracer trace.Tracer
+	// TraceDBSystem names the store's database in the db.system.name
+	// attribute of the engine's store spans ("sqlite", "postgresql").
+	TraceDBSystem string
 
 	// Retention is how long a closed run is kept, counted from its close
 	// time; then it is deleted with everything that belongs to it (see

@@ -18,7 +18,7 @@ import (
 func (e *Engine) DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescribeRequest) (iwfapi.WorkflowDescribeResponse, error) {
 	var resp iwfapi.WorkflowDescribeResponse
 	var pendingCalls map[string]*Task
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		pendingCalls = nil
 		run, rd, err := readRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {

@@ -58,7 +58,7 @@ func (e *Engine) fireTimerEager(ctx context.Context, task *Task) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	in, err := cr.ReadForCall(ctx, task.RunID, task.ExecutionID)
+	in, err := e.readForCall(ctx, cr, task.RunID, task.ExecutionID)
 	if err != nil {
 		return false, err
 	}

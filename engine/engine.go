@@ -102,7 +102,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		if n > 0 {
 			e.log.Info().Int64("tasks", n).Msg("released leases of a previous process")
 		}
-		err = e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+		err = e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 			n, err = tx.BatchRelease(ctx, "", "")
 			return err
 		})

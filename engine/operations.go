@@ -56,7 +56,7 @@ type rpcTarget struct {
 func (e *Engine) rpcRequest(ctx context.Context, req iwfapi.WorkflowRpcRequest, daPolicy, saPolicy *record.LoadingPolicy) (rpcTarget, *iwfapi.WorkflowWorkerRpcRequest, error) {
 	var target rpcTarget
 	var wreq *iwfapi.WorkflowWorkerRpcRequest
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		run, rd, err := readRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
@@ -228,7 +228,7 @@ func (e *Engine) WaitForStateCompletion(ctx context.Context, req iwfapi.Workflow
 	defer unsubscribe()
 	for {
 		var found *iwfapi.StateCompletionOutput
-		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 			id, err := resolveRun(ctx, tx, req.WorkflowId, "")
 			if CodeOf(err) == CodeWorkflowNotExists {
 				return nil // an unknown workflow just times out, as in iWF
@@ -305,7 +305,7 @@ type dumpEvent struct {
 // buffers, attributes and history (POST /api/v1/workflow/internal/dump).
 func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error) {
 	var doc dumpDocument
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		run, rd, err := readRun(ctx, tx, req.WorkflowId, req.WorkflowRunId)
 		if err != nil {
 			return err
@@ -384,7 +384,7 @@ func HistoryEventOut(ev *HistoryEvent) iwfapi.WorkflowHistoryEvent {
 func (e *Engine) WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistoryRequest) (iwfapi.WorkflowHistoryResponse, error) {
 	size := pageSize(req.PageSize, MaxPageSize)
 	var resp iwfapi.WorkflowHistoryResponse
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err

@@ -43,7 +43,7 @@ func (e *Engine) ScanHistoryOutline(ctx context.Context, workflowID, runID strin
 // does not have are left out.
 func (e *Engine) HistoryEvents(ctx context.Context, runID string, ids []int64) ([]*HistoryEvent, error) {
 	var out []*HistoryEvent
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		var err error
 		out, err = tx.HistoryGet(ctx, runID, ids)
 		return err
@@ -56,7 +56,7 @@ func (e *Engine) scanHistory(ctx context.Context, workflowID, runID string, maxE
 	read func(ctx context.Context, tx ReadTx, id string, after int64, limit int) ([]*HistoryEvent, error)) (string, bool, error) {
 	var id string
 	truncated := false
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		var err error
 		truncated = false
 		if id, err = resolveRun(ctx, tx, workflowID, runID); err != nil {
@@ -116,7 +116,7 @@ type RunInspection struct {
 // attributes. runID must name an existing run.
 func (e *Engine) InspectRun(ctx context.Context, workflowID, runID string, executionIDs []string, messages int) (*RunInspection, error) {
 	var out *RunInspection
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		out = &RunInspection{}
 		id, err := resolveRun(ctx, tx, workflowID, runID)
 		if err != nil {

@@ -44,7 +44,7 @@ func (e *Engine) SearchWorkflows(ctx context.Context, req iwfapi.WorkflowSearchR
 			Message: fmt.Sprintf("the request ran out of time waiting for one of the %d searches in flight to end", cap(e.searching))}
 	}
 	var page *search.Page
-	err = e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err = e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		q, err := search.Compile(ctx, pq, attributeResolver{declared: e.cfg.SearchAttributeTypes, store: tx}, e.cfg.Clock.Now())
 		if err != nil {
 			return searchError(err)

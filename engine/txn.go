@@ -78,7 +78,7 @@ func (e *Engine) update(ctx context.Context, fn func(t *txn) error) error {
 		pended []string // the workflow keys the last attempt counted as pending
 	)
 	begin := time.Now()
-	err := e.store.Update(ctx, func(ctx context.Context, tx Tx) error {
+	err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 		e.waits.abandon(pended) // an earlier attempt's, which did not commit
 		pended = nil
 		t := &txn{e: e, ctx: ctx, tx: tx, now: e.cfg.Clock.Now()}

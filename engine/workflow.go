@@ -296,7 +296,7 @@ func (e *Engine) checkRunWorkerURL(ctx context.Context, workflowID, runID string
 		return nil
 	}
 	var workerURL string
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		_, rd, err := readRun(ctx, tx, workflowID, runID)
 		if err != nil {
 			return err
@@ -565,7 +565,7 @@ func (e *Engine) readRunOnly(ctx context.Context, workflowID, runID string) (*Ru
 	rr, ok := e.store.(RunReader)
 	if !ok {
 		var run *Run
-		err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+		err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 			id, err := resolveRun(ctx, tx, workflowID, runID)
 			if err != nil {
 				return err
@@ -578,7 +578,7 @@ func (e *Engine) readRunOnly(ctx context.Context, workflowID, runID string) (*Ru
 	if workflowID == "" {
 		return nil, errNoWorkflowID()
 	}
-	run, err := rr.ReadRun(ctx, workflowID, runID)
+	run, err := e.readRun(ctx, rr, workflowID, runID)
 	switch {
 	case errors.Is(err, ErrNotFound) || (err == nil && runID != "" && run.WorkflowID != workflowID):
 		return nil, errNoRun(workflowID, runID)
@@ -599,7 +599,7 @@ func errNoRun(workflowID, runID string) error {
 // (POST /api/v1/workflow/dataobjects/get).
 func (e *Engine) GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDataObjectsRequest) (iwfapi.WorkflowGetDataObjectsResponse, error) {
 	var resp iwfapi.WorkflowGetDataObjectsResponse
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
@@ -629,7 +629,7 @@ func (e *Engine) SetDataAttributes(ctx context.Context, req iwfapi.WorkflowSetDa
 // caller asks (POST /api/v1/workflow/searchattributes/get).
 func (e *Engine) GetSearchAttributes(ctx context.Context, req iwfapi.WorkflowGetSearchAttributesRequest) (iwfapi.WorkflowGetSearchAttributesResponse, error) {
 	var resp iwfapi.WorkflowGetSearchAttributesResponse
-	err := e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err
@@ -682,7 +682,7 @@ func (e *Engine) SetSearchAttributes(ctx context.Context, req iwfapi.WorkflowSet
 // continue-as-new, so it only checks that the run is running
 // (POST /api/v1/workflow/triggerContinueAsNew).
 func (e *Engine) TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerContinueAsNewRequest) error {
-	return e.store.View(ctx, func(ctx context.Context, tx ReadTx) error {
+	return e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		id, err := resolveRun(ctx, tx, req.WorkflowId, deref(req.WorkflowRunId))
 		if err != nil {
 			return err

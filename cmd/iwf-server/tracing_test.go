@@ -473,3 +473,54 @@ func formatTrace(spans []*tracepb.Span, root string) string {
 	}
 	return b.String()
 }
+
+// doneState completes its workflow with "done" at once.
+type doneState struct{}
+
+func (doneState) ID() string { return "Done" }
+
+func (doneState) WaitUntil(iwf.Context, iwf.Object, iwf.Persistence, iwf.Communication) (*iwf.CommandRequest, error) {
+	return iwf.AllCommandsCompleted(), nil
+}
+
+func (doneState) Execute(iwf.Context, iwf.Object, iwf.CommandResults, iwf.Persistence, iwf.Communication) (*iwf.StateDecision, error) {
+	return iwf.GracefulCompleteWorkflow("done"), nil
+}
+
+// TestMainTracingWithLimits: tracing on together with every kind of limit
+// starts and serves on both stores. Tracing once wrapped the store and hid
+// its permits from the engine, so this combination refused to start
+// ("limits are configured but the store keeps no permits").
+func TestMainTracingWithLimits(t *testing.T) {
+	for _, store := range []string{"sqlite", "postgres"} {
+		t.Run(store, func(t *testing.T) {
+			receiver := newOTLPReceiver(t)
+			wf := &iwf.Workflow{Type: "Limited", StartState: doneState{}}
+			registry, err := iwf.NewRegistry(wf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			worker := httptest.NewServer(iwf.NewWorkerService(registry, nil))
+			defer worker.Close()
+			host := strings.TrimPrefix(worker.URL, "http://")
+			args := []string{"--worker-concurrency", host + "=2", "--worker-rate", host + "=1000", "--type-concurrency", "Limited=2"}
+			if store == "postgres" {
+				args = append(args, "--db", postgresDB(t))
+			}
+			m, out := startMainEnv(t, env{"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.srv.URL, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}, args...)
+			client, err := iwf.NewClient("http://"+m.Addr(), &iwf.ClientOptions{WorkerURL: worker.URL})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			runID, err := client.StartWorkflow(ctx, wf, "limited-1", 0, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := iwf.GetSimpleWorkflowResult[string](ctx, client, "limited-1", runID); err != nil || got != "done" {
+				t.Fatalf("result %q, %v:\n%s", got, err, out)
+			}
+		})
+	}
+}

@@ -191,8 +191,9 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		}
 	}
 	if opts.Tracer != nil {
-		ec.Tracer = opts.Tracer
-		st = tracing.WrapStore(st, opts.Tracer, opts.TraceDB)
+		// The engine spans its own store calls: the store is handed over
+		// as it is, so that none of its optional interfaces is hidden.
+		ec.Tracer, ec.TraceDBSystem = opts.Tracer, opts.TraceDB
 	}
 	eng, err := engine.New(st, ec)
 	if err != nil {

@@ -11,8 +11,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/iwf-server/iwf-server/engine"
 )
 
 func env(kv map[string]string) Getenv { return func(k string) string { return kv[k] } }
@@ -68,16 +66,12 @@ func TestFromEnvRefusesWhatCannotWork(t *testing.T) {
 	p.Shutdown(context.Background())
 }
 
-// TestOffIsPassThrough: with tracing off nothing is wrapped, so the
-// request and store paths are the untraced ones.
+// TestOffIsPassThrough: with tracing off the handler is not wrapped, so
+// requests take the untraced path.
 func TestOffIsPassThrough(t *testing.T) {
 	h := &countingHandler{}
 	if got := Handler(nil, h); got != http.Handler(h) {
 		t.Fatalf("Handler(nil, h) = %T, want h itself", got)
-	}
-	st := &fakeStore{}
-	if got := WrapStore(st, nil, "sqlite"); got != engine.Store(st) {
-		t.Fatalf("WrapStore(st, nil) = %T, want st itself", got)
 	}
 }
 
@@ -144,127 +138,5 @@ func TestHandlerSpans(t *testing.T) {
 	}
 	if unknown.Name() != "POST /api/*" {
 		t.Errorf("an unknown path's span is %q, want the bounded name POST /api/*", unknown.Name())
-	}
-}
-
-// fakeStore is an engine.Store whose optional interfaces vary.
-type fakeStore struct {
-	engine.Store
-	updates int
-}
-
-func (f *fakeStore) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
-	f.updates++
-	return fn(ctx, nil)
-}
-
-func (f *fakeStore) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
-	return fn(ctx, nil)
-}
-
-type fakeCallReader struct{}
-
-func (fakeCallReader) ReadForCall(ctx context.Context, runID, executionID string) (*engine.CallRead, error) {
-	return &engine.CallRead{}, nil
-}
-
-type fakeRunReader struct{}
-
-func (fakeRunReader) ReadRun(ctx context.Context, workflowID, runID string) (*engine.Run, error) {
-	return nil, engine.ErrNotFound
-}
-
-type fakeFeed struct{}
-
-func (fakeFeed) PublishChanges(engine.Changes)                       {}
-func (fakeFeed) ListenChanges(context.Context, func(engine.Changes)) {}
-
-func TestWrapStoreKeepsOptionalInterfaces(t *testing.T) {
-	_, tr := recorder()
-	base := &fakeStore{}
-	stores := []engine.Store{
-		base,
-		&struct {
-			*fakeStore
-			fakeCallReader
-		}{base, fakeCallReader{}},
-		&struct {
-			*fakeStore
-			fakeRunReader
-			fakeFeed
-		}{base, fakeRunReader{}, fakeFeed{}},
-		&struct {
-			*fakeStore
-			fakeCallReader
-			fakeRunReader
-		}{base, fakeCallReader{}, fakeRunReader{}},
-		&struct {
-			*fakeStore
-			fakeCallReader
-			fakeRunReader
-			fakeFeed
-		}{base, fakeCallReader{}, fakeRunReader{}, fakeFeed{}},
-	}
-	for i, st := range stores {
-		w := WrapStore(st, tr, "sqlite")
-		_, cr := st.(engine.CallReader)
-		_, rr := st.(engine.RunReader)
-		_, cf := st.(engine.ChangeFeed)
-		_, wcr := w.(engine.CallReader)
-		_, wrr := w.(engine.RunReader)
-		_, wcf := w.(engine.ChangeFeed)
-		if cr != wcr || rr != wrr || cf != wcf {
-			t.Errorf("store %d: CallReader/RunReader/ChangeFeed %v/%v/%v, wrapped %v/%v/%v", i, cr, rr, cf, wcr, wrr, wcf)
-		}
-	}
-}
-
-// TestStoreSpans: a transaction gets a span only under a traced
-// operation, so that background work (polls, lease renewals) sends
-// nothing.
-func TestStoreSpans(t *testing.T) {
-	rec, tr := recorder()
-	base := &fakeStore{}
-	st := WrapStore(&struct {
-		*fakeStore
-		fakeCallReader
-		fakeRunReader
-	}{base, fakeCallReader{}, fakeRunReader{}}, tr, "postgresql")
-	noop := func(context.Context, engine.Tx) error { return nil }
-	if err := st.Update(context.Background(), noop); err != nil {
-		t.Fatal(err)
-	}
-	if n := len(rec.Ended()); n != 0 || base.updates != 1 {
-		t.Fatalf("an untraced update: %d spans, %d updates; want 0 spans, 1 update", n, base.updates)
-	}
-	ctx, parent := tr.Start(context.Background(), "phase")
-	var inner trace.SpanContext
-	if err := st.Update(ctx, func(ctx context.Context, _ engine.Tx) error {
-		inner = trace.SpanContextFromContext(ctx)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	st.View(ctx, func(context.Context, engine.ReadTx) error { return nil })
-	st.(engine.CallReader).ReadForCall(ctx, "r", "S1-1")
-	st.(engine.RunReader).ReadRun(ctx, "w", "")
-	parent.End()
-	spans := rec.Ended()
-	var names []string
-	for _, s := range spans[:len(spans)-1] {
-		names = append(names, s.Name())
-		if s.Parent().SpanID() != parent.SpanContext().SpanID() || s.SpanKind() != trace.SpanKindClient ||
-			attr(s, "db.system.name").AsString() != "postgresql" {
-			t.Errorf("%s: parent %v kind %v attributes %v", s.Name(), s.Parent().SpanID(), s.SpanKind(), s.Attributes())
-		}
-		if s.Status().Code.String() == "Error" {
-			t.Errorf("%s is marked failed (a not-found answer is not a failure)", s.Name())
-		}
-	}
-	if got := strings.Join(names, ","); got != "store.update,store.view,store.readForCall,store.readRun" {
-		t.Errorf("spans %s", got)
-	}
-	if inner.SpanID() != spans[0].SpanContext().SpanID() {
-		t.Errorf("the transaction function's ctx carries span %s, want the store.update span", inner.SpanID())
 	}
 }
