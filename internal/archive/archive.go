@@ -167,7 +167,9 @@ func Encode(ctx context.Context, w io.Writer, r *Run, next func(context.Context)
 	bw := bufio.NewWriterSize(zw, 64<<10)
 	r.Format = Format
 	r.HistoryEvents = 0
-	head, err := json.Marshal(r)
+	// The summary's fields without the history's length, which is known
+	// only at the end: every key appears once in the document.
+	head, err := json.Marshal(summary{Run: r})
 	if err != nil {
 		return err
 	}
@@ -204,6 +206,13 @@ func Encode(ctx context.Context, w io.Writer, r *Run, next func(context.Context)
 	return zw.Close()
 }
 
+// summary is the head of a document: Run's fields without
+// "historyEvents" (the outer field, always nil, hides the embedded one).
+type summary struct {
+	*Run
+	HistoryEvents *int `json:"historyEvents,omitempty"`
+}
+
 // ErrStop, returned by Decode's onEvent, ends the reading there: Decode
 // then returns the run as read so far — its summary, which the document
 // holds before the history, with HistoryEvents 0 — and a nil error.
@@ -211,7 +220,10 @@ var ErrStop = errors.New("archive: stop reading")
 
 // Decode reads a document written by Encode from r (gzip-compressed),
 // calling onEvent with each history event in order (nil: the events are
-// skipped), and returns the run. It holds one event at a time.
+// skipped), and returns the run. It holds one event at a time. A key
+// that appears twice takes its last value: documents written by earlier
+// releases carry "historyEvents" as 0 before the history and as the
+// count after it.
 func Decode(r io.Reader, onEvent func(iwfapi.WorkflowHistoryEvent) error) (*Run, error) {
 	zr, err := gzip.NewReader(r)
 	if err != nil {

@@ -2,12 +2,16 @@ package archive_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -217,5 +221,113 @@ func TestFileTempNextToObject(t *testing.T) {
 	defer explicit.Close()
 	if err := explicit.Put(ctx, &archive.Run{WorkflowID: "wf", RunID: "run-2", ClosedMs: 2}, pages(3, 2, 0, nil)); err == nil {
 		t.Fatal("put staged in a missing TMPDIR succeeded: the URL's own no_tmp_dir was not left as given")
+	}
+}
+
+// duplicateKeys returns the keys that appear more than once in one object
+// of the JSON document doc, at any depth, as a strict parser sees them.
+func duplicateKeys(t *testing.T, doc []byte) []string {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	type frame struct {
+		object bool
+		keys   map[string]bool
+		expect bool // the next string token of an object is a key
+	}
+	var stack []*frame
+	var dups []string
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading the document: %v", err)
+		}
+		var top *frame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.expect {
+			if d, ok := tok.(json.Delim); ok && d == '}' {
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1].object {
+					stack[len(stack)-1].expect = true
+				}
+				continue
+			}
+			key := tok.(string)
+			if top.keys[key] {
+				dups = append(dups, key)
+			}
+			top.keys[key] = true
+			top.expect = false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{object: true, keys: map[string]bool{}, expect: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &frame{})
+			continue
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		// A value ended: the enclosing object expects a key again.
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].expect = true
+		}
+	}
+	return dups
+}
+
+// TestEncodeKeysOnce: every key of an archived document appears once, so
+// that a parser that keeps the first of two equal keys reads the same run
+// as one that keeps the last; "historyEvents" holds the count.
+func TestEncodeKeysOnce(t *testing.T) {
+	for _, n := range []int{0, 1, 7} {
+		var buf bytes.Buffer
+		r := &archive.Run{WorkflowID: "w", RunID: "r", Status: "COMPLETED", ClosedMs: 7}
+		if err := archive.Encode(context.Background(), &buf, r, pages(n, 3, -1, nil)); err != nil {
+			t.Fatal(err)
+		}
+		zr, err := gzip.NewReader(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if dups := duplicateKeys(t, doc); len(dups) > 0 {
+			t.Fatalf("%d events: keys written twice: %v\n%s", n, dups, doc)
+		}
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(doc, &fields); err != nil {
+			t.Fatal(err)
+		}
+		if string(fields["historyEvents"]) != strconv.Itoa(n) {
+			t.Fatalf("%d events: historyEvents %s", n, fields["historyEvents"])
+		}
+	}
+}
+
+// TestDecodeOlderDuplicate: a document of an earlier release, with
+// "historyEvents" 0 in its summary and the count after the history, reads
+// with the count.
+func TestDecodeOlderDuplicate(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	io.WriteString(zw, `{"format":1,"workflowId":"w","workflowRunId":"r","workflowType":"T","status":"COMPLETED","startedTimestampMs":1,"closedTimestampMs":2,"archivedTimestampMs":3,"historyEvents":0,"history":[
+{"eventId":1,"timestampMs":1,"eventType":"E"},
+{"eventId":2,"timestampMs":2,"eventType":"E"}
+],"historyEvents":2}
+`)
+	zw.Close()
+	var seen int
+	r, err := archive.Decode(bytes.NewReader(buf.Bytes()), func(iwfapi.WorkflowHistoryEvent) error { seen++; return nil })
+	if err != nil || r.HistoryEvents != 2 || seen != 2 || r.WorkflowType != "T" {
+		t.Fatalf("Decode of an older document: %+v, %d events, %v", r, seen, err)
 	}
 }
