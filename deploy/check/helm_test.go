@@ -59,13 +59,18 @@ var valueSets = map[string]map[string]any{
 		"auth":         map[string]any{"existingSecret": "iwf-tokens", "secretKey": "file", "metrics": true},
 		"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"},
 			"bearerTokenSecret": map[string]any{"name": "iwf-tokens", "key": "scrape"}},
-		"migration":                     map[string]any{"initContainer": false, "job": true},
+		// job alone: the init container, on by default, must give way to it.
+		"migration":                     map[string]any{"job": true},
 		"shutdownGraceSeconds":          60,
 		"preStopSleepSeconds":           0,
 		"terminationGracePeriodSeconds": 90,
 		"config": map[string]any{"concurrency": "2000", "retention": "720h", "archiveUrl": "s3://bucket?region=eu-west-1",
 			"workerUrlAllow": []any{"http://workers.apps.svc:8803"}, "ui": false},
 		"extraArgs": []any{"--max-wait=30s"},
+	},
+	"no migration step": {
+		"database":  map[string]any{"existingSecret": "iwf-db"},
+		"migration": map[string]any{"initContainer": false},
 	},
 	"inline tokens": {
 		"database":            map[string]any{"existingSecret": "iwf-db"},
@@ -189,9 +194,10 @@ func decode(t *testing.T, manifest string) objects {
 // what the server needs: the replicas, the database URL and tokens from
 // Secrets only, probes on the real health endpoint and port, a
 // termination grace longer than the preStop sleep and --shutdown-grace,
-// migrations before the server (init container or hook Job), selectors of
-// the Service, PodDisruptionBudget and ServiceMonitor that match the pods,
-// and flags that the server knows (docs/configuration.md).
+// migrations before the server (an init container or a hook Job, never
+// both), selectors of the Service, PodDisruptionBudget and ServiceMonitor
+// that match the pods, and flags that the server knows
+// (docs/configuration.md).
 func TestHelmTemplate(t *testing.T) {
 	flags := knownFlags(t)
 	for name, vals := range valueSets {
@@ -319,8 +325,12 @@ func TestHelmTemplate(t *testing.T) {
 				}
 			}
 
-			// Migrations run before the server: an init container, or a hook Job.
+			// Migrations run before the server: an init container, or a hook
+			// Job, never both.
 			migration, _ := vals["migration"].(map[string]any)
+			if len(pod.Spec.InitContainers) > 0 && len(objs.jobs) > 0 {
+				t.Fatalf("migrations in %d init containers and %d Jobs: want one of the two", len(pod.Spec.InitContainers), len(objs.jobs))
+			}
 			if migration["job"] == true {
 				if len(pod.Spec.InitContainers) != 0 || len(objs.jobs) != 1 {
 					t.Fatalf("migration job: %d init containers, %d jobs", len(pod.Spec.InitContainers), len(objs.jobs))
@@ -334,6 +344,10 @@ func TestHelmTemplate(t *testing.T) {
 					t.Errorf("migration Job args %v", jc.Args)
 				}
 				checkDBEnv("migration job", jc.Env)
+			} else if migration["initContainer"] == false {
+				if len(pod.Spec.InitContainers) != 0 || len(objs.jobs) != 0 {
+					t.Fatalf("no migration step asked for: %d init containers, %d jobs", len(pod.Spec.InitContainers), len(objs.jobs))
+				}
 			} else {
 				if len(pod.Spec.InitContainers) != 1 || !slices.Equal(pod.Spec.InitContainers[0].Args, []string{"migrate"}) {
 					t.Fatalf("init containers %+v, want one running migrate", pod.Spec.InitContainers)
