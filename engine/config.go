@@ -106,6 +106,14 @@ type Config struct {
 	// RetentionByType overrides Retention for the workflow types it names;
 	// 0 keeps the runs of that type forever.
 	RetentionByType map[string]time.Duration
+	// RetentionSince, when set, is when retention began to count on this
+	// store: a run closed before it is kept as if it had closed at
+	// RetentionSince. A store that held runs before its server deleted
+	// any (a database upgraded from a release without retention) then
+	// loses none of them until a whole retention after the upgrade, and
+	// the start-up log can say what goes first (RetentionOutlook). Zero
+	// counts every run from its close.
+	RetentionSince time.Time
 	// SweepInterval is how often the engine deletes expired runs. Default
 	// DefaultSweepInterval.
 	SweepInterval time.Duration

@@ -67,25 +67,88 @@ func (c Config) retentionOn() bool {
 	return false
 }
 
-// expiries returns what expires at now: the runs of every type without a
-// retention of its own, by the default retention, and the runs of each
-// type with one, by its own. A zero retention keeps runs forever.
-func (c Config) expiries(now time.Time, limit int) []RunExpiry {
-	var out []RunExpiry
+// retentionRule is one retention: the runs it covers (every type but
+// ExceptTypes, or Types) and how long they are kept.
+type retentionRule struct {
+	Types, ExceptTypes []string
+	Retention          time.Duration
+}
+
+// rules returns the retentions that delete: the default one for every type
+// without a retention of its own, and each type's own. A zero retention
+// keeps runs forever and has no rule.
+func (c Config) rules() []retentionRule {
+	var out []retentionRule
 	types := make([]string, 0, len(c.RetentionByType))
 	for t := range c.RetentionByType {
 		types = append(types, t)
 	}
 	sort.Strings(types)
 	if c.Retention > 0 {
-		out = append(out, RunExpiry{ClosedBefore: unixMs(now.Add(-c.Retention)), ExceptTypes: types, Limit: limit})
+		out = append(out, retentionRule{ExceptTypes: types, Retention: c.Retention})
 	}
 	for _, t := range types {
 		if d := c.RetentionByType[t]; d > 0 {
-			out = append(out, RunExpiry{ClosedBefore: unixMs(now.Add(-d)), Types: []string{t}, Limit: limit})
+			out = append(out, retentionRule{Types: []string{t}, Retention: d})
 		}
 	}
 	return out
+}
+
+// expiries returns what expires at now: the runs of each rule closed more
+// than its retention ago. A rule whose retention has not yet run since
+// RetentionSince expires nothing: a run closed at c goes at
+// max(c, RetentionSince) + retention.
+func (c Config) expiries(now time.Time, limit int) []RunExpiry {
+	var out []RunExpiry
+	for _, r := range c.rules() {
+		cutoff := now.Add(-r.Retention)
+		if !c.RetentionSince.IsZero() && !cutoff.After(c.RetentionSince) {
+			continue
+		}
+		out = append(out, RunExpiry{ClosedBefore: unixMs(cutoff), Types: r.Types, ExceptTypes: r.ExceptTypes, Limit: limit})
+	}
+	return out
+}
+
+// RetentionStep is what one retention will delete first, as seen at
+// start-up (RetentionOutlook).
+type RetentionStep struct {
+	// Types are the workflow types the retention covers; empty with
+	// ExceptTypes (possibly empty too) for the default retention.
+	Types, ExceptTypes []string
+	// Retention is how long the runs are kept.
+	Retention time.Duration
+	// At is when the first deletions are due: now, or a whole retention
+	// after Config.RetentionSince.
+	At time.Time
+	// ClosedBefore is the close time of the runs those first deletions
+	// take: every run closed before it.
+	ClosedBefore time.Time
+	// Runs counts those runs (at most one million are counted).
+	Runs int
+}
+
+// RetentionOutlook says, for each retention, when it first deletes and
+// how many of the runs stored now it deletes then, so that a server can
+// say at start-up what it is about to delete (a database upgraded from a
+// release without retention must not lose its old runs without a word).
+func (e *Engine) RetentionOutlook(ctx context.Context) ([]RetentionStep, error) {
+	now := e.cfg.Clock.Now()
+	var out []RetentionStep
+	for _, r := range e.cfg.rules() {
+		st := RetentionStep{Types: r.Types, ExceptTypes: r.ExceptTypes, Retention: r.Retention, At: now, ClosedBefore: now.Add(-r.Retention)}
+		if since := e.cfg.RetentionSince; !since.IsZero() && !st.ClosedBefore.After(since) {
+			st.At, st.ClosedBefore = since.Add(r.Retention), since
+		}
+		n, err := e.store.RunsExpiredCount(ctx, RunExpiry{ClosedBefore: unixMs(st.ClosedBefore), Types: r.Types, ExceptTypes: r.ExceptTypes, Limit: backlogCap})
+		if err != nil {
+			return nil, err
+		}
+		st.Runs = n
+		out = append(out, st)
+	}
+	return out, nil
 }
 
 // RetentionSummary describes the effective retention in one line, for the

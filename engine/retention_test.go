@@ -103,3 +103,56 @@ func TestRetention(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionSince: with RetentionSince set (the time a database
+// upgraded from a release without retention first ran with it), a run
+// closed before it is kept until a whole retention after it, and
+// RetentionOutlook says when the first deletions come and how many runs
+// they take.
+func TestRetentionSince(t *testing.T) {
+	since := time.Now().Add(time.Hour) // the runs below closed an hour before retention began
+	forEachStoreWith(t, func(c *engine.Config) {
+		c.Clock = &shiftClock{}
+		c.Retention = time.Hour
+		c.RetentionSince = since
+		c.SweepInterval = 24 * time.Hour // the test sweeps itself
+	}, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		clock := h.clock.(*shiftClock)
+		h.worker.state("Done", stateHandlers{Execute: func(iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			return decide(next(engine.GracefulCompletingState, nil)), 200
+		}})
+		for _, id := range []string{"old-1", "old-2"} {
+			h.start(id, "Done", nil, func(r *iwfapi.WorkflowStartRequest) {
+				r.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
+			})
+			if got := h.result(id); got.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
+				t.Fatalf("%s: %s", id, mustJSON(got))
+			}
+		}
+		h.idle()
+
+		// 90 minutes on, the runs are past their hour counted from their
+		// close, but not from the start of retention.
+		clock.offset.Store(int64(90 * time.Minute))
+		outlook, err := h.eng.RetentionOutlook(ctx)
+		if err != nil || len(outlook) != 1 {
+			t.Fatalf("outlook: %+v, %v", outlook, err)
+		}
+		if o := outlook[0]; !o.At.Equal(since.Add(time.Hour)) || !o.ClosedBefore.Equal(since) || o.Runs != 2 || o.Retention != time.Hour {
+			t.Fatalf("outlook %+v; want 2 runs closed before %s, due at %s", o, since, since.Add(time.Hour))
+		}
+		if st, err := h.eng.Sweep(ctx); err != nil || st.Deleted != 0 {
+			t.Fatalf("sweep 90m on: %+v, %v; want nothing deleted", st, err)
+		}
+		// A retention after its start, they go.
+		clock.offset.Store(int64(2*time.Hour + time.Minute))
+		if st, err := h.eng.Sweep(ctx); err != nil || st.Deleted != 2 {
+			t.Fatalf("sweep a retention after its start: %+v, %v; want 2 deleted", st, err)
+		}
+		outlook, err = h.eng.RetentionOutlook(ctx)
+		if err != nil || len(outlook) != 1 || outlook[0].Runs != 0 {
+			t.Fatalf("outlook after the sweep: %+v, %v; want nothing left", outlook, err)
+		}
+	})
+}
