@@ -59,8 +59,10 @@ type Config struct {
 	// headers and body; a slower one is disconnected.
 	ReadTimeout time.Duration
 	// WriteTimeout bounds how long a request may take from the end of its
-	// headers to the end of its answer; it must exceed MaxWait, which long
-	// polls use.
+	// headers to the end of its answer. It must be at least MaxWait plus
+	// RequestTimeout (a long poll's deadline) plus LongPollWriteMargin, so
+	// that a long poll's answer at its deadline is written before the
+	// connection is closed.
 	WriteTimeout time.Duration
 	// LeaseDuration is how long a claimed task stays leased without renewal.
 	LeaseDuration time.Duration
@@ -98,8 +100,9 @@ type Config struct {
 	// requests and worker calls before cancelling them.
 	ShutdownGrace time.Duration
 	// RequestTimeout is the deadline of each API request and console page
-	// that is not a long poll; long polls get MaxWait plus it. It must be
-	// shorter than WriteTimeout, so that its 504 reaches the client.
+	// that is not a long poll; long polls get MaxWait plus it. That sum
+	// must leave WriteTimeout LongPollWriteMargin, so that a 504 reaches
+	// the client.
 	RequestTimeout time.Duration
 	// AllowedHosts are the host names served besides localhost and the
 	// loopback addresses when listening on a loopback address; set, they
@@ -129,13 +132,30 @@ type Config struct {
 const DefaultShutdownGrace = 30 * time.Second
 
 // The listener's defaults: a request must arrive within DefaultReadTimeout
-// and be answered within DefaultWriteTimeout, which leaves long polls
-// (engine.DefaultMaxWait) half a minute to spare.
+// and be answered within DefaultWriteTimeout, which leaves a long poll
+// (deadline engine.DefaultMaxWait plus httpapi.DefaultRequestTimeout)
+// writeTimeoutSpare to write its answer.
 const (
 	DefaultReadTimeout    = 30 * time.Second
-	DefaultWriteTimeout   = engine.DefaultMaxWait + 30*time.Second
+	DefaultWriteTimeout   = engine.DefaultMaxWait + httpapi.DefaultRequestTimeout + writeTimeoutSpare
 	DefaultMaxHeaderBytes = 64 << 10
 )
+
+// LongPollWriteMargin is the least time the write timeout must leave after
+// a long poll's deadline (max-wait plus request-timeout): the time to
+// write the answer the deadline causes (a 504) before net/http closes the
+// connection. A write timeout equal to the deadline cuts the connection
+// instead.
+const LongPollWriteMargin = 5 * time.Second
+
+// writeTimeoutSpare is what the default write timeout leaves after a long
+// poll's deadline; when max-wait or request-timeout is raised and
+// write-timeout is not set, the write timeout grows with them.
+const writeTimeoutSpare = 30 * time.Second
+
+// longPollDeadline is the deadline of a long poll: it waits up to MaxWait
+// and then has RequestTimeout to answer (internal/server).
+func (c Config) longPollDeadline() time.Duration { return c.MaxWait + c.RequestTimeout }
 
 // DefaultConfig returns the configuration used when nothing else is set.
 func DefaultConfig() Config {
@@ -196,11 +216,11 @@ func (c Config) Validate() error {
 			return fmt.Errorf("%s must be positive, got %s", name, d)
 		}
 	}
-	if c.WriteTimeout <= c.MaxWait {
-		return fmt.Errorf("write-timeout (%s) must exceed max-wait (%s): long polls answer within max-wait", c.WriteTimeout, c.MaxWait)
-	}
-	if c.RequestTimeout >= c.WriteTimeout {
-		return fmt.Errorf("request-timeout (%s) must be shorter than write-timeout (%s): a request past its deadline is answered within the write timeout", c.RequestTimeout, c.WriteTimeout)
+	if least := c.longPollDeadline() + LongPollWriteMargin; c.WriteTimeout < least {
+		return fmt.Errorf("write-timeout (%s) must be at least max-wait (%s) + request-timeout (%s) + %s = %s: "+
+			"a long poll (getWithWait, waitForStateCompletion, rpc) may take max-wait plus request-timeout, and its answer "+
+			"must be written before write-timeout closes the connection; raise write-timeout or lower max-wait or request-timeout",
+			c.WriteTimeout, c.MaxWait, c.RequestTimeout, LongPollWriteMargin, least)
 	}
 	if _, err := auth.NewHostPolicy(c.AllowedHosts); err != nil {
 		return err
@@ -417,7 +437,7 @@ var settings = []setting{
 		func(c *Config) *time.Duration { return &c.DBLivenessTimeout }),
 	durationSetting("read-timeout", "IWF_READ_TIMEOUT", "how long a client may take to send a request (headers and body); slower ones are disconnected",
 		func(c *Config) *time.Duration { return &c.ReadTimeout }),
-	durationSetting("write-timeout", "IWF_WRITE_TIMEOUT", "how long a request may take to be answered after its headers; must exceed max-wait",
+	durationSetting("write-timeout", "IWF_WRITE_TIMEOUT", "how long a request may take to be answered after its headers; at least max-wait + request-timeout + 5s, so that a long poll's answer at its deadline is written (when not set: the default, or max-wait + request-timeout + 30s when longer)",
 		func(c *Config) *time.Duration { return &c.WriteTimeout }),
 	durationSetting("request-timeout", "IWF_REQUEST_TIMEOUT", "deadline of each API request and console page that is not a long poll (long polls: max-wait plus it); past it the request's queries are cancelled and it answers 504",
 		func(c *Config) *time.Duration { return &c.RequestTimeout }),
@@ -840,6 +860,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 	}
 
 	cfg = defaults
+	writeTimeoutSet := false
 	for i, s := range settings {
 		var (
 			entries []string
@@ -862,6 +883,11 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 		if err := s.apply(&cfg, entries); err != nil {
 			return "", "", cfg, fmt.Errorf("%s: %v", source, err)
 		}
+		writeTimeoutSet = writeTimeoutSet || s.key == "write-timeout"
+	}
+	if !writeTimeoutSet {
+		// The default grows with a raised max-wait or request-timeout.
+		cfg.WriteTimeout = max(cfg.WriteTimeout, cfg.longPollDeadline()+writeTimeoutSpare)
 	}
 	if err := cfg.Validate(); err != nil {
 		return "", "", cfg, err

@@ -67,6 +67,35 @@ func TestConfigDefaults(t *testing.T) {
 		want.MaxBodyBytes != 4<<20 || want.LogLevel != "info" {
 		t.Errorf("defaults changed: %+v", want)
 	}
+	// The write timeout leaves a long poll (max-wait + request-timeout)
+	// more than the margin to write its answer.
+	if want.WriteTimeout < want.MaxWait+want.RequestTimeout+LongPollWriteMargin {
+		t.Errorf("default write-timeout %s leaves a long poll (%s + %s) less than %s", want.WriteTimeout, want.MaxWait, want.RequestTimeout, LongPollWriteMargin)
+	}
+}
+
+// TestConfigWriteTimeoutFollows: without write-timeout set, raising
+// max-wait or request-timeout raises the write timeout with them; set, it
+// is taken as given.
+func TestConfigWriteTimeoutFollows(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		e    env
+		want time.Duration
+	}{
+		{[]string{"--max-wait", "30s"}, env{}, DefaultWriteTimeout},
+		{[]string{"--max-wait", "2m"}, env{}, 2*time.Minute + 30*time.Second + 30*time.Second},
+		{nil, env{"IWF_REQUEST_TIMEOUT": "90s"}, time.Minute + 90*time.Second + 30*time.Second},
+		{[]string{"--max-wait", "2m", "--write-timeout", "3m"}, env{}, 3 * time.Minute},
+	} {
+		m, err := parse(t, tt.args, tt.e)
+		if err != nil {
+			t.Fatalf("%v %v: %v", tt.args, tt.e, err)
+		}
+		if m.Config.WriteTimeout != tt.want {
+			t.Errorf("%v %v: write-timeout %s, want %s", tt.args, tt.e, m.Config.WriteTimeout, tt.want)
+		}
+	}
 }
 
 func TestConfigPrecedence(t *testing.T) {
@@ -240,7 +269,13 @@ func TestConfigErrors(t *testing.T) {
 		{"negative retention", nil, env{"IWF_RETENTION": "-1h"}, "", `invalid retention "-1h"`},
 		{"bad retention-for", []string{"--retention-for", "Order"}, nil, "", "want Type=DURATION"},
 		{"bad retention-for duration", nil, nil, "retention-for:\n  Order: soon\n", `retention-for Order: invalid retention "soon"`},
-		{"request timeout not below write timeout", []string{"--request-timeout", "2m", "--write-timeout", "2m"}, nil, "", "request-timeout (2m0s) must be shorter than write-timeout (2m0s)"},
+		{"request timeout not below write timeout", []string{"--request-timeout", "2m", "--write-timeout", "2m"}, nil, "", "write-timeout (2m0s) must be at least max-wait (1m0s) + request-timeout (2m0s) + 5s = 3m5s"},
+		// A long poll's deadline is max-wait + request-timeout; a write
+		// timeout equal to it (the old default, 90s) closes the connection
+		// before the long poll's 504 is written.
+		{"write timeout at the long-poll deadline", []string{"--write-timeout", "90s"}, nil, "", "write-timeout (1m30s) must be at least max-wait (1m0s) + request-timeout (30s) + 5s = 1m35s"},
+		{"write timeout within the margin", nil, env{"IWF_WRITE_TIMEOUT": "94s"}, "", "raise write-timeout or lower max-wait or request-timeout"},
+		{"max wait past the write timeout", nil, nil, "write-timeout: 2m\nmax-wait: 2m\n", "write-timeout (2m0s) must be at least max-wait (2m0s) + request-timeout (30s) + 5s = 2m35s"},
 		{"zero request timeout", []string{"--request-timeout", "0s"}, nil, "", "request-timeout must be positive"},
 		{"zero session ttl", nil, env{"IWF_CONSOLE_SESSION_TTL": "0s"}, "", "console-session-ttl must be positive"},
 		{"allowed host with scheme", []string{"--allowed-hosts", "http://iwf.example.com"}, nil, "", `allowed-hosts: "http://iwf.example.com" is not a host name`},
@@ -545,8 +580,47 @@ func TestMainDisconnectsSlowClients(t *testing.T) {
 	bad.LookupEnv = env{}.lookup
 	bad.Stderr = io.Discard
 	err = bad.ParseFlags(context.Background(), []string{"--write-timeout", "30s", "--max-wait", "60s"})
-	if err == nil || !strings.Contains(err.Error(), "write-timeout (30s) must exceed max-wait (1m0s)") {
+	if err == nil || !strings.Contains(err.Error(), "write-timeout (30s) must be at least max-wait (1m0s)") {
 		t.Fatalf("write-timeout below max-wait: %v", err)
+	}
+}
+
+// TestMainLongPollDeadline: a long poll that runs into its deadline
+// (max-wait + request-timeout: here its reads wait on a table lock) gets
+// its 504 with the smallest write-timeout the configuration allows, not a
+// connection closed by the write timeout.
+func TestMainLongPollDeadline(t *testing.T) {
+	db := postgresDB(t)
+	m, _ := startMain(t, "--db", db, "--max-wait", "1s", "--request-timeout", "1s", "--write-timeout", "7s")
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "LOCK TABLE workflows, runs IN ACCESS EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	resp, err := http.Post("http://"+m.Addr()+"/api/v1/workflow/getWithWait", "application/json", strings.NewReader(`{"workflowId":"locked-out"}`))
+	if err != nil {
+		t.Fatalf("the long poll got no answer after %s: %v", time.Since(start), err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("the long poll's answer was cut after %s: %v", time.Since(start), err)
+	}
+	if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(string(body), "deadline of 2s") {
+		t.Fatalf("long poll past its deadline: %d %s", resp.StatusCode, body)
+	}
+	if d := time.Since(start); d < 2*time.Second {
+		t.Fatalf("answered after %s, before its deadline of 2s", d)
 	}
 }
 
