@@ -56,8 +56,13 @@ type Entry struct {
 	Outcome string `json:"outcome"`
 	// Status is the HTTP status of the answer.
 	Status int `json:"status"`
-	// RequestID is the request's X-Request-Id, as in the access log.
+	// RequestID is the server's id of the request, sent back in its
+	// X-Request-Id and shown in the access log.
 	RequestID string `json:"requestId,omitempty"`
+	// ClientRequestID is the X-Request-Id the client sent, as the client
+	// chose it: never the server's id, at most 128 bytes, each byte outside
+	// printable ASCII replaced by '?'.
+	ClientRequestID string `json:"clientRequestId,omitempty"`
 }
 
 // Log is an audit log file (or stderr). It is safe for concurrent use.

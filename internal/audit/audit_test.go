@@ -79,6 +79,12 @@ func TestLog(t *testing.T) {
 	if !strings.Contains(b.String(), `"runId":""`) || !strings.HasSuffix(b.String(), "}\n") || strings.Contains(b.String(), "batchId") {
 		t.Fatalf("line %q", b.String())
 	}
+	// The client's request id is a field of its own, beside the server's.
+	b.Reset()
+	w.Write(audit.Entry{Actor: "x", Operation: "stop", RequestID: "srv-1", ClientRequestID: "cli-1"})
+	if !strings.Contains(b.String(), `"requestId":"srv-1","clientRequestId":"cli-1"`) {
+		t.Fatalf("line %q", b.String())
+	}
 	if _, err := audit.Open(filepath.Join(t.TempDir(), "no-dir", "a")); err == nil || !strings.Contains(err.Error(), "audit-log") {
 		t.Fatalf("open in a missing directory: %v", err)
 	}

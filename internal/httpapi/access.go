@@ -72,7 +72,8 @@ func access(policy *auth.Policy, enforce bool, log *audit.Log, uiPrefix string) 
 			var entry *audit.Entry
 			if log != nil && rule.Operation != "" && mutates(r, console) {
 				entry = &audit.Entry{Actor: p.Actor, Role: string(p.Role), RemoteAddr: r.RemoteAddr,
-					Source: "api", Operation: rule.Operation, RequestID: requestIDFrom(r.Context())}
+					Source: "api", Operation: rule.Operation, RequestID: requestIDFrom(r.Context()),
+					ClientRequestID: infoFrom(r.Context()).clientID}
 				if console {
 					entry.Source = "console"
 				}

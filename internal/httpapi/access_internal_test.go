@@ -78,6 +78,7 @@ func TestAccessEnforcedAndAudited(t *testing.T) {
 		req := httptest.NewRequest("POST", path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.RemoteAddr = "192.0.2.7:4321"
+		req.Header.Set(RequestIDHeader, "forged-id")
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		return rec
@@ -97,6 +98,11 @@ func TestAccessEnforcedAndAudited(t *testing.T) {
 	if e.Actor != "dashboard" || e.Role != "reader" || e.Operation != "stop" || e.WorkflowID != "wf-1" || e.RunID != "run-1" ||
 		e.Outcome != "forbidden" || e.Status != 403 || e.RemoteAddr != "192.0.2.7:4321" || e.Source != "api" || e.Time.IsZero() {
 		t.Fatalf("audit entry %+v", e)
+	}
+	// The client's X-Request-Id is marked as the client's; the request id
+	// is the server's own, the one its answer names.
+	if e.ClientRequestID != "forged-id" || e.RequestID == "forged-id" || e.RequestID != rec.Header().Get(RequestIDHeader) {
+		t.Fatalf("audit entry request ids: requestId %q clientRequestId %q, answer's %q", e.RequestID, e.ClientRequestID, rec.Header().Get(RequestIDHeader))
 	}
 	// A read is neither refused nor audited; an invalid write by a writer
 	// is audited with its outcome.

@@ -503,29 +503,49 @@ func TestHello(t *testing.T) {
 func TestRequestIDAndAccessLog(t *testing.T) {
 	s := newTestServer(t, httpapi.Options{})
 
+	// The client's id is kept beside the server's own, never in its place.
 	resp := s.do(t, http.MethodPost, signalPath, strings.NewReader(signalBody),
 		http.Header{"Content-Type": {"application/json"}, httpapi.RequestIDHeader: {"req-42"}})
-	if got := resp.header.Get(httpapi.RequestIDHeader); got != "req-42" {
-		t.Fatalf("echoed request id = %q", got)
+	own := resp.header.Get(httpapi.RequestIDHeader)
+	if own == "req-42" || len(own) < 16 {
+		t.Fatalf("request id sent back = %q, want the server's own", own)
 	}
 	resp = s.post(t, signalPath, signalBody)
 	generated := resp.header.Get(httpapi.RequestIDHeader)
-	if len(generated) < 16 {
+	if len(generated) < 16 || generated == own {
 		t.Fatalf("generated request id = %q", generated)
 	}
+	// A long id, with spaces and bytes outside ASCII, is kept bounded and
+	// printable.
+	long := "a b\tü" + strings.Repeat("x", 300)
+	s.do(t, http.MethodPost, signalPath, strings.NewReader(signalBody),
+		http.Header{"Content-Type": {"application/json"}, httpapi.RequestIDHeader: {long}})
 
 	var line map[string]any
+	var longClient any
 	for _, l := range strings.Split(strings.TrimSpace(s.log.String()), "\n") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("log line is not JSON: %q", l)
 		}
-		if m["requestId"] == "req-42" && m["message"] == "request" {
+		if m["message"] != "request" {
+			continue
+		}
+		if m["requestId"] == "req-42" || (m["requestId"] == generated && m["clientRequestId"] != nil) {
+			t.Fatalf("access log line with the client's id as its own: %v", m)
+		}
+		if m["requestId"] == own {
 			line = m
 		}
+		if c, _ := m["clientRequestId"].(string); strings.HasPrefix(c, "a?b") {
+			longClient = c
+		}
 	}
-	if line == nil {
-		t.Fatalf("no access log line for req-42: %s", s.log.String())
+	if line == nil || line["clientRequestId"] != "req-42" {
+		t.Fatalf("no access log line for %s with clientRequestId req-42: %s", own, s.log.String())
+	}
+	if want := "a?b???" + strings.Repeat("x", 122); longClient != want {
+		t.Fatalf("clientRequestId of a long id = %q, want %q", longClient, want)
 	}
 	for k, want := range map[string]any{"method": "POST", "path": signalPath, "status": float64(200), "workflowId": "wf-1"} {
 		if line[k] != want {

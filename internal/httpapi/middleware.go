@@ -18,9 +18,15 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// RequestIDHeader carries the request id: taken from the request when the
-// client sends one, generated otherwise, and always echoed in the response.
+// RequestIDHeader carries the request id. The server makes its own for
+// every request and sends it in the response; an id the client sent in
+// the request is kept beside it as the client's (clientRequestId in the
+// access and audit logs), never in its place: a client cannot choose the
+// id that the server's logs and audit lines are found by.
 const RequestIDHeader = "X-Request-Id"
+
+// maxClientRequestID bounds the client's request id that the logs keep.
+const maxClientRequestID = 128
 
 type ctxKey int
 
@@ -29,9 +35,12 @@ const requestInfoKey ctxKey = iota
 // requestInfo is what the middleware learns about a request, for the access
 // log and the error log.
 type requestInfo struct {
-	id      string
-	body    []byte        // the request body as read by readBody
-	timeout time.Duration // the deadline the request was given
+	id string
+	// clientID is the X-Request-Id the client sent, bounded
+	// (clientRequestID); "" when it sent none.
+	clientID string
+	body     []byte        // the request body as read by readBody
+	timeout  time.Duration // the deadline the request was given
 	// errCode is the engine error code of a failed call (for the audit
 	// log); resultRunID is the run a start or reset created,
 	// resultBatchID the batch a batch start created.
@@ -49,29 +58,30 @@ func infoFrom(ctx context.Context) *requestInfo {
 
 func requestIDFrom(ctx context.Context) string { return infoFrom(ctx).id }
 
-// validRequestID accepts client-sent ids of printable ASCII up to 128 bytes.
-func validRequestID(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
+// clientRequestID returns the id a client sent as the logs keep it: at
+// most maxClientRequestID bytes, each byte outside printable ASCII
+// (0x21–0x7e: no spaces, controls or line breaks) replaced by '?'.
+func clientRequestID(s string) string {
+	if len(s) > maxClientRequestID {
+		s = s[:maxClientRequestID]
 	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x21 || c > 0x7e {
+			b[i] = '?'
 		}
 	}
-	return true
+	return string(b)
 }
 
-// requestID assigns the request id and stores the request info in the
-// context.
+// requestID gives the request the server's own id, sent back in the
+// response, keeps the client's id (if any) beside it, and stores the
+// request info in the context.
 func requestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(RequestIDHeader)
-		if !validRequestID(id) {
-			id = uuid.NewString()
-		}
+		id := uuid.NewString()
 		w.Header().Set(RequestIDHeader, id)
-		ri := &requestInfo{id: id}
+		ri := &requestInfo{id: id, clientID: clientRequestID(r.Header.Get(RequestIDHeader))}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestInfoKey, ri)))
 	})
 }
@@ -102,6 +112,9 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 				ri := infoFrom(r.Context())
 				ev = ev.Str("method", r.Method).Str("path", r.URL.Path).Int("status", status).
 					Dur("duration", time.Since(start)).Str("requestId", ri.id).Int("bytes", ww.BytesWritten())
+				if ri.clientID != "" {
+					ev = ev.Str("clientRequestId", ri.clientID)
+				}
 				if id := workflowIDOf(ri.body); id != "" {
 					ev = ev.Str("workflowId", id)
 				}
