@@ -81,6 +81,11 @@ type Store interface {
 	// release; ok is false when another holds it. A process that dies
 	// loses it.
 	RetentionLock(ctx context.Context) (release func(), ok bool, err error)
+	// RetentionStart returns when retention began to count on this
+	// database (Config.RetentionSince), recording now, truncated to the
+	// millisecond, if no time is recorded yet. Once recorded it never
+	// changes; processes that call it at once all get the same time.
+	RetentionStart(ctx context.Context, now time.Time) (time.Time, error)
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error

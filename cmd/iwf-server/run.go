@@ -234,6 +234,7 @@ func (m *Main) Run(ctx context.Context) error {
 	ev.Msg("iwf-server listening")
 	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
 	fmt.Fprintf(m.Stdout, "closed workflows are kept for %s after they close (retention)\n", retention)
+	m.reportRetention(ctx)
 	if sum := m.Config.Limits.Summary(); sum != "" {
 		fmt.Fprintf(m.Stdout, "limits on worker calls (waitUntil/execute, across all nodes):\n  %s\n", strings.ReplaceAll(sum, "\n", "\n  "))
 	} else {
@@ -435,4 +436,37 @@ func (m *Main) getenv(key string) string {
 	}
 	v, _ := lookup(key)
 	return v
+}
+
+// reportRetention says, in the log and on stdout, what each retention
+// deletes first: when, and how many of the runs stored now. A database
+// upgraded from a release without retention hears it a whole retention
+// before its first deletion (engine.Config.RetentionSince).
+func (m *Main) reportRetention(ctx context.Context) {
+	steps, err := m.srv.Engine.RetentionOutlook(ctx)
+	if err != nil {
+		m.logger.Warn().Err(err).Msg("could not count the runs past their retention")
+		return
+	}
+	now := time.Now()
+	for _, st := range steps {
+		scope := "workflows"
+		switch {
+		case len(st.Types) > 0:
+			scope = "workflows of type " + strings.Join(st.Types, ", ")
+		case len(st.ExceptTypes) > 0:
+			scope = "workflows of other types than " + strings.Join(st.ExceptTypes, ", ")
+		}
+		keep := engine.Config{Retention: st.Retention}.RetentionSummary()
+		when := "at the first sweep"
+		if st.At.After(now) {
+			when = "from " + st.At.UTC().Format(time.RFC3339) + " (retention counts from " +
+				st.ClosedBefore.UTC().Format(time.RFC3339) + ", when this database first ran with a retention, for the runs closed before)"
+		}
+		m.logger.Info().Str("retention", keep).Strs("types", st.Types).Strs("exceptTypes", st.ExceptTypes).
+			Time("firstDeletionAt", st.At).Time("closedBefore", st.ClosedBefore).Int("runs", st.Runs).
+			Msg("retention: what the first deletions take")
+		fmt.Fprintf(m.Stdout, "retention %s of %s: %d closed runs (closed before %s) are deleted %s\n",
+			keep, scope, st.Runs, st.ClosedBefore.UTC().Format(time.RFC3339), when)
+	}
 }

@@ -314,6 +314,22 @@ func Open(ctx context.Context, db string, opts Options) (*Server, error) {
 			opts.Logger.Warn().Str("data", target.String()).Msg("the database does not keep every commit: " + w)
 		}
 	}
+	// Retention counts from the first start with a retention set: a
+	// database upgraded from a release without retention keeps its old
+	// runs a whole retention longer (engine.Config.RetentionSince).
+	if opts.Engine.Retention > 0 || anyPositive(opts.Engine.RetentionByType) {
+		now := time.Now()
+		if opts.Engine.Clock != nil {
+			now = opts.Engine.Clock.Now()
+		}
+		if opts.Engine.RetentionSince, err = st.RetentionStart(ctx, now); err != nil {
+			if clock != nil {
+				clock.Stop()
+			}
+			st.Close()
+			return nil, fmt.Errorf("read when retention began: %w", err)
+		}
+	}
 	s, err := New(st, opts)
 	if err != nil {
 		if clock != nil {
@@ -535,4 +551,14 @@ func explainPostgres(d DB, timeout time.Duration, err error) error {
 		return fmt.Errorf("open %s: PostgreSQL does not answer: %v", d, errors.Unwrap(connErr))
 	}
 	return fmt.Errorf("open %s: %w", d, err)
+}
+
+// anyPositive reports whether any value of m is positive.
+func anyPositive(m map[string]time.Duration) bool {
+	for _, d := range m {
+		if d > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -2,11 +2,13 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/jackc/pgx/v5"
 )
 
 // Retention: the statements that find and delete expired runs. They run
@@ -158,4 +160,28 @@ func (s *Store) RetentionLock(ctx context.Context) (func(), bool, error) {
 		conn.Release()
 	}
 	return release, true, nil
+}
+
+// sqlRetentionStart records $1 as the start of retention unless one is
+// recorded, and returns the one that is. The SELECT of a statement sees the
+// table as it was before the statement's INSERT: the UNION reads the row
+// inserted, or else the one found. A row another process committed while
+// the statement waited on it is in neither: no row, and the statement runs
+// again on a fresh snapshot.
+const sqlRetentionStart = `WITH ins AS (
+		INSERT INTO retention_start (id, since_ms) VALUES (1, $1) ON CONFLICT (id) DO NOTHING RETURNING since_ms
+	)
+	SELECT since_ms FROM ins UNION ALL SELECT since_ms FROM retention_start WHERE id = 1`
+
+// RetentionStart implements engine.Store.
+func (s *Store) RetentionStart(ctx context.Context, now time.Time) (time.Time, error) {
+	var since int64
+	err := s.pool.QueryRow(ctx, sqlRetentionStart, now.UnixMilli()).Scan(&since)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = s.pool.QueryRow(ctx, sqlRetentionStart, now.UnixMilli()).Scan(&since)
+	}
+	if err != nil {
+		return time.Time{}, classify(ctx, wrap("RetentionStart", err))
+	}
+	return time.UnixMilli(since).UTC(), nil
 }

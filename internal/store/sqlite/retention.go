@@ -191,3 +191,25 @@ func (s *Store) RetentionLock(context.Context) (func(), bool, error) {
 }
 
 var _ engine.RunsDeleteTimer = (*Store)(nil)
+
+// The statements of RetentionStart.
+var (
+	qRetentionStartInsert = query(`INSERT INTO retention_start (id, since_ms) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`)
+	qRetentionStartSelect = query(`SELECT since_ms FROM retention_start WHERE id = 1`)
+)
+
+// RetentionStart implements engine.Store.
+func (s *Store) RetentionStart(ctx context.Context, now time.Time) (time.Time, error) {
+	var since int64
+	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+		t := tx.(*txn)
+		if _, err := t.stmt(ctx, qRetentionStartInsert).ExecContext(ctx, now.UnixMilli()); err != nil {
+			return err
+		}
+		return t.stmt(ctx, qRetentionStartSelect).QueryRowContext(ctx).Scan(&since)
+	})
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sqlite: RetentionStart: %w", err)
+	}
+	return time.UnixMilli(since).UTC(), nil
+}

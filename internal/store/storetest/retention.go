@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,53 @@ var retentionTests = []struct {
 	{"RunsDeleteKeepsNewerCurrentRun", testRunsDeleteKeepsNewerCurrentRun},
 	{"RunsDeleteBatchKeepsNeighbours", testRunsDeleteBatchKeepsNeighbours},
 	{"RetentionLockIsExclusive", testRetentionLock},
+	{"RetentionStartIsRecordedOnce", testRetentionStart},
+	{"RetentionStartConcurrent", testRetentionStartConcurrent},
+}
+
+// testRetentionStartConcurrent: callers that record at once all get the
+// time one of them recorded.
+func testRetentionStartConcurrent(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	const n = 8
+	got := make([]time.Time, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i], errs[i] = s.RetentionStart(ctx, at(time.Duration(i)*time.Minute))
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || !got[i].Equal(got[0]) {
+			t.Fatalf("caller %d: %v, %v; caller 0: %v", i, got[i], errs[i], got[0])
+		}
+	}
+	if d := got[0].Sub(ms(at(0))); d < 0 || d >= n*time.Minute || d%time.Minute != 0 {
+		t.Fatalf("recorded %v, want one of the callers' times", got[0])
+	}
+}
+
+// testRetentionStart: the first call records its time, truncated to the
+// millisecond; later calls, and calls made at once, return that time.
+func testRetentionStart(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	first, err := s.RetentionStart(ctx, at(0))
+	if err != nil || !first.Equal(ms(at(0))) {
+		t.Fatalf("first RetentionStart = %v, %v; want %v", first, err, ms(at(0)))
+	}
+	if first.Location() != time.UTC {
+		t.Errorf("RetentionStart returned %v, want UTC", first.Location())
+	}
+	if got, err := s.RetentionStart(ctx, at(time.Hour)); err != nil || !got.Equal(first) {
+		t.Fatalf("second RetentionStart = %v, %v; want the first, %v", got, err, first)
+	}
+	if got, err := s.RetentionStart(ctx, at(-time.Hour)); err != nil || !got.Equal(first) {
+		t.Fatalf("an earlier time = %v, %v; want the first, %v", got, err, first)
+	}
 }
 
 // closeRun marks a run closed at the given time.
