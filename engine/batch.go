@@ -75,7 +75,9 @@ type batchReset struct {
 // or whose batch is no longer running.
 var errBatchItemGone = errors.New("batch item no longer pending, or batch not running")
 
-// batchOptionsIn checks a start request's operation and its parameters.
+// batchOptionsIn checks a start request's operation and its parameters:
+// each operation has what applying it to a run needs, so that a batch is
+// refused when it starts rather than failed on every run.
 func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
 	opts := batchOptions{V: 1}
 	switch req.Operation {
@@ -84,6 +86,9 @@ func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
 		ch := deref(req.SignalChannelName)
 		if ch == "" {
 			return opts, Errorf(CodeInvalidArgument, "operation SIGNAL needs signalChannelName")
+		}
+		if err := CheckName("signalChannelName", ch); err != nil {
+			return opts, err
 		}
 		if strings.HasPrefix(ch, reservedChannelPrefix) {
 			return opts, Errorf(CodeInvalidArgument, "signal channel names starting with %s are reserved", reservedChannelPrefix)
@@ -94,12 +99,24 @@ func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
 		if r == nil || !r.ResetType.Valid() {
 			return opts, Errorf(CodeInvalidArgument, "operation RESET needs reset.resetType (one of BEGINNING, HISTORY_EVENT_ID, HISTORY_EVENT_TIME, STATE_ID, STATE_EXECUTION_ID)")
 		}
+		if err := checkResetPoint("reset.", r.ResetType, r.HistoryEventId, r.HistoryEventTime, r.StateId, r.StateExecutionId); err != nil {
+			return opts, err
+		}
 		opts.Reset = &batchReset{ResetType: string(r.ResetType), HistoryEventID: r.HistoryEventId, HistoryEventTime: r.HistoryEventTime,
 			StateID: r.StateId, StateExecutionID: r.StateExecutionId, SkipSignalReapply: r.SkipSignalReapply, SkipUpdateReapply: r.SkipUpdateReapply}
 	case iwfapi.BatchOperationSkipTimer:
 		st := req.SkipTimer
 		if st == nil || st.WorkflowStateExecutionId == "" || (deref(st.TimerCommandId) == "" && st.TimerCommandIndex == nil) {
 			return opts, Errorf(CodeInvalidArgument, "operation SKIP_TIMER needs skipTimer.workflowStateExecutionId and a timerCommandId or timerCommandIndex")
+		}
+		if err := CheckName("skipTimer.workflowStateExecutionId", st.WorkflowStateExecutionId); err != nil {
+			return opts, err
+		}
+		if err := CheckName("skipTimer.timerCommandId", deref(st.TimerCommandId)); err != nil {
+			return opts, err
+		}
+		if deref(st.TimerCommandId) == "" && *st.TimerCommandIndex < 0 {
+			return opts, Errorf(CodeInvalidArgument, "skipTimer.timerCommandIndex must not be negative, got %d", *st.TimerCommandIndex)
 		}
 		opts.SkipTimer = &record.SkipTimer{WorkflowStateExecutionID: st.WorkflowStateExecutionId, TimerCommandID: st.TimerCommandId, TimerCommandIndex: st.TimerCommandIndex}
 	default:
@@ -108,24 +125,49 @@ func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
 	return opts, nil
 }
 
-// StartBatch starts a batch operation (POST /api/v1/batch/start): it
-// evaluates the query, stores the matching runs and returns the batch's
-// id; the runners apply the operation afterwards.
-func (e *Engine) StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
-	var resp iwfapi.BatchStartResponse
+// batchStartIn checks a start request as far as it can without the
+// store: the query's syntax, the operation and its parameters, and the
+// rate, which it returns with the options (the default rate for none).
+func batchStartIn(req iwfapi.BatchStartRequest) (batchOptions, float64, error) {
 	if strings.TrimSpace(req.Query) == "" {
-		return resp, Errorf(CodeInvalidArgument, "query is required: a batch over every run must say so, e.g. ExecutionStatus = 'Running'")
+		return batchOptions{}, 0, Errorf(CodeInvalidArgument, "query is required: a batch over every run must say so, e.g. ExecutionStatus = 'Running'")
+	}
+	if _, err := search.Parse(req.Query); err != nil {
+		return batchOptions{}, 0, searchError(err)
 	}
 	opts, err := batchOptionsIn(req)
 	if err != nil {
-		return resp, err
+		return opts, 0, err
 	}
 	rps := deref(req.Rps)
 	if rps == 0 {
 		rps = DefaultBatchRPS
 	}
 	if math.IsNaN(rps) || rps < 0 || rps > MaxBatchRPS {
-		return resp, Errorf(CodeInvalidArgument, "rps must be between 0 (the default, %d) and %d, got %v", DefaultBatchRPS, MaxBatchRPS, rps)
+		return opts, 0, Errorf(CodeInvalidArgument, "rps must be between 0 (the default, %d) and %d, got %v", DefaultBatchRPS, MaxBatchRPS, rps)
+	}
+	return opts, rps, nil
+}
+
+// CheckBatchStart refuses a batch start request StartBatch would refuse
+// before it evaluates the query, with the same error: an invalid query,
+// an unknown operation or one that lacks its parameters (a reset without
+// the point its type names, a signal without its channel, a timer skip
+// without its timer), a rate out of bounds. The console calls it before
+// its confirmation page; StartBatch makes the same checks.
+func CheckBatchStart(req iwfapi.BatchStartRequest) error {
+	_, _, err := batchStartIn(req)
+	return err
+}
+
+// StartBatch starts a batch operation (POST /api/v1/batch/start): it
+// evaluates the query, stores the matching runs and returns the batch's
+// id; the runners apply the operation afterwards.
+func (e *Engine) StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
+	var resp iwfapi.BatchStartResponse
+	opts, rps, err := batchStartIn(req)
+	if err != nil {
+		return resp, err
 	}
 	runs, err := e.batchMatches(ctx, req.Query)
 	if err != nil {

@@ -254,3 +254,81 @@ func TestBatchReset(t *testing.T) {
 		}
 	})
 }
+
+// TestBatchStartNeedsOperationParameters: a batch whose operation lacks
+// what it needs — a reset without the point its type names, a signal
+// without a channel, a timer skip without its timer — is refused when it
+// is started, with a message naming the field, and stores nothing; it is
+// not accepted and then failed on every run. CheckBatchStart, which the
+// console calls before its confirmation page, gives the same answer, and
+// a direct reset missing its point is refused alike.
+func TestBatchStartNeedsOperationParameters(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		waitingWorkflow(h)
+		startTyped(h, "Params", 2)
+		h.idle()
+		q := "IwfWorkflowType = 'Params'"
+		reset := func(rt iwfapi.WorkflowResetType, mod func(*iwfapi.BatchResetOptions)) iwfapi.BatchStartRequest {
+			r := &iwfapi.BatchResetOptions{ResetType: rt}
+			if mod != nil {
+				mod(r)
+			}
+			return iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset, Reset: r}
+		}
+		cases := []struct {
+			name string
+			req  iwfapi.BatchStartRequest
+			want string // in the message
+		}{
+			{"STATE_ID without stateId", reset(iwfapi.WorkflowResetTypeStateId, nil), "reset.stateId"},
+			{"STATE_ID with an empty stateId", reset(iwfapi.WorkflowResetTypeStateId, func(r *iwfapi.BatchResetOptions) { r.StateId = ptr("") }), "reset.stateId"},
+			{"STATE_EXECUTION_ID without stateExecutionId", reset(iwfapi.WorkflowResetTypeStateExecutionId, nil), "reset.stateExecutionId"},
+			{"HISTORY_EVENT_ID without historyEventId", reset(iwfapi.WorkflowResetTypeHistoryEventId, nil), "reset.historyEventId"},
+			{"HISTORY_EVENT_ID 0", reset(iwfapi.WorkflowResetTypeHistoryEventId, func(r *iwfapi.BatchResetOptions) { r.HistoryEventId = ptr(int32(0)) }), "reset.historyEventId"},
+			{"HISTORY_EVENT_TIME without historyEventTime", reset(iwfapi.WorkflowResetTypeHistoryEventTime, nil), "reset.historyEventTime"},
+			{"HISTORY_EVENT_TIME unreadable", reset(iwfapi.WorkflowResetTypeHistoryEventTime, func(r *iwfapi.BatchResetOptions) { r.HistoryEventTime = ptr("yesterday") }), "reset.historyEventTime"},
+			{"unknown reset type", reset("SOMEWHERE", nil), "reset.resetType"},
+			{"reset without options", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset}, "reset.resetType"},
+			{"signal without channel", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSignal}, "signalChannelName"},
+			{"signal to a reserved channel", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSignal, SignalChannelName: ptr("__IwfSystem_x")}, "reserved"},
+			{"skip timer without options", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer}, "skipTimer.workflowStateExecutionId"},
+			{"skip timer without timer", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer,
+				SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "Wait-1"}}, "timerCommandId"},
+			{"skip timer with a negative index", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer,
+				SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "Wait-1", TimerCommandIndex: ptr(int32(-1))}}, "timerCommandIndex"},
+		}
+		for _, c := range cases {
+			_, err := h.eng.StartBatch(ctx, c.req)
+			if engine.CodeOf(err) != engine.CodeInvalidArgument || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: StartBatch err = %v, want invalid argument naming %s", c.name, err, c.want)
+			}
+			if cerr := engine.CheckBatchStart(c.req); engine.CodeOf(cerr) != engine.CodeInvalidArgument || fmt.Sprint(cerr) != fmt.Sprint(err) {
+				t.Errorf("%s: CheckBatchStart err = %v, StartBatch's %v", c.name, cerr, err)
+			}
+		}
+		list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{})
+		if err != nil || len(list.Batches) != 0 {
+			t.Fatalf("list = %+v, %v; want no batch stored", list, err)
+		}
+		// The direct reset refuses a missing point too, instead of taking
+		// it for the beginning.
+		_, err = h.eng.ResetWorkflow(ctx, iwfapi.WorkflowResetRequest{WorkflowId: "Params-0", ResetType: iwfapi.WorkflowResetTypeHistoryEventId})
+		if engine.CodeOf(err) != engine.CodeInvalidArgument || !strings.Contains(err.Error(), "historyEventId") {
+			t.Errorf("direct HISTORY_EVENT_ID reset without an id: %v", err)
+		}
+		// Each reset type with its point is accepted.
+		for _, r := range []*iwfapi.BatchResetOptions{
+			{ResetType: iwfapi.WorkflowResetTypeBeginning},
+			{ResetType: iwfapi.WorkflowResetTypeStateId, StateId: ptr("Wait")},
+			{ResetType: iwfapi.WorkflowResetTypeStateExecutionId, StateExecutionId: ptr("Wait-1")},
+			{ResetType: iwfapi.WorkflowResetTypeHistoryEventId, HistoryEventId: ptr(int32(1))},
+			{ResetType: iwfapi.WorkflowResetTypeHistoryEventTime, HistoryEventTime: ptr("2026-01-02T03:04:05Z")},
+			{ResetType: iwfapi.WorkflowResetTypeHistoryEventTime, HistoryEventTime: ptr("15m")},
+		} {
+			if err := engine.CheckBatchStart(iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset, Reset: r}); err != nil {
+				t.Errorf("reset %s: %v", r.ResetType, err)
+			}
+		}
+	})
+}

@@ -36,6 +36,9 @@ func (e *Engine) resetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 	if req.WorkflowId == "" {
 		return iwfapi.WorkflowResetResponse{}, errNoWorkflowID()
 	}
+	if err := checkResetPoint("", req.ResetType, req.HistoryEventId, req.HistoryEventTime, req.StateId, req.StateExecutionId); err != nil {
+		return iwfapi.WorkflowResetResponse{}, err
+	}
 	if err := e.checkRunWorkerURL(ctx, req.WorkflowId, deref(req.WorkflowRunId)); err != nil {
 		return iwfapi.WorkflowResetResponse{}, err
 	}
@@ -96,6 +99,54 @@ func (e *Engine) resetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 		return nil
 	})
 	return iwfapi.WorkflowResetResponse{WorkflowRunId: newRunID}, err
+}
+
+// maxDatetimeBytes bounds a historyEventTime: the longest it can be read
+// as (RFC 3339 with nanoseconds and an offset) is 35 bytes.
+const maxDatetimeBytes = 64
+
+// checkResetPoint refuses a reset whose type lacks the point it names
+// (the field names are prefixed with prefix, "reset." in a batch):
+// HISTORY_EVENT_ID without a positive historyEventId, HISTORY_EVENT_TIME
+// without a time it can read, STATE_ID without a stateId,
+// STATE_EXECUTION_ID without a stateExecutionId; and an unknown type. A
+// single reset and a batch's check their request with it before anything
+// is stored.
+func checkResetPoint(prefix string, rt iwfapi.WorkflowResetType, eventID *int32, eventTime, stateID, executionID *string) error {
+	need := func(field, what string) error {
+		return Errorf(CodeInvalidArgument, "resetType %s needs %s%s, %s", rt, prefix, field, what)
+	}
+	switch rt {
+	case iwfapi.WorkflowResetTypeBeginning:
+	case iwfapi.WorkflowResetTypeHistoryEventId:
+		if deref(eventID) <= 0 {
+			return need("historyEventId", "a positive history event id (see the history or the dump)")
+		}
+	case iwfapi.WorkflowResetTypeHistoryEventTime:
+		s := deref(eventTime)
+		if s == "" {
+			return need("historyEventTime", "a time: RFC 3339, Unix nanoseconds or a relative time like 15m")
+		}
+		if len(s) > maxDatetimeBytes {
+			return Errorf(CodeInvalidArgument, "%shistoryEventTime is %d bytes long; the limit is %d", prefix, len(s), maxDatetimeBytes)
+		}
+		if _, err := parseDatetime(s, time.Unix(0, 0)); err != nil {
+			return Errorf(CodeInvalidArgument, "%shistoryEventTime: %v", prefix, err)
+		}
+	case iwfapi.WorkflowResetTypeStateId:
+		if deref(stateID) == "" {
+			return need("stateId", "the state whose first execution the reset resumes before")
+		}
+		return CheckName(prefix+"stateId", *stateID)
+	case iwfapi.WorkflowResetTypeStateExecutionId:
+		if deref(executionID) == "" {
+			return need("stateExecutionId", "the state execution the reset resumes before, e.g. S1-1")
+		}
+		return CheckName(prefix+"stateExecutionId", *executionID)
+	default:
+		return Errorf(CodeInvalidArgument, "unknown %sresetType %q: one of BEGINNING, HISTORY_EVENT_ID, HISTORY_EVENT_TIME, STATE_ID, STATE_EXECUTION_ID", prefix, rt)
+	}
+	return nil
 }
 
 // resetPoint returns the execution a reset resumes before, or nil for the

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -45,30 +46,27 @@ func cmdBatchStart(ctx context.Context, c *cli, args []string) error {
 	if !ok {
 		return usagef("%s: --operation %q: want terminate, cancel, fail, signal, reset or skip-timer", fs.Name(), *op)
 	}
+	// The server checks the request (each operation's parameters, the
+	// rate, the limits) and answers what is missing; the command line
+	// only builds it.
 	req := iwfapi.BatchStartRequest{Query: *query, Operation: operation, Reason: optional(*reason)}
-	if *rps < 0 {
-		return usagef("%s: --rps must not be negative", fs.Name())
-	}
-	if *rps > 0 {
+	if *rps != 0 {
 		req.Rps = rps
 	}
 	switch operation {
 	case iwfapi.BatchOperationSignal:
-		if *channel == "" {
-			return usagef("%s: --operation signal needs --channel", fs.Name())
-		}
 		obj, err := jsonObject("value", *value)
 		if err != nil {
 			return err
 		}
-		req.SignalChannelName, req.SignalValue = channel, obj
+		req.SignalChannelName, req.SignalValue = optional(*channel), obj
 	case iwfapi.BatchOperationReset:
-		if *resetType == "" {
-			return usagef("%s: --operation reset needs --reset-type", fs.Name())
-		}
 		r := &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetType(strings.ToUpper(*resetType)), HistoryEventTime: optional(*eventTime),
 			StateId: optional(*stateID), StateExecutionId: optional(*stateExecID)}
-		if *eventID > 0 && *eventID <= 1<<31-1 {
+		if *eventID != 0 {
+			if *eventID < math.MinInt32 || *eventID > math.MaxInt32 {
+				return usagef("%s: --event-id %d is out of range", fs.Name(), *eventID)
+			}
 			r.HistoryEventId = ptr(int32(*eventID))
 		}
 		if *skipSignals {
@@ -76,11 +74,11 @@ func cmdBatchStart(ctx context.Context, c *cli, args []string) error {
 		}
 		req.Reset = r
 	case iwfapi.BatchOperationSkipTimer:
-		if *stateExecID == "" || (*commandID == "" && *index < 0) {
-			return usagef("%s: --operation skip-timer needs --state-execution-id and --timer-command-id or --timer-index", fs.Name())
-		}
 		st := &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: *stateExecID, TimerCommandId: optional(*commandID)}
-		if *commandID == "" && *index <= 1<<31-1 {
+		if *commandID == "" && *index != -1 {
+			if *index < math.MinInt32 || *index > math.MaxInt32 {
+				return usagef("%s: --timer-index %d is out of range", fs.Name(), *index)
+			}
 			st.TimerCommandIndex = ptr(int32(*index))
 		}
 		req.SkipTimer = st

@@ -22,7 +22,29 @@ func TestBatch(t *testing.T) {
 
 	iwfFails(t, exitUsage, nil, "--server", srv, "batch", "start", "--operation", "terminate")
 	iwfFails(t, exitUsage, nil, "--server", srv, "batch", "start", "--query", "WorkflowType = 'Nap'", "--operation", "explode")
-	iwfFails(t, exitUsage, nil, "--server", srv, "batch", "start", "--query", "WorkflowType = 'Nap'", "--operation", "signal")
+	// What an operation lacks is the server's answer, as the API and the
+	// console give it: the batch is refused, not started to fail on every run.
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--operation", "signal"}, "signalChannelName"},
+		{[]string{"--operation", "reset"}, "resetType"},
+		{[]string{"--operation", "reset", "--reset-type", "STATE_ID"}, "STATE_ID needs reset.stateId"},
+		{[]string{"--operation", "reset", "--reset-type", "STATE_EXECUTION_ID"}, "needs reset.stateExecutionId"},
+		{[]string{"--operation", "reset", "--reset-type", "HISTORY_EVENT_ID"}, "needs reset.historyEventId"},
+		{[]string{"--operation", "reset", "--reset-type", "HISTORY_EVENT_TIME"}, "needs reset.historyEventTime"},
+		{[]string{"--operation", "skip-timer", "--state-execution-id", "Nap-1"}, "timerCommandId or timerCommandIndex"},
+		{[]string{"--operation", "cancel", "--rps", "-1"}, "rps must be"},
+	} {
+		args := append([]string{"--server", srv, "batch", "start", "--query", "WorkflowType = 'Nap'"}, c.args...)
+		if msg := iwfFails(t, exitServerError, nil, args...); !strings.Contains(msg, c.want) {
+			t.Errorf("iwf batch start %s: %q, want the server's message naming %q", strings.Join(c.args, " "), msg, c.want)
+		}
+	}
+	if out := iwfOK(t, srv, "batch", "list"); strings.Count(out, "\n") != 1 { // the header alone
+		t.Fatalf("refused batches were stored:\n%s", out)
+	}
 	iwfFails(t, exitUsage, nil, "--server", srv, "batch", "frobnicate")
 	iwfFails(t, exitServerError, nil, "--server", srv, "batch", "start", "--query", "WorkflowType = ", "--operation", "cancel")
 	iwfFails(t, exitServerError, nil, "--server", srv, "batch", "describe", "--id", "no-such-batch")

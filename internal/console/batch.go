@@ -102,7 +102,11 @@ func (c *console) batchStart(w http.ResponseWriter, r *http.Request) {
 	f := r.PostForm
 	req, summary, err := batchRequest(f)
 	if err != nil {
-		c.fail(w, r, http.StatusBadRequest, err.Error())
+		status, text := http.StatusBadRequest, err.Error() // the form's own
+		if engine.CodeOf(err) == engine.CodeInvalidArgument {
+			status, text = explain(err) // the engine's refusal
+		}
+		c.fail(w, r, status, text)
 		return
 	}
 	back := c.opts.Prefix + "?" + url.Values{"q": {f.Get("q")}}.Encode()
@@ -163,17 +167,18 @@ func (c *console) countMatching(r *http.Request, query string) (n int64, more bo
 	}
 }
 
-// batchRequest reads the batch form of the list page.
+// batchRequest reads the batch form of the list page into a start
+// request and the lines of its confirmation page. It only reads the form:
+// whether the request is complete (each operation's parameters, the rate,
+// the limits) is the engine's to say (engine.CheckBatchStart), and the
+// page shows the engine's answer.
 func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 	req := iwfapi.BatchStartRequest{Query: strings.TrimSpace(f.Get("q")), Operation: iwfapi.BatchOperation(f.Get("operation"))}
-	if req.Query == "" {
-		return req, nil, fmt.Errorf("a batch needs a query: search first")
-	}
 	rps := float64(engine.DefaultBatchRPS)
 	if s := strings.TrimSpace(f.Get("rps")); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
-		if err != nil || v <= 0 || v > engine.MaxBatchRPS {
-			return req, nil, fmt.Errorf("the rate must be a number of runs per second above 0, at most %d", engine.MaxBatchRPS)
+		if err != nil {
+			return req, nil, fmt.Errorf("the rate must be a number of runs per second")
 		}
 		rps = v
 	}
@@ -184,11 +189,8 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 		sum = append(sum, "Operation: stop each run with "+string(req.Operation))
 	case iwfapi.BatchOperationSignal:
 		ch := strings.TrimSpace(f.Get("channel"))
-		if ch == "" {
-			return req, nil, fmt.Errorf("a signal needs the channel name")
-		}
 		req.SignalChannelName = &ch
-		sum = append(sum, "Operation: send each run a signal to channel "+strconv.Quote(ch))
+		sum = append(sum, "Operation: send each run a signal to channel "+strconv.Quote(shorten(ch, 200)))
 		encoding := strings.TrimSpace(f.Get("encoding"))
 		if encoding == "" {
 			encoding = "json"
@@ -204,49 +206,38 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 		}
 	case iwfapi.BatchOperationSkipTimer:
 		xid := strings.TrimSpace(f.Get("stateExecutionId"))
-		if xid == "" {
-			return req, nil, fmt.Errorf("skip timer needs the state execution id")
-		}
 		st := &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: xid}
 		timer := strings.TrimSpace(f.Get("timerCommandId"))
 		if timer != "" {
 			st.TimerCommandId = &timer
-		} else {
-			n, err := strconv.ParseInt(strings.TrimSpace(f.Get("timerIndex")), 10, 32)
-			if err != nil || n < 0 {
-				return req, nil, fmt.Errorf("give the timer's command id or its index (0 for the first timer)")
+		} else if s := strings.TrimSpace(f.Get("timerIndex")); s != "" {
+			n, err := strconv.ParseInt(s, 10, 32)
+			if err != nil {
+				return req, nil, fmt.Errorf("the timer's index must be a number (0 for the first timer)")
 			}
 			st.TimerCommandIndex = ptr(int32(n))
 			timer = "#" + strconv.FormatInt(n, 10)
 		}
 		req.SkipTimer = st
-		sum = append(sum, "Operation: skip timer "+timer+" of state execution "+xid+" in each run")
+		sum = append(sum, "Operation: skip timer "+shorten(timer, 200)+" of state execution "+shorten(xid, 200)+" in each run")
 	case iwfapi.BatchOperationReset:
 		rt := iwfapi.WorkflowResetType(f.Get("resetType"))
 		ro := &iwfapi.BatchResetOptions{ResetType: rt}
 		arg := strings.TrimSpace(f.Get("point"))
-		switch rt {
-		case iwfapi.WorkflowResetTypeBeginning:
-		case iwfapi.WorkflowResetTypeHistoryEventId:
+		switch {
+		case arg == "":
+		case rt == iwfapi.WorkflowResetTypeHistoryEventId:
 			n, err := strconv.ParseInt(arg, 10, 32)
-			if err != nil || n <= 0 {
-				return req, nil, fmt.Errorf("HISTORY_EVENT_ID needs a positive event id in the reset point")
+			if err != nil {
+				return req, nil, fmt.Errorf("HISTORY_EVENT_ID needs a history event id (a number) in the reset point")
 			}
 			ro.HistoryEventId = ptr(int32(n))
-		case iwfapi.WorkflowResetTypeHistoryEventTime, iwfapi.WorkflowResetTypeStateId, iwfapi.WorkflowResetTypeStateExecutionId:
-			if arg == "" {
-				return req, nil, fmt.Errorf("%s needs a reset point", rt)
-			}
-			switch rt {
-			case iwfapi.WorkflowResetTypeHistoryEventTime:
-				ro.HistoryEventTime = &arg
-			case iwfapi.WorkflowResetTypeStateId:
-				ro.StateId = &arg
-			default:
-				ro.StateExecutionId = &arg
-			}
-		default:
-			return req, nil, fmt.Errorf("unknown reset type %q", string(rt))
+		case rt == iwfapi.WorkflowResetTypeHistoryEventTime:
+			ro.HistoryEventTime = &arg
+		case rt == iwfapi.WorkflowResetTypeStateId:
+			ro.StateId = &arg
+		case rt == iwfapi.WorkflowResetTypeStateExecutionId:
+			ro.StateExecutionId = &arg
 		}
 		if f.Get("skipSignalReapply") != "" {
 			ro.SkipSignalReapply = ptr(true)
@@ -254,16 +245,17 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 		req.Reset = ro
 		line := "Operation: reset each run to " + string(rt)
 		if arg != "" && rt != iwfapi.WorkflowResetTypeBeginning {
-			line += " " + arg
+			line += " " + shorten(arg, 200)
 		}
 		sum = append(sum, line+" (a new run starts; a running run is ended)")
-	default:
-		return req, nil, fmt.Errorf("unknown operation %q", string(req.Operation))
 	}
 	sum = append(sum, "Rate: at most "+strconv.FormatFloat(rps, 'f', -1, 64)+" runs per second")
 	if reason := strings.TrimSpace(f.Get("reason")); reason != "" {
 		req.Reason = &reason
 		sum = append(sum, "Reason: "+shorten(reason, 500))
+	}
+	if err := engine.CheckBatchStart(req); err != nil {
+		return req, nil, err
 	}
 	return req, sum, nil
 }

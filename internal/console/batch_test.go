@@ -126,9 +126,22 @@ func TestBatchPages(t *testing.T) {
 			if body = f.open(loc); !strings.Contains(body, `data-failed="3"`) || !strings.Contains(body, "bulk-2") || strings.Contains(body, "No run failed") {
 				t.Fatalf("batch page with failures:\n%s", body)
 			}
-			// A bad form is a plain error page.
-			if status, body, _ = f.post("batch-start", url.Values{"q": {query}, "operation": {"SIGNAL"}, "csrf": {f.token}}, nil); status != http.StatusBadRequest || !strings.Contains(body, "channel name") {
-				t.Fatalf("signal without channel: %d\n%s", status, body)
+			// A bad form is a plain error page, with the engine's message,
+			// before the confirmation page.
+			for _, c := range []struct {
+				form url.Values
+				want string
+			}{
+				{url.Values{"operation": {"SIGNAL"}}, "operation SIGNAL needs signalChannelName"},
+				{url.Values{"operation": {"RESET"}, "resetType": {"STATE_ID"}}, "resetType STATE_ID needs reset.stateId"},
+				{url.Values{"operation": {"RESET"}, "resetType": {"HISTORY_EVENT_TIME"}, "point": {"soon"}}, "reset.historyEventTime"},
+				{url.Values{"operation": {"SKIP_TIMER"}, "stateExecutionId": {"approve-1"}}, "timerCommandId or timerCommandIndex"},
+			} {
+				c.form.Set("q", query)
+				c.form.Set("csrf", f.token)
+				if status, body, _ = f.post("batch-start", c.form, nil); status != http.StatusBadRequest || !strings.Contains(body, c.want) || strings.Contains(body, `id="confirm"`) {
+					t.Fatalf("%v: %d, want 400 with %q\n%s", c.form, status, c.want, body)
+				}
 			}
 			if status, _ := get(t, f.c, e.url+"/ui/batches/nope"); status != http.StatusNotFound && status != http.StatusBadRequest {
 				t.Fatalf("unknown batch: %d", status)

@@ -662,7 +662,11 @@ type BatchInfo struct {
 	Query     string         `json:"query"`
 	Reason    *string        `json:"reason,omitempty"`
 
-	// Reset The reset each run receives; the fields of a reset request.
+	// Reset The reset each run receives; the fields of a reset request. The point
+	// the resetType names is required (historyEventId for HISTORY_EVENT_ID,
+	// historyEventTime for HISTORY_EVENT_TIME, stateId for STATE_ID,
+	// stateExecutionId for STATE_EXECUTION_ID): a batch without it is
+	// refused with 400 when it starts.
 	Reset             *BatchResetOptions `json:"reset,omitempty"`
 	Rps               float64            `json:"rps"`
 	SignalChannelName *string            `json:"signalChannelName,omitempty"`
@@ -694,7 +698,11 @@ type BatchListResponse struct {
 // BatchOperation What a batch does to each run (extension of this server).
 type BatchOperation string
 
-// BatchResetOptions The reset each run receives; the fields of a reset request.
+// BatchResetOptions The reset each run receives; the fields of a reset request. The point
+// the resetType names is required (historyEventId for HISTORY_EVENT_ID,
+// historyEventTime for HISTORY_EVENT_TIME, stateId for STATE_ID,
+// stateExecutionId for STATE_EXECUTION_ID): a batch without it is
+// refused with 400 when it starts.
 type BatchResetOptions struct {
 	HistoryEventId   *int32  `json:"historyEventId,omitempty"`
 	HistoryEventTime *string `json:"historyEventTime,omitempty"`
@@ -725,7 +733,11 @@ type BatchStartRequest struct {
 	// Reason Why; the reason of the stops, and shown with the batch.
 	Reason *string `json:"reason,omitempty"`
 
-	// Reset The reset each run receives; the fields of a reset request.
+	// Reset The reset each run receives; the fields of a reset request. The point
+	// the resetType names is required (historyEventId for HISTORY_EVENT_ID,
+	// historyEventTime for HISTORY_EVENT_TIME, stateId for STATE_ID,
+	// stateExecutionId for STATE_EXECUTION_ID): a batch without it is
+	// refused with 400 when it starts.
 	Reset *BatchResetOptions `json:"reset,omitempty"`
 
 	// Rps Runs processed per second at most; absent or 0 means 50.
