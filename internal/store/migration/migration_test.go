@@ -1,6 +1,7 @@
 package migration_test
 
 import (
+	"slices"
 	"testing"
 	"testing/fstest"
 
@@ -30,6 +31,57 @@ func TestLoadRejectsBadNamesAndDuplicates(t *testing.T) {
 	} {
 		if _, err := migration.Load(fsys); err == nil {
 			t.Errorf("%s: Load succeeded", name)
+		}
+	}
+}
+
+func TestLoadNoTransaction(t *testing.T) {
+	fsys := fstest.MapFS{
+		"migrations/0001_plain.up.sql":  {Data: []byte("CREATE TABLE a (x int);\n-- migrate: no transaction\n")},
+		"migrations/0002_concur.up.sql": {Data: []byte(migration.NoTransaction + "\n-- why\nCREATE INDEX CONCURRENTLY i ON a (x);\n")},
+	}
+	ms, err := migration.Load(fsys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ms[0].NoTransaction || !ms[1].NoTransaction {
+		t.Fatalf("NoTransaction %v %v, want false true (the directive counts on the first line only)", ms[0].NoTransaction, ms[1].NoTransaction)
+	}
+	bad := fstest.MapFS{"migrations/0001_bad.up.sql": {Data: []byte(migration.NoTransaction + "\nSELECT 'unterminated;\n")}}
+	if _, err := migration.Load(bad); err == nil {
+		t.Fatal("Load accepted a no-transaction migration that does not split into statements")
+	}
+}
+
+func TestStatements(t *testing.T) {
+	for _, c := range []struct {
+		script string
+		want   []string
+	}{
+		{"", nil},
+		{"-- only a comment\n/* and another */\n", nil},
+		{"SELECT 1", []string{"SELECT 1"}},
+		{"SELECT 1;SELECT 2;", []string{"SELECT 1", "SELECT 2"}},
+		{"-- head; not a statement\nDROP INDEX a; -- tail; either\n\nCREATE INDEX b ON t (x);\n-- end;\n",
+			[]string{"-- head; not a statement\nDROP INDEX a", "-- tail; either\n\nCREATE INDEX b ON t (x)"}},
+		{"SELECT ';', 'it''s;' ; SELECT \"a;\"\"b\"", []string{"SELECT ';', 'it''s;'", "SELECT \"a;\"\"b\""}},
+		{"SELECT E'a\\';b'; SELECT 'c\\'", []string{"SELECT E'a\\';b'", "SELECT 'c\\'"}},
+		{"/* a /* nested; */ still; */ SELECT 1; SELECT 2", []string{"/* a /* nested; */ still; */ SELECT 1", "SELECT 2"}},
+		{"DO $$ BEGIN PERFORM 1; END $$; DO $f$ SELECT '$$;' $f$; SELECT $1", []string{"DO $$ BEGIN PERFORM 1; END $$", "DO $f$ SELECT '$$;' $f$", "SELECT $1"}},
+		{"SELECT a$b; SELECT 2", []string{"SELECT a$b", "SELECT 2"}},
+	} {
+		got, err := migration.Statements(c.script)
+		if err != nil {
+			t.Errorf("%q: %v", c.script, err)
+			continue
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q:\n got %q\nwant %q", c.script, got, c.want)
+		}
+	}
+	for _, bad := range []string{"SELECT 'a", "SELECT \"a", "/* a /* b */", "DO $x$ SELECT 1 $y$"} {
+		if got, err := migration.Statements(bad); err == nil {
+			t.Errorf("%q: split into %q, want an error", bad, got)
 		}
 	}
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/store/migration"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 //go:embed migrations/*.up.sql
@@ -30,25 +32,57 @@ func (s *Store) migrationLockKey() int64 {
 
 // Migrate brings the schema up to date: it applies, in version order, every
 // embedded migration not yet recorded in schema_migrations, each in its own
-// transaction together with its record. With WithSchema it first creates the
-// schema when absent.
+// transaction together with its record, except the migrations marked
+// migration.NoTransaction, whose statements run one at a time (see
+// applyNoTx). With WithSchema it first creates the schema when absent.
 //
 // Migrate is safe when several servers start at once on one database: it
 // holds a session advisory lock (per schema) on a dedicated connection for
 // the whole run, so the others wait and then find nothing left to do. It is
 // idempotent.
-func (s *Store) Migrate(ctx context.Context) (err error) {
+func (s *Store) Migrate(ctx context.Context) error {
 	migrations, err := loadMigrations()
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
+	return s.migrate(ctx, migrations)
+}
+
+// migrateAttempts bounds the runs of migrate that end in a deadlock.
+const migrateAttempts = 5
+
+// migrate applies migrations as Migrate applies the embedded ones. A run
+// that a deadlock ends is started again, after the lock has been let go:
+// a server of an earlier release waits for the lock inside a statement
+// (pg_advisory_lock), which holds a snapshot that CREATE INDEX
+// CONCURRENTLY waits for while that server waits for the lock. PostgreSQL
+// then cancels one of the two; when it is the index build, letting the
+// lock go lets the other server through (it finds nothing left to do or
+// applies what it knows), and the next run finishes the migration.
+func (s *Store) migrate(ctx context.Context, migrations []migration.Migration) error {
+	for attempt := 1; ; attempt++ {
+		err := s.migrateLocked(ctx, migrations)
+		if err == nil || attempt == migrateAttempts || !isDeadlock(err) {
+			return err
+		}
+	}
+}
+
+func isDeadlock(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "40P01" // deadlock_detected
+}
+
+// migrateLocked takes the migration lock, applies the migrations not yet
+// recorded, and lets the lock go.
+func (s *Store) migrateLocked(ctx context.Context, migrations []migration.Migration) (err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
 	defer conn.Release()
 	key := s.migrationLockKey()
-	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock($1)`, key); err != nil {
+	if err := lockMigrations(ctx, conn.Conn(), key); err != nil {
 		return fmt.Errorf("postgres: migrate: taking the migration lock: %w", err)
 	}
 	defer func() {
@@ -74,12 +108,58 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
 	for _, m := range migrations {
+		apply := apply
+		if m.NoTransaction {
+			apply = applyNoTx
+		}
 		if err := apply(ctx, conn.Conn(), m); err != nil {
 			return fmt.Errorf("postgres: migration %04d_%s: %w", m.Version, m.Name, err)
 		}
 	}
 	return nil
 }
+
+// lockMigrationsPoll is the longest wait between two attempts to take the
+// migration lock.
+const lockMigrationsPoll = 250 * time.Millisecond
+
+// lockMigrations takes the migration lock (a session advisory lock) on
+// conn. It asks with pg_try_advisory_lock, again until it gets it, rather
+// than waiting inside pg_advisory_lock: a session waiting inside a
+// statement holds a snapshot, and CREATE INDEX CONCURRENTLY, run by the
+// lock's holder, waits for every older snapshot to go, so the two would
+// deadlock. Between attempts this session holds none.
+func lockMigrations(ctx context.Context, conn *pgx.Conn, key int64) error {
+	wait := 5 * time.Millisecond
+	for {
+		var ok bool
+		if err := conn.QueryRow(ctx, `SELECT pg_try_advisory_lock($1)`, key).Scan(&ok); err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, lockMigrationsPoll)
+	}
+}
+
+// recorded reports whether migration version is in schema_migrations.
+func recorded(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, version int) (bool, error) {
+	var exists bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, version).Scan(&exists)
+	return exists, err
+}
+
+const recordMigration = `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`
 
 // apply runs one migration, unless it is recorded already, in a transaction
 // with its record.
@@ -89,21 +169,39 @@ func apply(ctx context.Context, conn *pgx.Conn, m migration.Migration) error {
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	var exists bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM schema_migrations WHERE version = $1)`, m.Version).Scan(&exists); err != nil {
+	if exists, err := recorded(ctx, tx, m.Version); err != nil || exists {
 		return err
-	}
-	if exists {
-		return nil
 	}
 	// Without arguments pgx uses the simple protocol, which runs a
 	// multi-statement script.
 	if _, err := tx.Exec(ctx, m.SQL); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)`,
-		m.Version, m.Name, time.Now().UnixMilli()); err != nil {
+	if _, err := tx.Exec(ctx, recordMigration, m.Version, m.Name, time.Now().UnixMilli()); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)
+}
+
+// applyNoTx runs one migration marked NoTransaction, unless it is recorded
+// already: its statements one at a time, each in a transaction of its own
+// (a statement sent alone with the simple protocol), then its record. The
+// migration lock keeps other migrators out meanwhile; a run stopped
+// halfway leaves the migration unrecorded, and the next run starts it
+// again from its first statement.
+func applyNoTx(ctx context.Context, conn *pgx.Conn, m migration.Migration) error {
+	if exists, err := recorded(ctx, conn, m.Version); err != nil || exists {
+		return err
+	}
+	stmts, err := migration.Statements(m.SQL)
+	if err != nil {
+		return err
+	}
+	for i, st := range stmts {
+		if _, err := conn.Exec(ctx, st); err != nil {
+			return fmt.Errorf("statement %d of %d: %w", i+1, len(stmts), err)
+		}
+	}
+	_, err = conn.Exec(ctx, recordMigration, m.Version, m.Name, time.Now().UnixMilli())
+	return err
 }
