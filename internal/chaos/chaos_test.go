@@ -64,6 +64,10 @@ type plan struct {
 	clients             int
 	// extra are further faults: each is done n times at random moments.
 	extra []extraFault
+	// worker, when set, is the worker the workload runs on (a test that
+	// must name its address in the servers' flags makes it first); else
+	// chaosRun makes one.
+	worker *crashtest.Worker
 }
 
 // extraFault is a fault that needs a particular setup (a tmpfs, an owned
@@ -189,7 +193,10 @@ type runResult struct {
 func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResult {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, seed>>7))
-	w := crashtest.NewWorker(t)
+	w := p.worker
+	if w == nil {
+		w = crashtest.NewWorker(t)
+	}
 	registerWorkload(w)
 	d := &driver{c: c, worker: w}
 	began := time.Now()

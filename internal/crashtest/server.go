@@ -3,6 +3,7 @@ package crashtest
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -75,6 +76,16 @@ type Options struct {
 	LogLevel string
 	// Args are further command-line arguments.
 	Args []string
+	// Env are further environment variables of the process (NAME=value),
+	// such as OTEL_* for tracing. IWF_* settings belong in Args.
+	Env []string
+	// ClientTLS, when set, is the TLS configuration of the test's clients
+	// (the server's CA, a client certificate): the server is reached over
+	// https. Its Args must turn TLS on.
+	ClientTLS *tls.Config
+	// Token, when set, is sent as a bearer token with every API call the
+	// test makes through Client and with the health check.
+	Token string
 }
 
 func (o Options) withDefaults() Options {
@@ -302,7 +313,7 @@ func (s *Server) startOnce() error {
 	// Make sure no server outlives the test binary; ignore the
 	// environment's IWF_* settings so that only the flags count.
 	setProcAttr(cmd)
-	cmd.Env = cleanEnv()
+	cmd.Env = append(cleanEnv(), o.Env...)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", o.Bin, err)
 	}
@@ -319,7 +330,7 @@ func (s *Server) startOnce() error {
 	s.mu.Unlock()
 
 	deadline := time.Now().Add(healthTimeout)
-	hc := &http.Client{Timeout: time.Second}
+	hc := &http.Client{Timeout: time.Second, Transport: s.transport(&http.Transport{})}
 	for {
 		select {
 		case <-exited:
@@ -440,7 +451,39 @@ func (s *Server) Pid() int {
 func (s *Server) URL() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return "http://" + s.addr
+	return s.scheme() + "://" + s.addr
+}
+
+// scheme is the scheme of the server's URLs: https with Options.ClientTLS.
+func (s *Server) scheme() string {
+	if s.opts.ClientTLS != nil {
+		return "https"
+	}
+	return "http"
+}
+
+// transport returns base with the server's client TLS configuration and
+// bearer token, if it has them.
+func (s *Server) transport(base *http.Transport) http.RoundTripper {
+	if s.opts.ClientTLS != nil {
+		base.TLSClientConfig = s.opts.ClientTLS.Clone()
+	}
+	if s.opts.Token == "" {
+		return base
+	}
+	return bearer{token: s.opts.Token, next: base}
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(req)
 }
 
 // Name is the server's label from Options.
@@ -452,7 +495,11 @@ func (s *Server) Client() *iwfapi.ClientWithResponses {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.client == nil {
-		c, err := iwfapi.NewClientWithResponses("http://"+s.addr, iwfapi.WithHTTPClient(apiHTTPClient))
+		hc := apiHTTPClient
+		if s.opts.ClientTLS != nil || s.opts.Token != "" {
+			hc = &http.Client{Transport: observed{s.transport(newAPITransport())}}
+		}
+		c, err := iwfapi.NewClientWithResponses(s.scheme()+"://"+s.addr, iwfapi.WithHTTPClient(hc))
 		if err != nil {
 			panic(err) // only for a malformed URL, which "http://host:port" is not
 		}
@@ -463,10 +510,15 @@ func (s *Server) Client() *iwfapi.ClientWithResponses {
 
 // apiHTTPClient is shared by the API clients. It has no overall timeout:
 // calls carry contexts with deadlines.
-var apiHTTPClient = &http.Client{Transport: observed{&http.Transport{
-	MaxIdleConnsPerHost: 64,
-	DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
-}}}
+var apiHTTPClient = &http.Client{Transport: observed{newAPITransport()}}
+
+// newAPITransport is the transport of the API clients.
+func newAPITransport() *http.Transport {
+	return &http.Transport{
+		MaxIdleConnsPerHost: 64,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+	}
+}
 
 // responseObserver is the function set by ObserveResponses.
 var responseObserver atomic.Pointer[func(host string, status int, err error)]
