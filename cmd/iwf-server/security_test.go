@@ -425,6 +425,57 @@ func (p *testPKI) client(withCert bool) *http.Client {
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, DisableKeepAlives: true}}
 }
 
+// TestSecurityConsoleHeaders: every console answer — the sign-in page, the
+// redirect to it, a signed-in page, the cross-site notice — forbids framing
+// and sends the console's CSP; over TLS also HSTS, which plain HTTP never
+// sends.
+func TestSecurityConsoleHeaders(t *testing.T) {
+	p := newTestPKI(t)
+	e := env{"IWF_AUTH_TOKENS": tokenOne}
+	tlsMain, _ := startMainEnv(t, e, "--tls-cert-file", p.certFile, "--tls-key-file", p.keyFile)
+	plainMain, _ := startMainEnv(t, e)
+	for _, srv := range []struct {
+		base   string
+		client *http.Client
+		hsts   bool
+	}{
+		{"https://" + tlsMain.Addr(), p.client(false), true},
+		{"http://" + plainMain.Addr(), &http.Client{}, false},
+	} {
+		client := *srv.client
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		for _, tc := range []struct {
+			name, method, path string
+			header             http.Header
+			status             int
+		}{
+			{"sign-in page", "GET", "/ui/login", nil, 200},
+			{"refused sign-in", "POST", "/ui/login", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, 401},
+			{"redirect to sign-in", "GET", "/ui/workflows/x", nil, 303},
+			{"signed-in page", "GET", "/ui/", http.Header{"Authorization": {"Bearer " + tokenOne}}, 200},
+			{"cross-site notice", "GET", "/ui/", http.Header{"Sec-Fetch-Site": {"cross-site"}}, 403},
+		} {
+			req, _ := http.NewRequest(tc.method, srv.base+tc.path, strings.NewReader("token=not-a-token-of-this-server"))
+			for k, v := range tc.header {
+				req.Header[k] = v
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			h := resp.Header
+			if resp.StatusCode != tc.status || h.Get("X-Frame-Options") != "DENY" ||
+				!strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s %s: %d, headers %v", srv.base, tc.name, resp.StatusCode, h)
+			}
+			if got := h.Get("Strict-Transport-Security"); (got != "") != srv.hsts {
+				t.Errorf("%s %s: Strict-Transport-Security %q", srv.base, tc.name, got)
+			}
+		}
+	}
+}
+
 // TestSecurityTLS: the API over HTTPS, its certificate replaced on
 // reload, and mutual TLS refusing a client without a certificate.
 func TestSecurityTLS(t *testing.T) {

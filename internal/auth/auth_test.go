@@ -1,6 +1,7 @@
 package auth_test
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -215,6 +216,38 @@ func TestConsoleSignIn(t *testing.T) {
 		rec := post(url.Values{"token": {tokA}, "next": {next}}, nil)
 		if rec.Code != 303 || rec.Header().Get("Location") != "/ui/" {
 			t.Errorf("next=%q redirected to %q", next, rec.Header().Get("Location"))
+		}
+	}
+}
+
+// TestLoginPageHeaders: the sign-in page sends the security headers of
+// every console page — no framing, a CSP, no MIME sniffing — whether it
+// shows the form or refuses a token, and HSTS when served over TLS.
+func TestLoginPageHeaders(t *testing.T) {
+	toks, err := auth.Load("", []string{tokA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := toks.Middleware(auth.Options{ConsolePrefix: "/ui/"})(http.NotFoundHandler())
+	for _, tc := range []struct {
+		name   string
+		method string
+		tls    bool
+	}{{"form", "GET", false}, {"form over TLS", "GET", true}, {"wrong token over TLS", "POST", true}, {"wrong token", "POST", false}} {
+		req := httptest.NewRequest(tc.method, "/ui/login?next=%2Fui%2F", strings.NewReader(url.Values{"token": {tokB}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		if tc.tls {
+			req.TLS = &tls.ConnectionState{}
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		hd := rec.Header()
+		if hd.Get("X-Frame-Options") != "DENY" || !strings.Contains(hd.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
+			hd.Get("X-Content-Type-Options") != "nosniff" || hd.Get("Referrer-Policy") != "same-origin" {
+			t.Errorf("%s: %d, headers %v", tc.name, rec.Code, hd)
+		}
+		if got := hd.Get("Strict-Transport-Security"); (got != "") != tc.tls || (tc.tls && !strings.HasPrefix(got, "max-age=")) {
+			t.Errorf("%s: Strict-Transport-Security %q", tc.name, got)
 		}
 	}
 }

@@ -240,11 +240,7 @@ func allowedActions(r *http.Request) map[string]bool {
 
 // ServeHTTP implements http.Handler.
 func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	h := w.Header()
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "same-origin")
-	h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'")
+	auth.SetPageHeaders(w, r)
 	c.mux.ServeHTTP(w, r)
 }
 

@@ -2,9 +2,11 @@ package console_test
 
 import (
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"regexp"
@@ -14,6 +16,7 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/console"
 )
 
@@ -276,6 +279,33 @@ func TestTimelinePages(t *testing.T) {
 		want := console.Summary{Executions: tc.want, Edges: edges, Closed: true}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("page of %d before %d:\n%+v\nwant\n%+v", tc.size, tc.before, got, want)
+		}
+	}
+}
+
+// TestPageSecurityHeaders: every console answer — a page, a 404, an
+// action's refusal — sends the security headers, and HSTS over TLS only.
+func TestPageSecurityHeaders(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	h, err := console.New(e.eng, console.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/ui/", "/ui/no-such-page", "/ui/static/console.css"} {
+		for _, overTLS := range []bool{false, true} {
+			req := httptest.NewRequest(http.MethodGet, path, nil)
+			if overTLS {
+				req.TLS = &tls.ConnectionState{}
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			hd := rec.Header()
+			if hd.Get("X-Frame-Options") != "DENY" || hd.Get("Content-Security-Policy") != auth.PageCSP || hd.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("%s (TLS %v): %d, headers %v", path, overTLS, rec.Code, hd)
+			}
+			if got := hd.Get("Strict-Transport-Security"); (got == auth.HSTS) != overTLS {
+				t.Errorf("%s (TLS %v): Strict-Transport-Security %q", path, overTLS, got)
+			}
 		}
 	}
 }

@@ -50,6 +50,21 @@ func hostGuard(hosts *auth.HostPolicy) func(http.Handler) http.Handler {
 	}
 }
 
+// pageHeaders sets the console's security headers (auth.SetPageHeaders)
+// on every answer under its prefix, whichever layer writes it: the host
+// guard's 421, the cross-site notice (which narrows the CSP further), the
+// sign-in page and the redirects to it, a 403 page, the console's pages.
+func pageHeaders(uiPrefix string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if p := r.URL.Path; strings.HasPrefix(p, uiPrefix) || p+"/" == uiPrefix {
+				auth.SetPageHeaders(w, r)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
 // crossSiteNotice is the page a browser gets when it opens a console page
 // from a link on another site: the console answers only its own pages, so
 // the person confirms by following the link, a same-origin navigation.

@@ -113,12 +113,15 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 
 	r := chi.NewRouter()
 	r.Use(requestID, accessLog(h.log), recoverer(h.log))
-	if opts.Hosts != nil {
-		r.Use(hostGuard(opts.Hosts))
-	}
 	uiPrefix := ""
 	if opts.Extra != nil {
 		uiPrefix = opts.ExtraPrefix
+	}
+	if uiPrefix != "" {
+		r.Use(pageHeaders(uiPrefix))
+	}
+	if opts.Hosts != nil {
+		r.Use(hostGuard(opts.Hosts))
 	}
 	r.Use(sameOriginGuard(uiPrefix))
 	if opts.Guard != nil {
