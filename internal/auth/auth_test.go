@@ -211,11 +211,28 @@ func TestConsoleSignIn(t *testing.T) {
 			t.Errorf("%s with the console cookie: %d, want %d", path, rec.Code, want)
 		}
 	}
-	// Destinations outside the console fall back to the console's root.
-	for _, next := range []string{"https://evil.example/", "//evil.example/x", "/api/v1/workflow/get", `/ui\..\x`} {
+	// Destinations outside the console fall back to the console's root;
+	// the path is cleaned before it is checked, as a browser resolves it.
+	for _, next := range []string{"https://evil.example/", "//evil.example/x", "/api/v1/workflow/get", `/ui\..\x`,
+		"/ui/../../x", "/ui/../api/v1/workflow/get", "/ui/%2e%2e/x", "/ui/%2E%2e/%2e%2E/metrics", "/ui/.%2e/x",
+		"/ui/..%2f..%2fx", "/ui/workflows/../../x?y=1", "/ui/..", "/ui", "ui/x", "javascript:alert(1)"} {
 		rec := post(url.Values{"token": {tokA}, "next": {next}}, nil)
 		if rec.Code != 303 || rec.Header().Get("Location") != "/ui/" {
 			t.Errorf("next=%q redirected to %q", next, rec.Header().Get("Location"))
+		}
+	}
+	// Destinations that stay inside the console once cleaned are kept,
+	// cleaned; an escaped "/" in a workflow id is no separator.
+	for next, want := range map[string]string{
+		"/ui/workflows/a/../b?run=r": "/ui/workflows/b?run=r",
+		"/ui/./batches":              "/ui/batches",
+		"/ui/workflows/..":           "/ui/",
+		"/ui/workflows/a%2F..%2Fb":   "/ui/workflows/a%2F..%2Fb",
+		"/ui/batches/":               "/ui/batches/",
+	} {
+		rec := post(url.Values{"token": {tokA}, "next": {next}}, nil)
+		if rec.Code != 303 || rec.Header().Get("Location") != want {
+			t.Errorf("next=%q redirected to %q, want %q", next, rec.Header().Get("Location"), want)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 )
@@ -109,14 +110,51 @@ func (t *Tokens) serveLogin(w http.ResponseWriter, r *http.Request, opts Options
 }
 
 // safeNext keeps a post-sign-in destination only when it is a path inside
-// the console, so the sign-in page cannot redirect elsewhere.
+// the console, so the sign-in page cannot redirect elsewhere. The path is
+// cleaned first — its dot segments resolved as a browser resolves them,
+// "%2e" for "." included — and then must stay under prefix: "/ui/../x"
+// is "/x", and refused. The path with its %2F escapes decoded must stay
+// under prefix too (servers that decode before they clean see it so).
 func safeNext(next, prefix string) string {
-	u, err := url.Parse(next)
-	if err != nil || next == "" || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(u.Path, prefix) ||
-		strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
+	if next == "" || strings.HasPrefix(next, "//") || strings.Contains(next, `\`) {
 		return prefix
 	}
-	return u.RequestURI()
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil {
+		return prefix
+	}
+	clean := cleanPath(u.EscapedPath())
+	if !strings.HasPrefix(clean, prefix) || !strings.HasPrefix(cleanPath(u.Path), prefix) {
+		return prefix
+	}
+	if u.RawQuery != "" {
+		clean += "?" + u.RawQuery
+	}
+	return clean
+}
+
+// cleanPath resolves the dot segments of an absolute (escaped) URL path as
+// a browser does, "%2e" counting as ".", and keeps a trailing slash. A
+// path that is not absolute yields "".
+func cleanPath(p string) string {
+	if !strings.HasPrefix(p, "/") {
+		return ""
+	}
+	segs := strings.Split(p, "/")
+	for i, seg := range segs {
+		switch strings.ReplaceAll(strings.ToLower(seg), "%2e", ".") {
+		case ".":
+			segs[i] = "."
+		case "..":
+			segs[i] = ".."
+		}
+	}
+	last := segs[len(segs)-1]
+	clean := path.Clean(strings.Join(segs, "/"))
+	if (last == "" || last == "." || last == "..") && clean != "/" {
+		clean += "/"
+	}
+	return clean
 }
 
 func urlQueryEscape(s string) string { return url.QueryEscape(s) }
