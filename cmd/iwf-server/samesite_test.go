@@ -227,6 +227,23 @@ func TestSecurityConsoleSessions(t *testing.T) {
 	if csrf == nil {
 		t.Fatalf("no CSRF token on the page")
 	}
+	// The page's token is bound to its session: another session, even
+	// with the same CSRF cookie, cannot use it.
+	two, _ := signIn(tokenTwo)
+	ui, _ := url.Parse(base + "/ui/")
+	for _, ck := range one.Jar.Cookies(ui) {
+		if ck.Name == "iwf_console_csrf" {
+			two.Jar.SetCookies(ui, []*http.Cookie{{Name: ck.Name, Value: ck.Value, Path: "/ui/"}})
+		}
+	}
+	resp, err = two.PostForm(base+"/ui/logout", url.Values{"csrf": {csrf[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Fatalf("sign-out with another session's CSRF token: %d", resp.StatusCode)
+	}
 	resp, err = one.PostForm(base+"/ui/logout", url.Values{"csrf": {"forged"}})
 	if err != nil {
 		t.Fatal(err)

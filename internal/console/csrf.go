@@ -3,7 +3,9 @@ package console
 // Protection of the actions against cross-site requests. An action is a
 // POST whose form carries a token: the HMAC, under the console's key, of a
 // random nonce kept in an HttpOnly, SameSite=Strict cookie (a signed
-// double-submit cookie). A request that a browser marks as coming from
+// double-submit cookie) and of the console session's id (auth's session
+// cookie, when signed in): a token taken from one session's page fails in
+// every other session, and after a sign-out. A request that a browser marks as coming from
 // another site (Sec-Fetch-Site) or whose Origin or Referer is not this host
 // (auth.SameOrigin) is refused before the token is even looked at.
 
@@ -13,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 
@@ -42,7 +45,16 @@ func (c *console) csrfToken(w http.ResponseWriter, r *http.Request) string {
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
 		})
 	}
-	return c.sign(nonce)
+	return c.sign(nonce, sessionOf(r))
+}
+
+// sessionOf is the console session id the request's cookie carries ("" when
+// there is none: authentication off, or a request with a bearer token).
+func sessionOf(r *http.Request) string {
+	if ck, err := r.Cookie(auth.SessionCookie); err == nil {
+		return ck.Value
+	}
+	return ""
 }
 
 func validNonce(s string) bool {
@@ -50,9 +62,11 @@ func validNonce(s string) bool {
 	return err == nil && len(b) == 18
 }
 
-func (c *console) sign(nonce string) string {
+// sign returns the token of nonce within session (its id, "" for none).
+// The lengths frame the two, so no pair of values signs as another.
+func (c *console) sign(nonce, session string) string {
 	m := hmac.New(sha256.New, c.opts.CSRFKey)
-	m.Write([]byte("iwf-console-csrf\x00" + nonce))
+	fmt.Fprintf(m, "iwf-console-csrf\x00%d:%s\x00%d:%s", len(nonce), nonce, len(session), session)
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
@@ -68,7 +82,7 @@ func (c *console) checkSameOrigin(r *http.Request) error {
 		return errors.New("missing CSRF cookie: reload the page and try again")
 	}
 	got := r.PostFormValue(csrfField)
-	if !hmac.Equal([]byte(got), []byte(c.sign(ck.Value))) {
+	if !hmac.Equal([]byte(got), []byte(c.sign(ck.Value, sessionOf(r)))) {
 		return errors.New("invalid CSRF token: reload the page and try again")
 	}
 	return nil

@@ -283,6 +283,41 @@ func TestTimelinePages(t *testing.T) {
 	}
 }
 
+// TestCSRFTokenBoundToSession: a form's CSRF token is bound to the console
+// session it was rendered in: with the same CSRF cookie, a token from one
+// session's page is refused in another, and works in its own.
+func TestCSRFTokenBoundToSession(t *testing.T) {
+	e := newEnv(t, "sqlite")
+	e.start(t, "csrf-2")
+	waitStatus(t, e, "csrf-2", iwfapi.WorkflowStatusRunning)
+	f := newFormClient(t, e.url)
+	ui, _ := url.Parse(e.url + "/ui/")
+	session := func(id string) {
+		f.c.Jar.SetCookies(ui, []*http.Cookie{{Name: auth.SessionCookie, Value: id, Path: "/ui/"}})
+	}
+	session("session-one")
+	f.open("/ui/workflows/csrf-2")
+	one := f.token
+	session("session-two")
+	stop := func(token string) url.Values {
+		return url.Values{"workflowId": {"csrf-2"}, "stopType": {"TERMINATE"}, "confirm": {"yes"}, "csrf": {token}}
+	}
+	same := map[string]string{"Sec-Fetch-Site": "same-origin"}
+	if status, body, _ := f.post("stop", stop(one), same); status != http.StatusForbidden || !strings.Contains(body, "invalid CSRF token") {
+		t.Fatalf("a token of another session: %d\n%s", status, body)
+	}
+	if d, _ := e.eng.DescribeWorkflow(context.Background(), iwfapi.WorkflowDescribeRequest{WorkflowId: "csrf-2"}); d.Status != iwfapi.WorkflowStatusRunning {
+		t.Fatalf("a refused request changed the run: %s", d.Status)
+	}
+	f.open("/ui/workflows/csrf-2")
+	if f.token == one {
+		t.Fatal("two sessions got the same CSRF token")
+	}
+	if status, body, _ := f.post("stop", stop(f.token), same); status != http.StatusSeeOther {
+		t.Fatalf("the session's own token: %d\n%s", status, body)
+	}
+}
+
 // TestPageSecurityHeaders: every console answer — a page, a 404, an
 // action's refusal — sends the security headers, and HSTS over TLS only.
 func TestPageSecurityHeaders(t *testing.T) {
