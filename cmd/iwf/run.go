@@ -279,7 +279,8 @@ func (c *cli) parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
-// parseSub parses a subcommand's args, which take no positional arguments.
+// parseSub parses a subcommand's args, which take no positional arguments,
+// and refuses flags given where they do not apply (flagRules).
 func (c *cli) parseSub(fs *flag.FlagSet, args []string, required ...string) error {
 	if err := c.parse(fs, args); err != nil {
 		return err
@@ -292,7 +293,7 @@ func (c *cli) parseSub(fs *flag.FlagSet, args []string, required ...string) erro
 			return usagef("%s: --%s is required", fs.Name(), name)
 		}
 	}
-	return nil
+	return c.checkFlagRules(fs)
 }
 
 // client returns a client of the server and the context bounding the
