@@ -8,6 +8,7 @@ package auth
 // cannot be added without a role.
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -70,7 +71,9 @@ var Rules = []Rule{
 	{Method: http.MethodPost, Path: api + "timer/skip", Need: PermOperate, Operation: "skipTimer"},
 	{Method: http.MethodPost, Path: api + "config/update", Need: PermOperate, Operation: "updateConfig"},
 	{Method: http.MethodPost, Path: api + "triggerContinueAsNew", Need: PermOperate, Operation: "triggerContinueAsNew"},
-	// Batch operations act on many runs: operator, also to read them.
+	// Batch operations act on many runs: operator, also to read them. A
+	// batch start needs, besides, what its operation needs on one run
+	// (BatchNeed, checked once the body is decoded).
 	{Method: http.MethodPost, Path: batchAPI + "start", Need: PermOperate, Operation: "batch/start"},
 	{Method: http.MethodPost, Path: batchAPI + "cancel", Need: PermOperate, Operation: "batch/cancel"},
 	{Method: http.MethodPost, Path: batchAPI + "describe", Need: PermOperate},
@@ -88,11 +91,60 @@ var Rules = []Rule{
 	{Console: true, Method: http.MethodPost, Path: "actions/stop", Need: PermOperate, Operation: "stop"},
 	{Console: true, Method: http.MethodPost, Path: "actions/reset", Need: PermOperate, Operation: "reset"},
 	{Console: true, Method: http.MethodPost, Path: "actions/skip-timer", Need: PermOperate, Operation: "skipTimer"},
-	// Batch operations, as on the API: operator, also to read them.
+	// Batch operations, as on the API: operator, also to read them, and a
+	// batch start what its operation needs (BatchNeed).
 	{Console: true, Method: http.MethodGet, Path: "batches", Need: PermOperate},
 	{Console: true, Method: http.MethodGet, Path: "batches/{id}", Need: PermOperate},
 	{Console: true, Method: http.MethodPost, Path: "actions/batch-start", Need: PermOperate, Operation: "batch/start"},
 	{Console: true, Method: http.MethodPost, Path: "actions/batch-cancel", Need: PermOperate, Operation: "batch/cancel"},
+}
+
+// batchOperationCalls names, for each batch operation, the API call that
+// makes it on one run.
+var batchOperationCalls = map[string]string{
+	"TERMINATE": api + "stop", "CANCEL": api + "stop", "FAIL": api + "stop",
+	"SIGNAL": api + "signal", "RESET": api + "reset", "SKIP_TIMER": api + "timer/skip",
+}
+
+// BatchNeed returns the permission a batch start of operation needs: the
+// one batch/start needs (operator) and the one of the call that makes the
+// operation on one run, so that a batch never does what its caller could
+// not do run by run — a SIGNAL batch needs the writer's permission to
+// signal as well, which only the all role has with the operator's. An
+// operation this table does not know needs every permission.
+func BatchNeed(operation string) Permission {
+	call, ok := batchOperationCalls[operation]
+	if !ok {
+		return PermRead | PermWrite | PermOperate
+	}
+	start, _ := FindRule(false, http.MethodPost, batchAPI+"start")
+	direct, _ := FindRule(false, http.MethodPost, call)
+	return start.Need | direct.Need
+}
+
+// ForbiddenError is a request the access table lets through whose body
+// asks for more than the principal's role allows: a batch start whose
+// operation needs more than batch/start (BatchNeed). It is answered 403.
+type ForbiddenError struct{ Message string }
+
+func (e *ForbiddenError) Error() string { return e.Message }
+
+// AllowBatch returns a *ForbiddenError when the principal of ctx may not
+// start a batch of operation (BatchNeed), nil when it may or when ctx has
+// no principal (no guard: authentication is off). The API's batch/start
+// and the console's batch action both ask it once the request is decoded.
+func AllowBatch(ctx context.Context, operation string) error {
+	p, ok := PrincipalOf(ctx)
+	need := BatchNeed(operation)
+	if !ok || p.Can(need) {
+		return nil
+	}
+	msg := fmt.Sprintf("forbidden: a %s batch needs the %s role", operation, need)
+	if call, ok := batchOperationCalls[operation]; ok {
+		direct, _ := FindRule(false, http.MethodPost, call)
+		msg += fmt.Sprintf(" (batch/start needs the operator role, and POST %s, which makes it on one run, the %s role)", call, direct.Need)
+	}
+	return &ForbiddenError{Message: fmt.Sprintf("%s; %s has the %s role", msg, describeActor(p), p.Role)}
 }
 
 // FindRule returns the rule of a route as the router declares it: an API

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
@@ -194,5 +195,55 @@ func TestCertRoles(t *testing.T) {
 	}
 	if _, ok := auth.PrincipalOf(context.Background()); ok {
 		t.Fatal("a principal without a guard")
+	}
+}
+
+// TestBatchNeed: a batch start needs the operator permission of
+// batch/start and the permission of the call that makes its operation on
+// one run, so that no role does by batch what it may not do run by run;
+// AllowBatch refuses the others with a message naming the role needed.
+func TestBatchNeed(t *testing.T) {
+	direct := map[string]string{
+		"TERMINATE": "stop", "CANCEL": "stop", "FAIL": "stop",
+		"SIGNAL": "signal", "RESET": "reset", "SKIP_TIMER": "timer/skip",
+	}
+	start, _ := auth.FindRule(false, http.MethodPost, "/api/v1/batch/start")
+	roles := []auth.Role{auth.RoleReader, auth.RoleWriter, auth.RoleOperator, auth.RoleAll}
+	for op, call := range direct {
+		rule, ok := auth.FindRule(false, http.MethodPost, "/api/v1/workflow/"+call)
+		if !ok {
+			t.Fatalf("no rule for %s", call)
+		}
+		for _, role := range roles {
+			want := role.Grants(start.Need) && role.Grants(rule.Need)
+			if got := role.Grants(auth.BatchNeed(op)); got != want {
+				t.Errorf("%s batch as %s: allowed %v, want %v", op, role, got, want)
+			}
+			ctx := auth.WithPrincipal(context.Background(), auth.Principal{Actor: "someone", Role: role})
+			err := auth.AllowBatch(ctx, op)
+			var fe *auth.ForbiddenError
+			if want != (err == nil) || (err != nil && !errors.As(err, &fe)) {
+				t.Errorf("AllowBatch(%s, %s) = %v, want allowed %v", role, op, err, want)
+			}
+		}
+	}
+	// An on-call token may stop, reset and skip timers by batch, not signal.
+	oncall := auth.WithPrincipal(context.Background(), auth.Principal{Actor: "oncall", Role: auth.RoleOperator})
+	err := auth.AllowBatch(oncall, "SIGNAL")
+	if err == nil || err.Error() != "forbidden: a SIGNAL batch needs the all role (batch/start needs the operator role, "+
+		"and POST /api/v1/workflow/signal, which makes it on one run, the writer role); token oncall has the operator role" {
+		t.Errorf("operator's SIGNAL batch: %v", err)
+	}
+	for _, op := range []string{"TERMINATE", "CANCEL", "FAIL", "RESET", "SKIP_TIMER"} {
+		if err := auth.AllowBatch(oncall, op); err != nil {
+			t.Errorf("operator's %s batch: %v", op, err)
+		}
+	}
+	// Unknown operations need everything; without a guard, all may pass.
+	if auth.BatchNeed("EXPLODE") != auth.PermRead|auth.PermWrite|auth.PermOperate {
+		t.Errorf("unknown operation needs %v", auth.BatchNeed("EXPLODE"))
+	}
+	if err := auth.AllowBatch(context.Background(), "SIGNAL"); err != nil {
+		t.Errorf("without a principal: %v", err)
 	}
 }

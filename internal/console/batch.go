@@ -32,6 +32,18 @@ var batchOperations = []struct{ Value, Label string }{
 	{string(iwfapi.BatchOperationReset), "reset"},
 }
 
+// offeredOperations are the batch operations the list page's form offers
+// the principal of r: those it may start (auth.BatchNeed).
+func offeredOperations(r *http.Request) []struct{ Value, Label string } {
+	var out []struct{ Value, Label string }
+	for _, op := range batchOperations {
+		if auth.AllowBatch(r.Context(), op.Value) == nil {
+			out = append(out, op)
+		}
+	}
+	return out
+}
+
 // resetTypes are the reset types the batch form offers.
 var resetTypes = []string{
 	string(iwfapi.WorkflowResetTypeBeginning), string(iwfapi.WorkflowResetTypeHistoryEventId),
@@ -107,6 +119,12 @@ func (c *console) batchStart(w http.ResponseWriter, r *http.Request) {
 			status, text = explain(err) // the engine's refusal
 		}
 		c.fail(w, r, status, text)
+		return
+	}
+	// As on the API: what the operation needs on one run, besides the
+	// operator role the route needs (a SIGNAL batch needs the writer's too).
+	if err := auth.AllowBatch(r.Context(), string(req.Operation)); err != nil {
+		c.fail(w, r, http.StatusForbidden, err.Error())
 		return
 	}
 	back := c.opts.Prefix + "?" + url.Values{"q": {f.Get("q")}}.Encode()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -236,8 +237,31 @@ func TestBatchRoles(t *testing.T) {
 	if status, body, _ := reader.post("batch-start", form(reader.token), nil); status != http.StatusForbidden || !strings.Contains(body, "operator") {
 		t.Fatalf("reader's batch start: %d\n%s", status, body)
 	}
-	if body := operator.open(listURL); !strings.Contains(body, `id="batch-form"`) || !strings.Contains(body, `id="nav-batches"`) {
-		t.Fatalf("the operator's list lacks the batch form:\n%s", body)
+	if body := operator.open(listURL); !strings.Contains(body, `id="batch-form"`) || !strings.Contains(body, `id="nav-batches"`) ||
+		!strings.Contains(body, `<option value="RESET">`) || strings.Contains(body, `<option value="SIGNAL">`) {
+		t.Fatalf("the operator's list lacks the batch form, or offers a signal batch:\n%s", body)
+	}
+	// An on-call token cannot send signals of its own, so not by batch
+	// either: not from the console, not through the API.
+	signal := url.Values{"q": {"WorkflowId = 'bulk-1'"}, "operation": {"SIGNAL"}, "channel": {"approval"}, "confirm": {"yes"}, "csrf": {operator.token}}
+	if status, body, _ := operator.post("batch-start", signal, map[string]string{"Origin": hs.URL}); status != http.StatusForbidden ||
+		!strings.Contains(body, "a SIGNAL batch needs the all role") {
+		t.Fatalf("operator's console SIGNAL batch: %d\n%s", status, body)
+	}
+	apiReq, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/v1/batch/start",
+		strings.NewReader(`{"query":"WorkflowId = 'bulk-1'","operation":"SIGNAL","signalChannelName":"approval"}`))
+	apiReq.Header.Set("Content-Type", "application/json")
+	apiResp, err := bearerTransport(operatorToken).RoundTrip(apiReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiBody, _ := io.ReadAll(apiResp.Body)
+	apiResp.Body.Close()
+	if apiResp.StatusCode != http.StatusForbidden || !strings.Contains(string(apiBody), "a SIGNAL batch needs the all role") {
+		t.Fatalf("operator's API SIGNAL batch: %d %s", apiResp.StatusCode, apiBody)
+	}
+	if l, err := e.eng.ListBatches(ctx, iwfapi.BatchListRequest{}); err != nil || len(l.Batches) != 0 {
+		t.Fatalf("a refused SIGNAL batch was stored: %+v %v", l, err)
 	}
 	status, _, loc := operator.post("batch-start", form(operator.token), map[string]string{"Origin": hs.URL})
 	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/batches/") {
@@ -267,7 +291,8 @@ func TestBatchRoles(t *testing.T) {
 			t.Errorf("%s audited without the batch's id: %+v", en.Operation, en)
 		}
 	}
-	want := []string{"batch/start dash console forbidden", "batch/start oncall console ok", "batch/cancel oncall console ok"}
+	want := []string{"batch/start dash console forbidden", "batch/start oncall console forbidden", "batch/start oncall api forbidden",
+		"batch/start oncall console ok", "batch/cancel oncall console ok"}
 	if strings.Join(ops, "|") != strings.Join(want, "|") {
 		t.Fatalf("audit: %q, want %q", ops, want)
 	}

@@ -84,7 +84,7 @@ func (c *console) list(w http.ResponseWriter, r *http.Request) {
 			lp.ArchivedID, lp.ArchivedURL, lp.ArchivedRuns = c.archivedLookup(r.Context(), lp.Query)
 		}
 		if f := batchFilter(lp.Query, lp.Status, lp.Type); f != "" && len(lp.Rows) > 0 {
-			lp.BatchQuery, lp.Operations, lp.ResetTypes, lp.DefaultRPS = f, batchOperations, resetTypes, engine.DefaultBatchRPS
+			lp.BatchQuery, lp.Operations, lp.ResetTypes, lp.DefaultRPS = f, offeredOperations(r), resetTypes, engine.DefaultBatchRPS
 			lp.Matching = strconv.Itoa(len(lp.Rows))
 			if deref(resp.NextPageToken) != "" || token != "" {
 				lp.Matching = "more than " + strconv.Itoa(len(lp.Rows))

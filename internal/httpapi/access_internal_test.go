@@ -188,3 +188,103 @@ func TestBatchAccessAndAudit(t *testing.T) {
 		t.Errorf("batch/start without an operation: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestBatchStartRolePerOperation: batch/start needs, besides the operator
+// role, what the operation needs on one run, so a batch never does what
+// its caller could not do run by run: each operation against each role,
+// through the whole handler. A refused start is a 403 naming the role,
+// written to the audit log as forbidden, and never reaches the Service.
+func TestBatchStartRolePerOperation(t *testing.T) {
+	var logged bytes.Buffer
+	var who auth.Principal
+	guard := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(w, r.WithContext(auth.WithPrincipal(r.Context(), who)))
+		})
+	}
+	svc := &countingBatchService{}
+	h, err := NewHandler(svc, Options{Guard: guard, Audit: audit.NewWriter(&logged)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The single-run call of each operation, and a body for the batch.
+	ops := []struct {
+		op     iwfapi.BatchOperation
+		direct string
+		body   string
+	}{
+		{iwfapi.BatchOperationTerminate, "stop", `{"query":"WorkflowId = 'w3'","operation":"TERMINATE"}`},
+		{iwfapi.BatchOperationCancel, "stop", `{"query":"WorkflowId = 'w3'","operation":"CANCEL"}`},
+		{iwfapi.BatchOperationFail, "stop", `{"query":"WorkflowId = 'w3'","operation":"FAIL"}`},
+		{iwfapi.BatchOperationSignal, "signal", `{"query":"WorkflowId = 'w3'","operation":"SIGNAL","signalChannelName":"go"}`},
+		{iwfapi.BatchOperationReset, "reset", `{"query":"WorkflowId = 'w3'","operation":"RESET","reset":{"resetType":"BEGINNING"}}`},
+		{iwfapi.BatchOperationSkipTimer, "timer/skip", `{"query":"WorkflowId = 'w3'","operation":"SKIP_TIMER","skipTimer":{"workflowStateExecutionId":"S-1","timerCommandIndex":0}}`},
+	}
+	// Each role's expected answer: 200 where the role may make the
+	// single-run call and batch/start, 403 elsewhere.
+	may := map[auth.Role]map[string]bool{
+		auth.RoleReader:   {},
+		auth.RoleWriter:   {},
+		auth.RoleOperator: {"stop": true, "reset": true, "timer/skip": true},
+		auth.RoleAll:      {"stop": true, "signal": true, "reset": true, "timer/skip": true},
+	}
+	for _, o := range ops {
+		for _, role := range []auth.Role{auth.RoleReader, auth.RoleWriter, auth.RoleOperator, auth.RoleAll} {
+			who = auth.Principal{Actor: "tok-" + string(role), Role: role}
+			logged.Reset()
+			before := svc.started
+			req := httptest.NewRequest("POST", "/api/v1/batch/start", strings.NewReader(o.body))
+			req.Header.Set("Content-Type", "application/json")
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			want := http.StatusForbidden
+			if may[role][o.direct] {
+				want = http.StatusOK
+			}
+			if rec.Code != want {
+				t.Errorf("%s batch as %s: %d %s, want %d", o.op, role, rec.Code, rec.Body, want)
+				continue
+			}
+			var e audit.Entry
+			if err := json.Unmarshal(logged.Bytes(), &e); err != nil {
+				t.Fatalf("%s batch as %s: audit line %q: %v", o.op, role, logged.String(), err)
+			}
+			if want == http.StatusOK {
+				if svc.started != before+1 || e.Outcome != "ok" {
+					t.Errorf("%s batch as %s: started %d, audit %+v", o.op, role, svc.started-before, e)
+				}
+				continue
+			}
+			if svc.started != before || e.Outcome != "forbidden" || e.Status != 403 || e.Operation != "batch/start" || e.Actor != who.Actor {
+				t.Errorf("%s batch as %s: started %d, audit %+v", o.op, role, svc.started-before, e)
+			}
+			var body iwfapi.ErrorResponse
+			if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || !strings.HasPrefix(deref(body.Detail), "forbidden: ") ||
+				!strings.Contains(deref(body.Detail), "has the "+string(role)+" role") {
+				t.Errorf("%s batch as %s: 403 body %s", o.op, role, rec.Body)
+			}
+		}
+	}
+	// The one-run SIGNAL batch of an on-call token is refused with the
+	// role it needs and why.
+	who = auth.Principal{Actor: "oncall", Role: auth.RoleOperator}
+	req := httptest.NewRequest("POST", "/api/v1/batch/start", strings.NewReader(`{"query":"WorkflowId = 'w3'","operation":"SIGNAL","signalChannelName":"go"}`))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "a SIGNAL batch needs the all role") ||
+		!strings.Contains(rec.Body.String(), "/api/v1/workflow/signal") {
+		t.Errorf("operator's SIGNAL batch: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// countingBatchService counts the batch starts that reach it.
+type countingBatchService struct {
+	Service
+	started int
+}
+
+func (s *countingBatchService) StartBatch(context.Context, iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
+	s.started++
+	return iwfapi.BatchStartResponse{BatchId: "batch-1", Matched: 1}, nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
 // statusLongPollOrWorkerError is iWF's status for long-poll timeouts and RPC
@@ -83,9 +84,17 @@ func errorResponse(err error) (int, iwfapi.ErrorResponse) {
 // handleServiceError is the strict server's ResponseErrorHandlerFunc: it
 // answers every error a handler returns, through the error table.
 func (h *handler) handleServiceError(w http.ResponseWriter, r *http.Request, err error) {
+	ri := infoFrom(r.Context())
+	var fe *auth.ForbiddenError
+	if errors.As(err, &fe) {
+		// A body asking for more than the role allows: answered, and
+		// audited, as the access table's refusals are.
+		ri.errCode = "forbidden"
+		writeError(w, http.StatusForbidden, fe.Message)
+		return
+	}
 	status, resp := errorResponse(err)
 	ev := h.log.Warn()
-	ri := infoFrom(r.Context())
 	ri.errCode = string(engine.CodeOf(err))
 	if s, detail, ok := deadlineResponse(r.Context(), err); ok {
 		// Past the request's deadline or its client gone: neither the
