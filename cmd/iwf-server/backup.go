@@ -34,16 +34,21 @@ const postgresBackupHelp = "backup copies SQLite stores only; back up PostgreSQL
 // committed before the copy began. It is written to a temporary file
 // beside FILE, checked (PRAGMA quick_check), synced and then renamed to
 // FILE, which must not exist.
+//
+// The store is found as the server finds it: --db, else IWF_DB, else the
+// db setting of the config file (--config, else IWF_CONFIG).
 func runBackup(ctx context.Context, args []string, lookupEnv func(string) (string, bool), stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("iwf-server backup", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	db := fs.String("db", "", "the store to copy: sqlite://PATH (env IWF_DB)")
+	config := fs.String("config", "", "the server's YAML config `file`: its db setting names the store when neither --db nor IWF_DB does (env IWF_CONFIG)")
 	to := fs.String("to", "", "the `file` to write; it must not exist")
 	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
 		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "Usage: iwf-server backup --db sqlite://PATH --to FILE\n\n"+
+		fmt.Fprintf(stderr, "Usage: iwf-server backup [--db sqlite://PATH | --config FILE] --to FILE\n\n"+
 			"Copies the SQLite store at PATH to FILE while a server may be serving it (VACUUM INTO):\n"+
-			"the copy holds every transaction committed before it began. "+postgresBackupHelp+".\n\nFlags:\n")
+			"the copy holds every transaction committed before it began. "+postgresBackupHelp+".\n"+
+			"Precedence, as for the server: --db > IWF_DB > the config file's db.\n\nFlags:\n")
 		fs.PrintDefaults()
 		return err
 	} else if err != nil {
@@ -56,7 +61,20 @@ func runBackup(ctx context.Context, args []string, lookupEnv func(string) (strin
 		*db, _ = lookupEnv("IWF_DB")
 	}
 	if *db == "" {
-		return errors.New("backup: --db sqlite://PATH is required")
+		file := *config
+		if file == "" {
+			file, _ = lookupEnv("IWF_CONFIG")
+		}
+		if file != "" {
+			v, err := configFileDB(file)
+			if err != nil {
+				return fmt.Errorf("backup: %w", err)
+			}
+			*db = v
+		}
+	}
+	if *db == "" {
+		return errors.New("backup: --db sqlite://PATH is required (or IWF_DB, or db in the file of --config or IWF_CONFIG)")
 	}
 	if *to == "" {
 		return errors.New("backup: --to FILE is required")
@@ -79,6 +97,24 @@ func runBackup(ctx context.Context, args []string, lookupEnv func(string) (strin
 	fmt.Fprintf(stdout, "iwf-server: backed up %s to %s (%d bytes, schema version %d) in %s\n",
 		target, *to, size, version, time.Since(begin).Round(time.Millisecond))
 	return nil
+}
+
+// configFileDB returns the db setting of a config file ("" when it has
+// none). The file is read as the server reads it: an unknown key or a
+// malformed value is an error.
+func configFileDB(path string) (string, error) {
+	entries, err := readConfigFile(path)
+	if err != nil {
+		return "", err
+	}
+	for _, s := range settings {
+		if s.env == "IWF_DB" {
+			if e := entries[fileKey(s)]; len(e) > 0 {
+				return strings.TrimSpace(e[0]), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 // backupSQLite copies the database at src into the new file dst and

@@ -230,3 +230,71 @@ func TestBackupRefusals(t *testing.T) {
 		t.Fatalf("output %q", out.String())
 	}
 }
+
+// TestBackupConfigFile: backup finds the store where the server does:
+// the config file's db (--config, or IWF_CONFIG) when neither --db nor
+// IWF_DB is given, and IWF_DB before the file.
+func TestBackupConfigFile(t *testing.T) {
+	m, _ := startMain(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "iwf.yaml")
+	if err := os.WriteFile(cfg, []byte("db: "+m.Config.DB+"\nlog-level: info\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The server, given this file, serves this store.
+	if _, _, c, err := parseConfig([]string{"--config", cfg}, env{}.lookup, io.Discard); err != nil || c.DB != m.Config.DB {
+		t.Fatalf("the server reads db %q from the file (%v), want %q", c.DB, err, m.Config.DB)
+	}
+	path := strings.TrimPrefix(m.Config.DB, "sqlite://")
+	for _, c := range []struct {
+		name string
+		args []string
+		env  env
+	}{
+		{"--config", []string{"--config", cfg}, env{}},
+		{"IWF_CONFIG", nil, env{"IWF_CONFIG": cfg}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			to := filepath.Join(dir, strings.TrimPrefix(c.name, "--")+".db")
+			var out bytes.Buffer
+			if err := runBackup(context.Background(), append(c.args, "--to", to), c.env.lookup, &out, io.Discard); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "backed up SQLite "+path+" to "+to) {
+				t.Fatalf("output %q", out.String())
+			}
+			if _, err := os.Stat(to); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+
+	// IWF_DB comes before the file, --db before both, as for the server.
+	elsewhere := filepath.Join(dir, "elsewhere.db")
+	err := runBackup(context.Background(), []string{"--config", cfg, "--to", filepath.Join(dir, "x.db")},
+		env{"IWF_DB": "sqlite://" + elsewhere}.lookup, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no database at "+elsewhere) {
+		t.Fatalf("IWF_DB beside --config: %v, want the IWF_DB store", err)
+	}
+	err = runBackup(context.Background(), []string{"--db", "sqlite://" + elsewhere, "--to", filepath.Join(dir, "y.db")},
+		env{"IWF_CONFIG": cfg}.lookup, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "no database at "+elsewhere) {
+		t.Fatalf("--db beside IWF_CONFIG: %v, want the --db store", err)
+	}
+
+	// A file the server would refuse, or one without db.
+	for name, content := range map[string]string{
+		"unknown key": "db: " + m.Config.DB + "\nno-such-setting: 1\n",
+		"no db":       "log-level: info\n",
+	} {
+		bad := filepath.Join(t.TempDir(), "iwf.yaml")
+		if err := os.WriteFile(bad, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		err := runBackup(context.Background(), []string{"--config", bad, "--to", filepath.Join(dir, "z.db")}, env{}.lookup, io.Discard, io.Discard)
+		want := map[string]string{"unknown key": `unknown key "no-such-setting"`, "no db": "--db sqlite://PATH is required"}[name]
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error containing %q", name, err, want)
+		}
+	}
+}
