@@ -40,7 +40,9 @@ const (
 	// DefaultBatchRPS is the rate of a batch that names none: runs per
 	// second.
 	DefaultBatchRPS = 50
-	// MaxBatchRPS bounds a batch's rate.
+	// MinBatchRPS and MaxBatchRPS bound a batch's rate: from one run every
+	// 100 seconds to 10,000 runs a second.
+	MinBatchRPS = 0.01
 	MaxBatchRPS = 10000
 	// DefaultMaxBatchRuns bounds the runs one batch may match
 	// (Config.MaxBatchRuns); a start whose query matches more is a 400.
@@ -143,8 +145,9 @@ func batchStartIn(req iwfapi.BatchStartRequest) (batchOptions, float64, error) {
 	if rps == 0 {
 		rps = DefaultBatchRPS
 	}
-	if math.IsNaN(rps) || rps < 0 || rps > MaxBatchRPS {
-		return opts, 0, Errorf(CodeInvalidArgument, "rps must be between 0 (the default, %d) and %d, got %v", DefaultBatchRPS, MaxBatchRPS, rps)
+	if !(rps >= MinBatchRPS && rps <= MaxBatchRPS) { // NaN too
+		return opts, 0, Errorf(CodeInvalidArgument, "rps must be from %v (one run every %s) to %d runs per second, or absent or 0 for the default, %d; got %v",
+			MinBatchRPS, batchInterval(MinBatchRPS), MaxBatchRPS, DefaultBatchRPS, rps)
 	}
 	return opts, rps, nil
 }
@@ -476,7 +479,7 @@ func (e *Engine) workBatch(ctx context.Context, b *Batch) {
 		})
 	}()
 	log.Info().Int64("matched", b.Matched).Int64("done", b.Done).Int64("failed", b.Failed).Msg("working a batch")
-	interval := time.Duration(float64(time.Second) / b.RPS)
+	interval := batchInterval(b.RPS)
 	next := time.Now()
 	renewAt := time.Now().Add(e.cfg.LeaseDuration / 3)
 	var after int64
@@ -546,6 +549,21 @@ func (e *Engine) workBatch(ctx context.Context, b *Batch) {
 			}
 		}
 	}
+}
+
+// batchInterval is the time between two runs of a batch at rps. The rate
+// is taken within [MinBatchRPS, MaxBatchRPS] first (NaN as the slowest),
+// so that no stored rate — one stored before rates were bounded too —
+// makes the conversion to a Duration overflow: 1/1e-300 seconds is +Inf,
+// which becomes a negative Duration, and every run would go at once.
+func batchInterval(rps float64) time.Duration {
+	switch {
+	case math.IsNaN(rps) || rps < MinBatchRPS:
+		rps = MinBatchRPS
+	case rps > MaxBatchRPS:
+		rps = MaxBatchRPS
+	}
+	return time.Duration(float64(time.Second) / rps)
 }
 
 // batchWait waits until the time of the batch's next run, looking every

@@ -201,6 +201,10 @@ func TestBatchStartRefuses(t *testing.T) {
 			"reset no type":  {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationReset},
 			"skip no timer":  {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationSkipTimer, SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "Wait-1"}},
 			"negative rps":   {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(-1.0)},
+			// The rate cases match nothing: the rate alone is refused.
+			"tiny rps":       {Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(1e-300)},
+			"rps below 0.01": {Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(0.0099)},
+			"rps above max":  {Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(10000.5)},
 			"over the limit": {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationCancel},
 		} {
 			_, err := h.eng.StartBatch(ctx, req)

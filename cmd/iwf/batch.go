@@ -27,7 +27,7 @@ func cmdBatchStart(ctx context.Context, c *cli, args []string) error {
 	fs := c.flagSet("batch start", "iwf batch start --query Q --operation terminate|cancel|fail|signal|reset|skip-timer [operation flags] [--rps N] [--reason R]")
 	query := fs.String("query", "", "the search query selecting the runs, as `iwf workflow list --query` takes it (required)")
 	op := fs.String("operation", "", "terminate, cancel, fail, signal, reset or skip-timer (required)")
-	rps := fs.Float64("rps", 0, "runs processed per second at most; 0 means the server's default, 50")
+	rps := fs.Float64("rps", 0, "runs processed per second at most, from 0.01 to 10000; 0 means the server's default, 50")
 	reason := fs.String("reason", "", "why; the stop's reason (FAIL: the runs' error message), shown with the batch")
 	channel := fs.String("channel", "", "signal: the signal channel's name")
 	value := fs.String("value", "", "signal: the value to send, as JSON")

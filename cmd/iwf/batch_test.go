@@ -36,6 +36,7 @@ func TestBatch(t *testing.T) {
 		{[]string{"--operation", "reset", "--reset-type", "HISTORY_EVENT_TIME"}, "needs reset.historyEventTime"},
 		{[]string{"--operation", "skip-timer", "--state-execution-id", "Nap-1"}, "timerCommandId or timerCommandIndex"},
 		{[]string{"--operation", "cancel", "--rps", "-1"}, "rps must be"},
+		{[]string{"--operation", "cancel", "--rps", "1e-300"}, "rps must be from 0.01"},
 	} {
 		args := append([]string{"--server", srv, "batch", "start", "--query", "WorkflowType = 'Nap'"}, c.args...)
 		if msg := iwfFails(t, exitServerError, nil, args...); !strings.Contains(msg, c.want) {

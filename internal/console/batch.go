@@ -198,7 +198,9 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 		if err != nil {
 			return req, nil, fmt.Errorf("the rate must be a number of runs per second")
 		}
-		rps = v
+		if v != 0 { // 0: the default, as on the API
+			rps = v
+		}
 	}
 	req.Rps = &rps
 	var sum []string

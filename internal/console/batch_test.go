@@ -137,6 +137,7 @@ func TestBatchPages(t *testing.T) {
 				{url.Values{"operation": {"RESET"}, "resetType": {"STATE_ID"}}, "resetType STATE_ID needs reset.stateId"},
 				{url.Values{"operation": {"RESET"}, "resetType": {"HISTORY_EVENT_TIME"}, "point": {"soon"}}, "reset.historyEventTime"},
 				{url.Values{"operation": {"SKIP_TIMER"}, "stateExecutionId": {"approve-1"}}, "timerCommandId or timerCommandIndex"},
+				{url.Values{"operation": {"CANCEL"}, "rps": {"1e-300"}}, "rps must be from 0.01"},
 			} {
 				c.form.Set("q", query)
 				c.form.Set("csrf", f.token)

@@ -740,7 +740,8 @@ type BatchStartRequest struct {
 	// refused with 400 when it starts.
 	Reset *BatchResetOptions `json:"reset,omitempty"`
 
-	// Rps Runs processed per second at most; absent or 0 means 50.
+	// Rps Runs processed per second at most, from 0.01 (one run every 100
+	// seconds) to 10000; absent or 0 means 50. Any other rate is a 400.
 	Rps *float64 `json:"rps,omitempty"`
 
 	// SignalChannelName For SIGNAL, the channel.
