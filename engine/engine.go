@@ -258,6 +258,12 @@ func (e *Engine) Healthy(ctx context.Context) error {
 	return err
 }
 
+// SchemaVersion returns the highest migration applied to the store
+// (Store.SchemaVersion); GET /info/version reports it.
+func (e *Engine) SchemaVersion(ctx context.Context) (int, error) {
+	return e.store.SchemaVersion(ctx)
+}
+
 // horizon is how far ahead the poller claims tasks, so that timers found by
 // the poller still fire on time from the in-memory schedule.
 func (e *Engine) horizon() time.Duration {

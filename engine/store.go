@@ -89,6 +89,11 @@ type Store interface {
 
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
+	// SchemaVersion returns the highest migration version recorded in the
+	// store's schema_migrations table: the schema the database has, which
+	// in a rolling upgrade may be newer than the migrations this binary
+	// embeds.
+	SchemaVersion(ctx context.Context) (int, error)
 	// Close releases the store's connections.
 	Close() error
 }

@@ -1238,6 +1238,26 @@ type TriggerContinueAsNewRequest struct {
 	WorkflowRunId *string `json:"workflowRunId,omitempty"`
 }
 
+// VersionInfo The build of the answering server and its store's schema version (extension of this server).
+type VersionInfo struct {
+	// BuildDate When the binary was built (RFC 3339), or the commit's time when the build did not say, or `unknown`.
+	BuildDate string `json:"buildDate"`
+
+	// Commit The git commit the binary was built from (`-dirty` when the tree had changes), or `unknown`.
+	Commit string `json:"commit"`
+
+	// GoVersion The Go release that compiled the binary, e.g. `go1.26.8`.
+	GoVersion string `json:"goVersion"`
+
+	// Release The release number, e.g. `1.0.0`.
+	Release string `json:"release"`
+
+	// SchemaVersion The highest database migration applied to the store (its
+	// schema_migrations table). Absent when the store does not answer;
+	// the health check then answers 503.
+	SchemaVersion *int32 `json:"schemaVersion,omitempty"`
+}
+
 // WaitUntilApiFailurePolicy What happens when all attempts of a waitUntil call failed. Unset means `FAIL_WORKFLOW_ON_FAILURE`.
 type WaitUntilApiFailurePolicy string
 
@@ -2802,6 +2822,17 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /info/healthcheck (the `HealthCheck` operationId).
 	HealthCheck(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetVersion Report the server's release and schema version (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Names
+	// the release of the answering node, the commit and Go version it was
+	// built from, and the highest database migration applied to its store,
+	// so that a rolling upgrade can see which release each node runs. Like
+	// the health check it needs no token.
+	//
+	// Corresponds with GET /info/version (the `GetVersion` operationId).
+	GetVersion(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // CancelBatchWithBody Stop a batch; runs already processed stay processed (extension of this server)
@@ -4015,6 +4046,27 @@ func (c *Client) HealthCheck(ctx context.Context, reqEditors ...RequestEditorFn)
 	return c.Client.Do(req)
 }
 
+// GetVersion Report the server's release and schema version (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Names
+// the release of the answering node, the commit and Go version it was
+// built from, and the highest database migration applied to its store,
+// so that a rolling upgrade can see which release each node runs. Like
+// the health check it needs no token.
+//
+// Corresponds with GET /info/version (the `GetVersion` operationId).
+func (c *Client) GetVersion(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetVersionRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewCancelBatchRequest calls the generic CancelBatch builder with application/json body
 func NewCancelBatchRequest(server string, body CancelBatchJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5162,6 +5214,33 @@ func NewHealthCheckRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGetVersionRequest constructs an http.Request for the GetVersion method
+func NewGetVersionRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/info/version")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -5848,6 +5927,19 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /info/healthcheck (the `HealthCheck` operationId).
 	HealthCheckWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthCheckResponse, error)
+
+	// GetVersionWithResponse Report the server's release and schema version (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Names
+	// the release of the answering node, the commit and Go version it was
+	// built from, and the highest database migration applied to its store,
+	// so that a rolling upgrade can see which release each node runs. Like
+	// the health check it needs no token.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /info/version (the `GetVersion` operationId).
+	GetVersionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetVersionResponse, error)
 }
 
 type CancelBatchResponse struct {
@@ -7494,6 +7586,47 @@ func (r HealthCheckResponse) ContentType() string {
 	return ""
 }
 
+type GetVersionResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *VersionInfo
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetVersionResponse) GetJSON200() *VersionInfo {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r GetVersionResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetVersionResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetVersionResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetVersionResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CancelBatchWithBodyWithResponse Stop a batch; runs already processed stay processed (extension of this server)
 //
 // Not part of iWF's API: an additive extension of this server. A
@@ -8477,6 +8610,25 @@ func (c *ClientWithResponses) HealthCheckWithResponse(ctx context.Context, reqEd
 		return nil, err
 	}
 	return ParseHealthCheckResponse(rsp)
+}
+
+// GetVersionWithResponse Report the server's release and schema version (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Names
+// the release of the answering node, the commit and Go version it was
+// built from, and the highest database migration applied to its store,
+// so that a rolling upgrade can see which release each node runs. Like
+// the health check it needs no token.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /info/version (the `GetVersion` operationId).
+func (c *ClientWithResponses) GetVersionWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetVersionResponse, error) {
+	rsp, err := c.GetVersion(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetVersionResponse(rsp)
 }
 
 // ParseCancelBatchResponse parses an HTTP response from a CancelBatchWithResponse call
@@ -9688,276 +9840,309 @@ func ParseHealthCheckResponse(rsp *http.Response) (*HealthCheckResponse, error) 
 	return response, nil
 }
 
+// ParseGetVersionResponse parses an HTTP response from a GetVersionWithResponse call
+func ParseGetVersionResponse(rsp *http.Response) (*GetVersionResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetVersionResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest VersionInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5kij8Kgh+X4SlOdSlL7OxK/2iJaqb27KoIan29C47VFAVKGJUBGoKKMmcCUechzhPeJ7kBDIB",
-	"1J0sypLtnvWfbouFOzITec9/9kK5SqRgQqveyT97KlyyFYV/DrRmq0RfUB5nKTO/REyFKU80l6J30pst",
-	"GYmp0mRBecwi8iTTB5aSkMYxkQtCidJUM8I+sDAzXQ57/V6SyoSlmjOYgSbc/I+JbNU7+e/e+8Fodntz",
-	"NRtd9vq94V+HZzezYe/3fk+vE9Y76SmdcnHf+9jvUVyZ6buQ6Yrq3kmPC/3D9z3fmAvN7llqWrM0lWl9",
-	"+e+XVJMnJjR5SqW47xO1lKlmgkVES0I1WUmlyXf94+NjcrfWTB32Gpay1DqZaqoz1XxAeChvFPl5NruG",
-	"E8nUKaF3CiZeMkGEJFSoJzi5FSN7mq+YzHSfpGyRKRaRUArBQjPmvllChx2bIZSmq+Sdqp7Rv/3Y0ONj",
-	"v5eyv2c8ZZG5B3Mt+SGXh3PHmV+LvPsbC7WZ9i3V4fKMipDFE/b3jCm4ofKV35k2o8j8s3KWlUW4hq0T",
-	"ncNZ37FnTNXvLRCo1TW9Z1P+jwbotmCvSMJSktB75m9NpuSYrBgVinx3fNzPQeX4+LjjBRWnn8kHJl70",
-	"PFQihWItB2L+8f+nbNE76f1/RznuH1nEP4KxRmIhi+s0nbhmK9Wpt6MYH/1SaZrSdXHAK/ZBlzZfPvwp",
-	"s8ihlyxlhKaMrGTKiOvegIpNx9Ur7KD13Ar0rXxcKaNKikbwMVi9iOVTC3S5z5NMdAH1wmjVvn23itbl",
-	"w1XVDnBA4ACI2Q81vxEqIsK1Ikkq71OmFNljHzQTynyTC6KXXBHF0keW7tcJ9SZUCmOpWDTbkeT0e2HK",
-	"qGbR23Uz4aShlil5WkpDNFPNzOoNTQxlGpk/BGE0XJI0E28UWXKlZbpupNB2nt0XGEnBOjbFF7Bj45U5",
-	"zO6tmVL0njW9X2tC7TU/UUVCILzmIb5bG7yxt9l4Jh4sOuHz2Lf+2O8lTERmlG6r/3vG0nUj2GzArpQp",
-	"pjutbGJajuFEFPRMypcbyewuZvnKRLa6w4Upfi9ofLakQrD4iq5Y40rUA08M4KSdVjN1rQsrAh6oW29o",
-	"+bHfy5LoOQDb8l64OyheulsWHlgOkRbmPTznt11E10aUalx2K9G65Eq3vtui+jbUriVpfbVh9Fd5tD9u",
-	"3svGN3fXB9Q9v9XXc9vJNIHApqdvXCQDDdyxIy+RZMowxY7ibnk7HD8/G07eja4Gs2Gv3zsbXJ0NDV9/",
-	"MQD2fjr66Wpg/jEZTocz88Mvo+vb2ejdcFJn+fu9Dwdm0INHmgq6Msf5370ZS1dcIBgj02lGp9z8bwrY",
-	"bUYHUtLvedTs/e42X6IdjU8Q0KF80ykLGX9k6hSo64KzOFIo6GDDFAH6kJi+ieRCz4V2w8zWCSOwdsIV",
-	"cbdE9uzLNXxkQo8ispAp+Xk0nY0nv90Ofx1ezW5H5/25KLYy22hoZ46ujyKXHWc6G8yG2B9+HjpBrPQd",
-	"5azR+Op2dL5/kr8oXC9lpgnXhKu5cLKI+Zn8eHyM3BnX+Dirw7mo8QzlnXWU1aobbX8fZvDrZmR673gp",
-	"38HSdISPCaNJEhefpzspY0aFa3YDJG1zs8rJNj8jeCvbMTbfWSvO1h6ZRtA1IltKzB6SMrNUB17T6ADb",
-	"Owiu3SV8PpOrFRVRyx5LTUTEPnS8ccfvTrcfZAvbXOvZfnYGWAvvTkXoAFD2GJCzzrtwyp/AWXleqcrK",
-	"K0bTcEnge59QRY5owo8evztyJ3BkW2j6YOiLbuT5coarxkciUGAD3CIjSstE9UFsUEv5JBD1zRc4npYp",
-	"PpFxK69skgmQV0KmDO0xb7pioRSRe737ZJHKFTk+PP6O7EnBgEyzR5auzbs+F9ha7Zu3yzz0x03swJ+P",
-	"D8lArIk0siZJqWaGQlND5ZCsPZebrOgTDMWFR68Ppxhi48ZzxOF+pXG2lcQNRSgjFo09oH8qy1pBsjrz",
-	"uA27NnJCLcSjIBKVT+1n+URWVKzNzSo4N1gQsR2qnNtujLGbddOOdMNVTmeDyWx09RN5WvKYwapgKC7u",
-	"cZ00BfxJWdQnk5urK9M2E5rHSIafqJoLD9cADoKcjd9dXw5nw/NTgrzS5fAcX9lcsNsDiRjVIga6DQ0C",
-	"RDVEHhcDT7KZub6sfQRnx525XRguCdfo2bTL4bn5t1tRR4YM7h+/TjIh8F9nbvHm33KVxEybE//Y71ls",
-	"adZfmF/NtYLm4s4wItRhzBtF7rLFgpk9WuFY1emwahQPrgBjDYlzQ/RJJkIpVLaqDPcsgcDuyT4xbXph",
-	"ACv7+AKmG3Jkxk0FjQ/sNkmIb6m/cPJEuSZMRAj2RaW5vcXh2XD0a+frek+5uy1kbO214LRncnVnuOtG",
-	"4WBAYq602YFbJI8U2YMXYpXFmicxD7le7xNtxIhVpjShcUzumOmAMFC/stDxF2Vpqc5plKSixmvAkVpf",
-	"esMh2dmUt1OY41XAGNOFZikoy8xvN4C4g+tR64oLZ6WaCX8wuPrt9mz87q0Rhwyv7XErsK9BYYjqucIZ",
-	"Kqq5Wqw9IJjFdBIoG+6zQbK081mY6MJbn9V7fOz3IhbyiKWzlN/fs7TLOOf1Hh/7gGUp4IlFKTtdd0F6",
-	"1DJC0+7t873rFNNit6Zxizxx92FnhV47wrvKYt0AguNMh3LFHGuXQ3WypIr1yZIaqgISPrDRDGXYFMYD",
-	"XFdzYR61xHB4hn0S8RpQReeYRB64cND6xFLmpAlDYw1vxoRO13NhuDgP3cI1IjKNWNokRtYgobDL5wEC",
-	"DtAOB7tOMC30ahzVzA2P4yDh0ywMGYuaeJ0LGiuG5D6/IWtbNaeFXLkhVcA7mEEIFesnWtR7V0XT926k",
-	"C6+irtDCNHvJSQHkdz3BWd5pJ4CvkKuqXGPfTU/p4cXNd2kA2jz9hvywyFJYXn5dB5eXOa3u9XuWjlf/",
-	"rtP1jo/wII5zrqjfG4h1/U9HtyvskxSafWh43EYRE5ovOEN+2YhE7iKtSdecQsFWf8diKe4V0bLBQp9b",
-	"2suzfOfRf8FT87xjwz7hIkzZigltJbaU6XRN9hCGBtcjBcSjqyUbBreOCF6zvOGuS4vx0jps84kqYgAu",
-	"ymJDkrggN4J/sBKlVeopaqikkyE7Lr3F9NGkGaqzIRUfCXLHDLvOxaN8MAx/09wvbY0s6WDSogq/RUfi",
-	"3pE0E7VzfI5EttH+2bq2JqntvJH9KG/hkt3TcE1UwuLYnLVckKBOT4JTAgpPeOmAPAZ1HikATQFoFBqI",
-	"xrvB1XkTsdj2+ycSE8vtVYjIxl+bKcxwleh1UZ6nUcRNMxpfF4jEwjxb/QbQvpPRmgT//BgYRMpSgZZJ",
-	"r0iwrMKSPjIipGU2CvBtb9Xs9F4e5NvPQv3Pj+ayy6qPupAiiEzo3zNGErqOJY1OSBBRTQOiWMppzFVu",
-	"Kp2e//JGEZyRMBg3NVQTFfiCOt6JahLAZy7uA2SScik8ZQoo7UKmTzSNlJHFrRp9LiKGvQ5JwD7oqWk9",
-	"ioKjACw6ehmgzoDpAsCZqe3SScwfmZoLLgj7gHIizEjvWRPPZLbZTG5wb5Ebt5GcuA02iM80ZyJdK0QT",
-	"8xjY091jh2aXf1NSBM30yu65ATVliCK/ncPtnsMjjdMWt8/ahrfnu+FxTP0+SgOSpYxhV8XpcUdUkOkP",
-	"2Gq/2f+kRo6GaSrTIgaVFwOfEU2KGJLb7uFY8S0SUhx8f3zsXMWckhabNQqnEdOUxw0qtWxFxUHKaETv",
-	"YkYKH/2RmHU1+w2k/J4LGr8H9gHWf94yjRF7J9dnjtNwfjgo7ga4uMBLJM5Ljvkj6Tp/m5Jl4/wFZ7zC",
-	"/PZwnZlr77jog2TYB++q15V9aVhv86O0+bSY67jzgansLj+gjXpkOEvfuh2cp8URy5t4R8MlFyyHrZBq",
-	"di/TNXDeggQlfAiKT+bN1dlgNvxpPBn91/D8dnrz9nY6G8xupr1+7/148svF5fj97eByMhyc/3YLisvW",
-	"Vlfj2e3wr6PpbFpvMJzcDq5Ht8PJZDzp9XuX46ufbq/Hl5dgPL0d38yKXbq9uTfCbpL/A95VZ3IcxOYU",
-	"1pZrKXy4knr4wUjU9jeWDhIOB2NWJMX9tYxjw+WMM43PMNhCG6HmFy4id7ajpwW0LB1r0cQ7vB3MZsN3",
-	"17Pbi8HoEq3GvX5Lk+nN2VlLk+HQMybtLTZMMRziDVY+586/m9bZ0KphqYVW7astN9o8V23NHtxqg/sv",
-	"pRH9r+VhJtdnBQM8/tpZ2e6kC1Zw1DaLr3+ZZmFY+TJkjtmrfWgYZ4j6C/erVyo0zFz9Vpzbf6vPXvjU",
-	"OFq+AodIhRHcT7bn+6LIYE45Cb0chihlTyfh1vnzWsY8XLd4wSxpkjCh8DEwkqQVL5VFPaszQykTVSeH",
-	"5EYYZg4tjAGAggcBc9MO3a5HACc3k2EJb7t06PV715Px2XB4fjsb356Nry5GP91MDF000NsRjMz+3XGN",
-	"Re1czByo9pnJMykW/D5LWYRmsfwgubifoofDOxk1amI4Oh8Iw1lVJF60lsVcaXRUALZmrTRbWbv3XFCt",
-	"U35njhioXGVOFZROey6C4dXg7eXw/PZiPMHDmN6+H81+LiB0UDaFFTsMLiH6YOsQvX7vfDSFVh3PeijM",
-	"oxhdyHQQGzDN/4adqPdcLz28m+G5ggZw0j8zGusWZ1/8RlKWyFw4z70/qzYLgVJcg8QUP9G1IsH4lyCX",
-	"QCyLiXxPcwxElLV5kU1RKWCEbdAaw4hLXG64ZOFDRz5qKZUWjWb1n6XSBQGN2YUCoLX5vzbxNqPzCctU",
-	"KyGwSgMeHaSmGUmg3SEBxZPTinNtPTCSlIUsYiJkRD6ydC4Cr+IoThMckrdSL70qQrk9zHv0TphTieP1",
-	"vEceaZyBE/xc0DBkicGUvVzbJYWhPWnKjfxpXaF5SGOi14msGH0Hl4agjC5uryfDX0fjm6njlQZvr8aT",
-	"d4PLy996/eZWrY2uxre5AdngBHyYDG+mQ9/MuwKaDq51Z62GfBotrlP2yGWmkHka+PMxU9RaNDe4krld",
-	"2iBXDK5hmWKuiXcpHC1cS4N7raakOqXzNkRzKdacTMD73ht4i54fVWXrJaNN9sqBu3UzsmHeqeZ3POZ6",
-	"fUqWKJewxYKFmuxRb1yxVm1F2Aca6nhdXFJX+YXqd/KTFtRxnnCLH3a4wfWsokwsDtWkIqxd5nV2F3O1",
-	"bFR4jAu3CJbh+jWeEuqbOKdJalFWaR7HJJSZ0A0uCts2/fgM/59PPQxrhNlkQTRg1OassPsmSzfbaqV/",
-	"owiPTonhutbe9XRJIyKkYC2uaBUXjI227Ca3jRe6Ab+/MpRXV9h4O1aka3bAWLBwHcaMsEd4WxfWqmNe",
-	"GesHTAbXo9wWAgqGPmErrjUYe+eCCiLvzDNJEXnJUsqHQ3JhvUPBIU4vqbDugdZnWQqmnLpyLkqmYFyL",
-	"2QjoVdYEPGeJlk1aSiZybf5IdA7L8eGcG42+9uhQsDa9ilL0xuv0DcEtMWyPDQHudOB40x3sxeWOLSbj",
-	"VD/ncD7RHfkFbUnurDdT6/xaKj37m6xCm5Bl2Bzti7pWqjUNlzbC12nZEGrbFKibfJD+2YWz/IWtvSdn",
-	"FYsf2DpXxvdzVXpENSVe7FEOn2MZ0hiNDD4QDhbf8Lo8sPVLviq1bV1jZFArK2SeTseK1ELBCUVvK5kC",
-	"u7DJKWyTT+0s96Ntc6cjDS/UTuxFHgfY4DchDYtf9IGp7abuIbHgZuBKdFeDOZtaJ/4FT5nqaHN+4HgV",
-	"PgIH4mkK0Tajq9lwcjW4vD37eXB1NbxsCK+vYCgMaQ/h93Y4KDvhN4NDFQi48NGoO3gezAqODML7c4Kd",
-	"jn3QJc+GvYqXQle296W84cKC69cGD8SCS4p6QArQx8tXuG7rImyhGz2nmsFbdfYLrOBvU6x2k+9FK7i2",
-	"eF8wEmZpargC74QRZawjOMdUFdNPbNpOJVmFDZbbafUAPm7xHNZJ9rgmK7omd8zrr4R86uoCAu51DTN6",
-	"JRLcpdXtoX8vSBlFID4l1sPXuQhMq453Cjx4nqpOwV5NVe2/JbnGp7MQiAQXMr3kK97qfisQMMK1IdcQ",
-	"dhGb5uRpKRUjiRHFdTNa5566exQN4o3BOSfAiJ7Mfrse9m3/k5/H09nJ9Xgyc5MWftmLZKiOcv+Ew1W0",
-	"f0gGhVQdcOjlFQiJy252zCmfxJSLkG2ERWjROldlOAOciiQxDZlTnMJS3ihyMboYk79nLGP7z3HIqYFA",
-	"fuEOqJufglRxpZkI2aWkhrq0qtPws7m/yHA1D1zc71ulWs4AydSFPuWs0CEZCOtyMxe2g2GeFNrJNUQ7",
-	"ODncjtwkfMT0H2u7ikua3rNzqmmZl/8EjUf90bcr+YWtG8Y2v8JaDTv3IYwzxR9ZQaqyna1ctYeCVcpg",
-	"38DLyv0S2d/iMd/vJTTVnMZ2/xsWpSVM4ldiO8KPfkU7zl0Dki7v63Vzr4/9XqbYL2w9UNcpW/APL3xx",
-	"HztBeZv/KQ+X7YBsJWgjLsuc4g+uRxhz9wS9H8wlcARkVSTwl+PB+e3g8hKsEuOb2e3l+OwX1MDCp+vB",
-	"ZDYadPp8O/zr2eXNdPTrEFq5Jlfjq6H7t5vI94OG3dS35owGcfweUfISQRlM3TS6RnDa9m3ocMK0sJ+v",
-	"MFFBYfRrB9ThA2htrV5vJkeWVypreRpyB8gIPBWCpKVnUOdSXcTQ873RC+rHBmzZVRyvBVACdEWR4bGd",
-	"/sxwGPiooXmyyKSlmdieW6ewqKZnYMJ0um6j/PDRUXqvtAIHOqex2sv5YZk66+r+IRkaAj8XTmqHMHqd",
-	"chb5R9qGNWv6gFJZxBY0i7U6Id8RRbjgBkDmApjnRxr3SSjZYsFDbjp/3yffHR8TRVb0A19lK5I3ywQ8",
-	"rCzypt/+XOQ/OvtX0ztzR8MHuVic5RM1+M3YkCmWgr6Mo34CQ22ht41IguBBu4LSs76IJdVNcal2yyO7",
-	"E2uOa0qbgfPcsYVMmbX72Ujb+nTtgpM9Ost2Nz2jznRuGBapzeHmggMXYZxFLDr1sbn+jJ83/7m9mNZ9",
-	"Qy6Fuyy6Z5bzLlr3cTnmmbPXcAoOYFZAUDZa3MaKERbTRBlY/MS1b72rmyRhKbmTGfr+FMDk2WGLVY1k",
-	"g6bK9AGv+Yh9QDywJvmS4vmQDAvGJjSCLGUcmSNSc5FBuGtoGHxB7tYkgBbg2HZCAqQ2oCsL4DZ+Gf72",
-	"fjw575PZ8K8zdMc9H8yGmOkisDsqtB9dzfokwCjtws/n45u3l8P+XATmXS98eDseowRmpx4Yqluf/3Yw",
-	"mQx+O8wnx43hC/6Ucq2ZIFSRycUZ+eGHH/4DvQflYqGYhnB9SiIW8pUhPTiROTRwmhdUSOs43we6rCCb",
-	"SEw1f2QkmGfHxz+EV/A/hn9kgmv8OyB7894VMT+ouaD3ct7bb6RAbtPNCSwKx9UxdVLx4DuqpduUkdVz",
-	"3yXw0/Wu7q2i6uzCXVbg/1ffrwu2GO5TRM084BUkfKE17s9H5JjBIWZ7KbM4AjUDoxGhuyp0X32XvxZn",
-	"qRBRswdUv1a2eQpbYzELNbIZJYoArzUwXJW5Sq5QFgl7/Z6hAr1+z2EhajPND4DfvX7P4HOv3yuhbUcu",
-	"9Re2fpKpEW9n7IN5Ss+pZpqDoW4k4AeHD2+ljHt91wNgF/jNcjToDq4BTq/3zS+gTRHbpoTqkMOtqtmo",
-	"dWniYEsRndts4e72Wi3gr2Th7pjBzm7lBazhz89KssEmXt9F85obr8nG1G5x4mwK+Mq9VCvdg9O6D9dT",
-	"wclro5cmOve2+mieD89G58Pmhs9x16zsv+isiYFw9Sa/f7SOtdZ7lksxznSSNYN5kunc0Hi3brDjQUgU",
-	"ZgD1cQkLq4yuoQFaxaZd9Mvl1p0a5fv4JMgsT9vfsO4WkNTMHL5qyaoH6Wz9MZF7yZwMYQ/3jfIOxSAM",
-	"o9fR5Ppsf4MvJ43PzB10zYd2Vu1nzSXoh9rdkcE0fycfIdy3W+B2uUuDnLGSjww1YqD2hyM5JBMGOn3M",
-	"h6Fsnhnks4Pb6W/T2wCBEBPj+NOVKWGO0VoaxurENv9pMjgbXtz42O7R1U8ekQMjKUCri/HkbNjchBRb",
-	"GBxuHuF8ODi/HV6dB02M+SYbCn4TuwO07VpIDtcFIKbFPtZwcSHTX9i6UTFMMmEYONRRoonmqUAUrP4M",
-	"UpF5c7j5AFGCduwKFQq2q53ceTXhXSlnRgvvhRmYKKZmBAUEX7FDEkRlLUGAmiUrg1lFzEquwArkNVMu",
-	"YG/Le9/qK10Q77vkFwafASMyevNRq37APnf0TsnYUBHsC5t9drR283l3ZJDQjeGz80cwbTeOZ1ZouolZ",
-	"KQ7ZCoUdsj6VTqQxwROZ2tSN1g2ApowEF6PJ8Lwc33X28/D8BtN1wdeu0UMuD4LpBzs1jIENmz+TQnOR",
-	"sYG6Yk/bteW6oVeDpvyPqMlu5RKfFSlUoB47hAp1Cg+qs5uFH5/DWtZYyvwnAymFeNZO4c1ey49kU+HT",
-	"TStRzS8Zw2ytBM0B4u1xuIMkiTkGoR9EbMEFi2yIrYtl7RhP0hwH2pqz9Wf5hAxg6vMIkzu2pI9MFeiD",
-	"42t4BIkncGjnmFI/PX4vZMrKK2hxjxxgWLm5C5/n0zm8YIp9DmH4mlFQ2fyIWbPr6kS7+CYcBkcb0In6",
-	"IHOzDVylzbTBF9WpMW+LLQHg1waJWtxB8Wg7prefxe8bbu+sgcEub8pFIarKDVmPNLpikffRshqQavbC",
-	"07kAV+snrpzZCuWHN4oEOVuOKSKsbOAvo4mx3Opzb7byPOayKnHskoX5rKnvRuQ5a5mtegW2FVLZwhJR",
-	"KChRziJLD6J41SPydvjuevabeRdrTdGLstawKkxAW8gBgw2ntmVHOizT0EfHjkXFBA05Wcziyq2mRS2K",
-	"a/NTSkO2yOK82SB2bRQ2+r182AveEANzzdIDyKsr7jn49GIYKFo8ydhgbcAa4kAD9O4BiSxGnjSIMKRx",
-	"CvGdVa3vPiDKPVM+KCFmSAS5zNJTzMWCQQnO0JsJRmZslciUxgcqYSFf8JCsmBmIh+gpnSdjJVTNxT1/",
-	"ZI2W2rDIwLi6QCPxdm1F4k7qysIQs2XK1FLGXVOfbzqbdqXWE9fh8pToNGNAX4C0os7XMGfNF+MCV5tJ",
-	"OGsJ6t1IKJr6QKERzVf8H2wQav7IdUsSddfK5y3u4odThluXqn0bt4pVKsp9N3CrOVJ0pHCm9R/Ab6Nf",
-	"3eGmV7Ch0laFe1APNnOqZRZUtlrRdA34Z0uIwNu4Uyr1TzvDmc19p6VlD+9KxUDwSF9JbKidWxuLPGg4",
-	"L65VPUa+4Cq/0xk2Fmdq8X82p4XtCwXqbE7pNBNdYxCAsXuXVy3ahf3GmkY2/aRZj/3nHn9/8UYRd7A+",
-	"kU5zfqmkEJKgOqXdKx1w33nTQk5SjGOzDOiu3vWVqIgGG7Z1YXq73gbGRr7ExgrvPD+lvmE3qVi3BELq",
-	"dD3YFEyBIGhDKbgoqqcxA2K4pFzUgilMv672QlVJ3rcVDm2HPmqrVjyO+S4qK9SCZjvpP9HIZasvdl8p",
-	"FEckMtPlqo6gnQJ2347Ycd0oJ9+kcfNd8afFe9ciR1oax+p1M0N2i+brlMjRhvfZCyruuBFOqui8keBm",
-	"q2Q7CxBlq8T1cOx1AwuQ0Ht2ZaSG6kD/xVJ5cEehJAW9ZxZzOmJCUmcsK+y2GVLxf7BTcmweqtiQfFu4",
-	"irzjbzvO8xkrFFa31PdHt/2u2h5GVC3vcl2QTkQ13dcFF/csTVIufEzS01LGjChBE7WU+tSjrBNA7ph+",
-	"YkzA/SofioFequD1d28oIhQfARA4bsS+vykpzltSMXIFPc3bH/OQFbK2uNSUbnXNym2paXztPI+7OP2V",
-	"0wLYsyoNVFjwposbbnu+UViMWEQuBiMrZZQTkp0Pz0bTkVVRFi1nmJrtdvbbNdQMuxwNr3IzeXtDHNW1",
-	"K38bXf06uByd395Mh5PbQtqu82G53eT67HZw9peb0QT94As61elw8utwkmsKCv12SNblrMIXlMdc3Lvj",
-	"NPuMORPOSl/+BD3tF3BFeqQxj24US3OZI2KY42oQwg1fyvAhV99OgTN0eGM1XoXb/Ilpc+Oo4VHbiec9",
-	"0x6D835Bo7vahqiSlNGoLteYXxUozk3v3eJKMsXesZW8kOm2UJ66wgB87hKql6fEJ9gBVhxVk81i8h/S",
-	"oNFy6x3IcOeLx9m6exH4+PhODgSFHewErAE6+hZ+cem2GrYgGItUazUFKOhRHLpv8wrYHMaodkL9ts0h",
-	"kOvwDXHkyspZLYBFOfCfrRbe6gL8Tvo2XMy8YWisLr5dCNrK8hU1OLOJvqwb+iuxGV8ZEuwK+TtB0W6C",
-	"cBcxJX96sdhaa7WPJNOq5LkFZxhLxcW9Ny80CrpQucPXpuos7zb7lG0IaOoi7nLlVTfRRvFm+ixhrwVq",
-	"GhLPt9n7C5BUUdju9pJWO3d+TvMu7lHt2xJjzlAGDub2m+FwafcMAe1+7v8igWobr283wtDhBl8vX9Cm",
-	"d/LnQkHV5qwcUJfH1rGtFlNvTivfXAdAp1mtDABMm/NZ9jWsJ/l3CZoaU7aLMGVUOYc/XkxLCUUaEKwL",
-	"KRwWmqW27GxXnWV7juWCYwcz2HV4f0jel2tS9ElZz+d/ztMwFNJTmA820aqvt2B+QQ4dzLJ9P8NZlU/Y",
-	"nKdhe30RI+RKEbIUyH+72lBvVYDx4rE8T03XlAzKO1rlCqD8dn7fDunbjRRSMJTa6zC/k269CGeNga5Z",
-	"Kmx6JufvEtP0nqXEbrTMiTnVAvJsd+yee7eOLqlGWkuiD2ylc9gM1NLENZ1CSVTrq+TtIkJqkkjFNX9k",
-	"n4UHLNhpUCj8vDYaDzVt9H7cDi19IuPIcNqgD29gAOGcO9P5RpLd8NQuqXonU7aplJeFOnQs107ZRNgH",
-	"rvRmaXYrX8bc4Fg2ylaN6nYXjrWyB7PpXrbk47Xl6csOUyu6JpHEE4A6rGV3oYL71FzgUZR97zBV7fnN",
-	"9eXobDAbBk2pc/3XW1Ru3Y6vCtlw/Vcox/mfw7NZ6adPzYJ7nqF3GsN3ZCzy7Lb+E9TzNKdZ/KUlsW2p",
-	"Pvp2jhXKO3tR6LBDxfca68S0db8GV/BqpfugazrohirxO001G70bBl78AejAaZXhJHycbz37zC6FtS9S",
-	"xog2HImXxHLfOrO+9hraL1vcvryscwlEPmUHEYu5Efl9CRwuQHAE4YumKX9kkachds14pi0FB5tK5m+b",
-	"3CW3mVyffcLMW3mhGkAUi1KMxlcO+jZluuo04ug8OC0YSXPOy/MTENLyEta6RhkKzup1XEZy0NxEuS0x",
-	"6SA/baMnWzY8ivLEf0+7bac9jWgdq1qrrlSg0r0TVaLW6/feDn8auQTpdULkDRjQtg6XHV+In8vUt997",
-	"61hIM2uVYlrTAjSsR7aVDmK3bC5gWXPnfGLNQYDXTETKmoQI9z69c4HGNEh9YC/SR8S5xBZtCV4M5Z4L",
-	"l+bFjBEU1ht0T8jyKalUXiIvyiQTr5wT5TkL36RYmCThdo7BeisX+gTNaoVcLVLLHLdbWjDbDy7sOQ7O",
-	"u2Z8rta7qOR5wJRtEQtjmpbKDbZbml5eN1dd94sdsXVt2ZheR2a6XLTMZrV8QSPEN9Nf/am2YPz7Ngzu",
-	"8Ex3QmL5zOjr1tUhhG8nMQjcrpdqtOZ90Nf0ns3kA2tg0+Fn9OWAFIe2ighIzPXLKbvAmTbNLoit6ph3",
-	"NrsYE+jLl7DUTlXHiO+OMcymAw78PWNpwwM9/cvlQcwfzHpj86RKg113GY/1Ace60F1knAqk4Vy/d7i8",
-	"DtD1QvdXTAFdvLlCBUeaQqHZlUxdafvNTnOeI9pdhVPe/1DodL2b2r5pgEbVlOGWVlRDUnvM0AA9P92b",
-	"+tkOYZvhYjdvE/X5nQ7+2Kas6XMskeorsWP9wY++mLVm02lDuw1i7y6JfZ6TjeePwL90y9Pkj/6BJzYj",
-	"wdbTd02DQ2LoJ0SwF5JHjCLr41H6UUTsQ0BWGUTlEgwhq91beZjGUFGI9+debwE92pMXFGff7IYMBps8",
-	"+BnzC9CVtIWsXWKZUt4BZSvcwwsppA0q9nv7wzj/lD01NmsBpxVrqHwSrtg3nI217wbT7w6+C54ZUNUp",
-	"T1DJgtwaFY4faEwU09oVCKxYPRo8oVMpXIKHxiMQEU0jsuCP7ABz8JkehH1IzEW4PC0pM8dug7Bb6j5u",
-	"kbZGqDKpVrPpLORueqR5VLEPbUy6XDImuaCYbn2b9GCddAFu940M9ks9mJ8i+iotU3rPyJIL/RzptzW1",
-	"QZfjbO78sRqXOH5kacoj9gkRmOc7AEqz9bFMYlJ9zmK6blV6wNdSJmVAV3TE4D67V3Tq/UHBFqlyEbRs",
-	"1ZTi2Xl9S1Smw9tomm1gTIrBR005pBUjN5PLirYHPflWSQwpv1QtS1yNqthZilFHFduvs+OarqdkSSHW",
-	"4I6GDy5bkyvnr0hQjDpqNfCketpm5bkAOR8u77TkK+GdeaOY+dxSkKgNcphB2n7IY9Zu7/k6knzlXpvV",
-	"l0ttf0B5pMhe4c3cx/u2GcCKub/QBqq25gDr7vHfvP4NyzaLxeoyhcDPz7PUEqdUwZtMccGUIjxiQvMF",
-	"zwtabcSTpxYWoiMo5H2KYX47KnTB2OMPM7dRQFIuMgamgqdrz4RmityxUK6YIrPRu+H4ZtaVtrWyXVVy",
-	"0bqZfpl+/b6dXnbRXm0hmZ1NmGHKqLZBz3vSQ0ApEY6LIbCJfw5cVpxqKp39HXMU+fCkqEMCBaStBVLB",
-	"gkNyJbWtg0cTrm0AW1BU2ZAH1uBRWmjR8JCW2UZX7iaxTgFOqHG1aNAK2QctmApt0gE76yezm1ZmKsSE",
-	"dKgG51rbzCDsg97eEZs9y9j0+ifUrXLpJ71pl1DistkBLcgSxexbje0Cn4cRTWuevcLsST7h2ovAQEnA",
-	"e5F4aQcVrbVPpxtSXjZibweS1YTA9fJY5nhd0hZ/nVVG9y67vzcwRHOVhhMzcpaP4tNQFykK1pJSwZ1i",
-	"dZzXqquDT/zQO2hWOMyUa3YACckiv0nLFbwIKKlqmuCtsTW+sRH6AA0qtPOT12SR6xW1uzX03ZJAXq1X",
-	"KyN1n+5sHn9eTOG0wlQ3KWOUT/te4YT3BHuE/BlLlkJVoLuc7QFpYC5QLtBy/5DY9E3Wn2UP1JIuV3fQ",
-	"t3zFIOF/Mn9EgNz411wEUX7xJYt8sG9zXfE49uL8KaEkLkzmIqvmwiY0J0/cbArWrhUR7AlUhJnBp4Sm",
-	"uk/YBzMUdNw0u2FAMPzwiSl9UMifXtb/uLJ9Tc45r+QK0rbmTxrTXcqkuy6pokPyQ2xjuy20CIpJdZ1F",
-	"vtazq/9s3v/8dQ48n6CWNnV7FrF6t8YRMS9pq+COIp+WPqM4Osbb1Oo2eY4rw2I92LgiQSFf/9n46mL0",
-	"081keH4LXnnN+oONK/tEET0f+/lQlo8xfS0/oDZ43ChAGiLqrsPmyW3ygfjhmKiuWYZea39F6rwdO01r",
-	"nzk4aHeV9m0agPeBJz4lNKYMHlyPAFzvJVE6pfx+Cfole4KtbtHNBTK2sBsNnQqjPR8U3Qi70runQh7m",
-	"51G84givRPOeNiWL3oj8rR0roz7/4IujvBoVaL+lrXSgUAH9BSjBVh6voz68ICmV8bmeOHQ32T76o6g9",
-	"/ucpIb5mIb+7WrIz5Fo9lceETlotbI1Vrb9pCV5PS/AvLOf/ihU0re3Omu0cNwjVEVxCNMMDVGVtqkBC",
-	"9lrAz6AXaKvokalyBVTnpOKigVyUZ7/nsoNDrQ6Igun1e9YKUowNNT+fDa7OhtjibHw1G13dDM9vB9Pb",
-	"q+H7jtFALsyz7zPUQ60PEHt6fff+FkNDzc9nVIQMW7h6HhEksy6FBE21TLpYk2WywTKyNWryFO1v5qgC",
-	"wrU3HGmfshTtHjaLfouFVSa7xFJOXfs/ui9iYd/1QhPlq8G4LHuqlYhohMNS7RH8qQiwFp47AiaCWBHw",
-	"LFyWQOx9o9W1A8vWYq0lP/FHRhiH7PFBNVw06BOZzkVgYz0DouU9g6ZYYiwvh9VeyGtbRbtN1b7K5bYa",
-	"P29MCHb5tWT8eh60tl12F0an3TrfcEdNRQ+fkdVq01uBBuZOwXFPrumLyRSbGPUtYsXk+uxzCRXPC8zj",
-	"5UIYI7GQqj0ZUacKp2YM1MOW/fZsNLwto+KSt2gSMwr+WKxWwgVOCtQVe8E/PwbOp1aUEpTLVwoyfO27",
-	"7CJwFd21X+9qpqVCya9wMS8k2XWJvisQis4CHdAKdLYIcuGgEK1B9oTUxW/O/WL/hSL2vtlqn22rfYas",
-	"9c1cW39qP8JbsJDNLiI/z2bXR/85HV8Rg5wpDTVRCQQI3q0Jf1ocIM/TJ5REWQoVhrzkhp/mwuWefOIp",
-	"O3BFzE1Dl7yFv78gj9+RyXA6wxq9CuVXCRkFaGwazMX0/BdFQipIlBrek+t9cpdp8sBYogpFPrgg079c",
-	"FmurOeXI4VzMhdlUJMMMyo+6bJiK6CdpprYZU9SSpgyt0gzohT3YEzPCn2Btf/qT5fYG16M//YnsaXpP",
-	"Avwp2D+BJt8fG1EA8lnYcfMDmwtCllLZ3LbwcXr+Cwkhc7VCiX3vu/8gwfV4OguIoTMUzeVQKtZ0D45o",
-	"wo8evztyB34UkCTOFAl+Gs7IkbnToyWjsV5CevJg/5TAEdrsDkRLGGWpdXJydASqJ7Oik3//9+PvgtN8",
-	"n9b5t7hP/Mnt84fCNs0I3lZvxqd5AcA3yjkS79mg/fwXcyo8ZNbdtcBMQy0GM5AvnWK1GqqgJDipHwag",
-	"2REYSAKy52tBw0hOg7ffb+uHluRiRzftvrmwxuPHB+gohTfFgNmdc+C2hvyg6C8ZYGQQ7qxaj7BQoq92",
-	"ac039kMA0P2ep1BRzNB2Ay0WYNkjS9dYOZIrYtD51LlKrGj6wCLinmHweKDxE12rQu78PuQoK651TZYy",
-	"RlvvP1gqyaMhN2QvmPfmvaBPgmPznwWNFTNwJ13cjZ2UpgAbMVtoIjNb4SMTUMsQ3T5AsqKKBCKLY4RG",
-	"KzNh7dYfvj+445pkAso5ALwAihJlVh6g3HVCIL8fdjeCMy4TR8iShKUHobkjZEcQFV1MGizgkaV3VPMV",
-	"DEBFTekQlJQWARZ7cXEGVlXBSloJs+29mGqm9D44oVq1XJCLdrjchK4Nw6nIXlBiGaxTikzo3zNfTdkm",
-	"7zT9CpTC0FdzutRGZ9uqoCT4/vg4yKkvgIVh5qC/rfOJZ5SyROZ1IqkgQalEaQB9T0jwoxnQPFkc8+mb",
-	"XdpjsKfKFSQclakrbu/2q/ok+PF72z2W4v4gkXHsirwAvpoBJtdnjlS4FZqOfz62LKiNFAipMAwbxcz9",
-	"8CrEMnxQHmn/nK/USiWg9FKAPVMDejmUQhgJltG8YyHNFIP8hClQ6keWQs5n6x6kbF301VzstTsbkZpf",
-	"En5NbaVgCKroz0VQisaCdm1eQgbNWotZo3vTxhqBQKrWcNsJTb0nun/tCzgxF84JCpU2MQ+Z5bMFSF+9",
-	"QULDJTv4/vC41+9ladw76RlipU6Ojp6eng4pfD6U6f2R7auOLkdnw6vp0PQ5XOpVjMGaOgYtCfIFT5ao",
-	"4YL28kd0v9fv2XvonfS+Ozw+PMbqd0zQhPdOej8cHh/+APVT9BKYJkez76gOl0chqs5O/tlLZJNm4Upq",
-	"fyhYMGtwPToxsIaS2CMjbelND8lgLnxhfZl6x3OY2eteUfl3OTw/IUKSRZaCkgxz2s9FnjacoJYvBrOP",
-	"QyEcypVYEVIbhh+vxlOBUdQ76eE+35rmPV9R9q2M1l4zgkmbCm/10d+sMhnJ6jaGE8bGNXpzVlm602nG",
-	"MBsfkA64je+Pj192BSjlfqzJufgam9OiEEfEzXE9HRpg+fEF11Cu39ywDltuxNHGPiaIJSozIGHWB0v6",
-	"8+ddkqWDlt8CcmiX8cPnWwamVpYpRPRlgj5SHhuqdYol0w5BcrFV/cBSJBNIZwbFOiE3qave7JHGcFDF",
-	"P9tTEff6PU3vQZuOv/R+N9OViYWTFV6JXGB6Y4VFWRFW94D17Lt0JH0SScH61tWu7+pAAkNaysEMnDec",
-	"CQhRjhQ4Hz0p+sW8mVRJ0UQ03H5fnWxUq2F+CcJRqyy5mYiIiFB/3IbJcDzJN5LyhyUpAzyuNyovDOqq",
-	"h+aVIdWnUpGYI+VwFKSMc+YrwCNUD3s1jLvkSn9JbMP522+umCL8Do/jiyPWNzTqhkaeShoBTbAnn879",
-	"UzEHmOlXenyHjzTOjFCOz6/NMAFp2YgUIcPEbuYQvGEf+Eh8mRXZo74mAJsLHPWNsq8FZBftExYrRn48",
-	"Pt4/xRyuAo1LAjVkrPJYz4WWWHkGH/QVYR9oqGNcT5+4CYM0UQGuJwG1iZH7yJ5VF83Fn4/3+1Z7b2QH",
-	"L90nKGY4RZVZp8rSR/7IFEmZK51ghGYXZEOowFrxQkbMFXhU+FfEmTokV4xFxW0YqUfGDIeBYzN/WQHT",
-	"7/SNIoqL+5gduNKrJ4SS6einq8GlXZlwA8/FU8o1nC2MpaVEXSKNY/hl35/zD008Dezr1Rmakjfsl6Cv",
-	"Zb/GjawMahqxmL+IbGqaL87DUOE0SYiEwNVAnkHAOJdEh+glRc1pAdO+EeqO/E6SADUpSgiG5oCqGHJG",
-	"OzroqdxzCbg3UISQTeYog5z27bR8CGvA8DrFNOEi149iQpoAAuyAGBQd2JzrF6h5D2voj/NWUtu8DiEo",
-	"T+KS+H8RkjBcJXq9DXDwaIAceCXfVyHLuLQwkUQdl9PKpnnVR7IX+Dq0V+PZ7fCvo+lseju9eQthZjfT",
-	"YP/rIQolHDwD3Z1TuC74fWYR0dXGAZXhU16+thOWRVRTm7/z6J5t4JmszsGGFcAjUEktZtO7PLC1wkqG",
-	"9mrMoaNTMbzsK+QHAtMO4lbBULIPBUFKPjJYGRELfikihb1Bp66QsunVbq6U+sqI21zH9zOj7pbysi24",
-	"nN9R9TaxbAAWLfqKkfsPi88TRuuHvgc/WITcL3u3Pwel1SaUvgEfE2WfcTAxG7wzMkAS09AlZ7T12hHn",
-	"8bUkl2AoW5pH925tnSnAJYIaliL3QKmw1F8COadfA3J2eleBRfn2rH5eNAQXtk54+Own9jMaA5C1tbvD",
-	"UtiA3NUgHjREc+H1lycoMidLijU9uSJcYC0UGxVKsByL02JDsvdCUYm+c/egei7AJYkrEmXMlsWmSvu4",
-	"fzve3s+z2bXLTOardu/3XWKAuXDJcqHI6BPl2leVM4yGM+KELsbmkAyIDfnxlzQXyJXYlXJU0JprBOeP",
-	"p+WaLFnKalyGVeDqJePpXFjzyRTTicQG+j3jsske8j4HldckcV/YKlJfxhaeIxNeXW5Ptgqg6hvP8RrE",
-	"zt2QrQxVvQSDJC8guTP0QULqeRRLGm0SK5SMH5lCh6GS8xJyoClbsFRhtgW3Q8ydOxd7Afugp4YxGUUB",
-	"+V8kgGIVehnsEy5AC0m4iDlYCMBDClWY1vsLCnOmei6slpG/v8g9R+4yDT9wrVi8yAEglVBZCKt66uWp",
-	"PRs1F86DqrpM50n14/GPTaTCLKvs5/06tKJa/eXzsj/1yetkwd4RkngDlvAG4wVGX4dN58fjHz+zjg6R",
-	"eUkN9DWBVpSDplwsXMFZD2JfKR26NPdMhd9QvHbyhQWCrqRmB5WFCxf2wZY2Q2TOergS6cjuFbQN6Oiq",
-	"NYVKL+DkhzoMMDbYcTAHV5qxLWqJ19dFfHkFRAcO4I1yd7IHxgR7GVg/2CslzCe8iP1vHMErcwTFKHrv",
-	"D2y4bgwn7oqP77levqd8A15eOs9dl7rbp/N24mTfWjvh5TQM9wMjwT3T6Ik8F2kr6lp3dIes+OBDaK4Z",
-	"nCYJBBzMRVCJ68XCIy5toDPK2uhcsvdvx0SZr9ZWuo/pyFHmCmliBk8ZkgeMPShsCWUtJz2CRIUcAVfk",
-	"x++PkXMgweX46qfb6/HlJdQlvR3fzIrw47Ol2ehiPD6o3rmF3vj7+EZ3CrKdJz990gpM/woU58fvjz8v",
-	"x9II9A54ARHvsuieoQD9YUkzNBBsAf/93DD5VSqRzL4WMq1SUS0R5JBRc6QWcLETObW11j+f5sgQSBFh",
-	"RKednPzf//1/auK5izhCf40FF1yB1ymqWQ5A/2P1PC5qjXF7eKrvqyDlupv+XEARIEUWhmr0q3XR+ySy",
-	"gZ0KNUp4rmZtMo6841B/Lrx3K9WEQmzIIbmmNvAH9FABwzLNATJ62FjNRQCVj4fuI9TzplFe2hDy6jfp",
-	"ibZQYFv/+ZUJsJ3lCxNhv4puHntwE9+UPa9nYKIWsR0yf7p2xwVDHUXZKmmnTKXUYyd5fGDRBcPHVSF5",
-	"oQpcTP5zOr6aCx93i9JBLsnlwkHuVH1IriREWkUsgYw6UjgNMlyHk/vcoI0622zl8/K4831tvW22Sr60",
-	"zhaW0A1ZgTUWNFFL+c0m/CIoa0ve2TfIGlju2FpafgmeK6xz3IDboLT0w9qL8baqPg56t4b/d8XucoaJ",
-	"PK9IO6IPEkQ5NDT51B9coP9G38WdCrpiUb7ePfjXAWD+fp5VpKCgqWFo69peB0uvW6b7mk3I9vitA843",
-	"M/Jne2wtsOQXoGUO60Xofr4dOWUbvTnOoIiRIpQI9lQMF4csjl4s4TaDRGhTDOal7+YiXEoF6jfFNIEk",
-	"DegxfcfuOay570qqQR3V1P/lBYO54FEfvziOA8YBR/ayTAgZD6y0yETkAoXLKA9L+Uya04mZ6ws/x3YN",
-	"m5E8T+Vqb/rbY/yCjzHymDkG2DQBd4wsZCai+ktsmhbkfrQ7MprGHPR0ZgzI9WAvqzO6J+EGZKdxrArl",
-	"Ft8oSGmwpCKKWUrUWoTLVAqZqXidB3C6sd+ouUhsMnHrg7bn8peVMpdxpjBktBh3ssowYbCaC64da46C",
-	"cSHjgjd7fn9sEzkaMBhObgfXo9vhZDKeBLmjRyBTfs9tZW6W/imwaRWggIoMH8yCIKtD7mFKU+b8z+bC",
-	"hZvk3ulOdfzjn48J1RAI00RfbKIWj35J+NpEJk9O+KVITCHrWQuBwRx2mKPsmxL0GUrQRqR0IdVpXjeN",
-	"QiabLLGZU5yKy+6rhCx2J3/+jDsZFGRth4UPDNICOc/POuK1Lv3r49mGrgAK5oN5lrMthr1sCk+x0YKE",
-	"kulfLg/AlLXgsTaHZlZ2l/FYH3B0xqmVq0b9qlN/QNUWoQ1TBalj8/AmEPYwk3RjLBuM6yjA63vcmtm+",
-	"MJlzi+im2iiFin1xkgcRbDReyNSIzBDV9pWi0AUXUcnk4fKCWlA+8KCM29gNrXI86OboUcaPnHgZooVC",
-	"D8Z8xWvwqKHozd4nXBgcc0ePSot1Yuizykc5JGMRr8ujusxXSM4P5wITJ5U8iYNRuUhu0CfmJ5uy2jqV",
-	"jiIV7JMV1C73a8EFPLE4bnFP3R4DU0tR+epG4OqMX94oXF9R15CYOjn+FhTzGWwW9WP/hKe5QEN2Doap",
-	"LuQF4l4+M0JOvxqE/KNGwNgK+8CpPwj5JGz6SvNA7P9PCY9pwcjnajIxY/l2k4J5z61CFRWRePT4TNq8",
-	"mvtl+wIOPRdW5Vpy+CwoyCHfl8ozlqMfGrXdnX8C2A9VtoISso18NTT/TPpJTMD+NaOvPb1vEWyfFUWn",
-	"DFKM2cPX8lMQc3PenFYTAz6XBRtDn6gMnP0ddvLoIGWZ8gWIMcrLHESUxcz7aKfaPqp7fEGoWO8fkoHV",
-	"5OUZwCMXSo4+VoYlMyAXwurQ/GDX5ULE3HmAZys4bvocEQNsMkV/Jlv+NSA0ho3o1swwnwvpv2B+mMoa",
-	"tvv9FW7h68B76n2Z0dWFRx4kgAJ43zQPn64a8UKmdzxSuYJLsCKFGFxOhoPz3wxpmMyG538IMgHYVXZQ",
-	"7E4X5AZXn2GhhpWRWF0BNbLnalihy55znu6TvN7aXOwF/q9g31wa1mcje1h9rJZ/0sxQKj6234yjeZWt",
-	"V0dRmXzVr7KWiedmv73Nn8Whp6zXhxswAkNLatrnPtfgMXukHvgG5HxH0wdlHWHT8nvdUNnRjJWwCKz1",
-	"+E/rl0tCmQlDLws+uxg/qvLM71SR4GI0GZ7bogbYkyvvWXC3JgH8aMuZ2upv9d9FxD74gkGGbJtBYNU4",
-	"sgNnrghAFIVjLlo9G4nCA09mZprXpghunq+aLDzw5GsjBy4ZLcDCv6SC64KnzGOjFTNRmK5iI6Np3Flf",
-	"rrEmgKsbimVDW2nCSEBsM7BEqXSeBL4uMDD2ZgcgSyxSppbo+z7wZXpceJjvAxEDUDtG5WVZzEAFPsvM",
-	"hpSuCTkbt/A6eDprmOprRtVvj/cXwdWBemh4nCGox0KOefEE6/xeNxfM7BQoubCHHfpuNlNrM/FwQvFc",
-	"pOyeKw1KLqqtiL3nSnfmi/BWKHJkgyPrnwtVVpUtBlKYkiurgsNCr3NhHvXGYq/EfxlFtgwVlrXJK736",
-	"1PQr+Qglyq39DoVL8PhvCOz0caIu5jE4nQtDSj8kPF3XQy9Jl8jLJlrVcpGvy1VsLsv7hXQDW8rHtook",
-	"ZXDNU/h8HWkePru/0L9yXKTXrZcvPS+TBnX8lkb6yMKQsYh1Tf9QrL+22VeSVWK7baZuX7DNByTSlBFF",
-	"NVcLbo5fpnMR8ZRBNm0QR3xBOIhyRRlp/xSGTqhe2hKD5k90gOYhjecCqqDOe7jUec9SL/SYpFUFJx6U",
-	"dwYzrBOGvXvPS+DMkiReH5KBWDuihpoqyHP8/fGxWR+t5twCowaIbDrlhaq17hwAmKwOrJHwwZILrwF7",
-	"ff0n1vSM2JfXguYr6ULeShdYcpzNr++lyR36z+7go0hS9jcWavRLtMDi0gwcYhFgUNp97hUasEZ4tg7F",
-	"uZbBIjKuv0pxRuJRPhQxu0BjClQFO2+iKttMIU1E5Y4tZOonJ5ixznBunrzsOToxF02Eglg6AZPPe/sb",
-	"6UQhP56W+IRACLolF6QLtYCCqxvJBdlGLZxFZwu5eO/o5ucgGF+J1cQvZEtWirZr/EY0vhDRyB/57mQj",
-	"L+m6I9Uwtw2le0lTDIiRmKCKh1W5gDdwCjU0BkRIcWBwN5dqUhbTtbkO6arRu4wx4PD44/fH7Xj6+tEP",
-	"hbrrX1ZqqdV/b4+EsHEQ3xDyCyCkKAVQtHkBlrCyWsra7MQ6D5dhHtucQZtXBLmfYZpNxSYtGYCoCtN2",
-	"XXeKNGdWq3bNFcmSRknpo/+xwVRbK76d10jFdGueRvH3F8VC44e9vqvdaqf62O8yPqhdSpW9zcCeqSnN",
-	"6JdSmMxe78ffP/6/AAAA//8=",
+	"7L3rchs50ij4KgjuRliapS59mS++I/2iJcrNr2VJH0m1p89hhwqqAkmMikBNASWZM+GIfYh9wn2SE8gE",
+	"UHeyKEu2e47/dFss3JGZyHv+qxfKVSIFE1r1Tv7VU+GSrSj8c6A1WyX6gvI4S5n5JWIqTHmiuRS9k950",
+	"yUhMlSZzymMWkSeZPrCUhDSOiZwTSpSmmhH2kYWZ6XLY6/eSVCYs1ZzBDDTh5n9MZKveyf/qfRiMpne3",
+	"V9PRZa/fG/5teHY7Hfb+6Pf0OmG9k57SKReL3qd+j+LKTN+5TFdU9056XOiffuz5xlxotmCpac3SVKb1",
+	"5X9YUk2emNDkKZVi0SdqKVPNBIuIloRqspJKkx/6x8fH5H6tmTrsNSxlqXUy0VRnqvmA8FDeKPLLdHoD",
+	"J5KpU0LvFUy8ZIIISahQT3ByK0b2NF8xmek+Sdk8UywioRSChWbMfbOEDjs2QyhNV8l7VT2j//i5ocen",
+	"fi9l/8h4yiJzD+Za8kMuD+eOM78Wef93Fmoz7Vuqw+UZFSGLx+wfGVNwQ+UrvzdtRpH5Z+UsK4twDVsn",
+	"OoezvmfPmKrfmyNQqxu6YBP+zwbotmCvSMJSktAF87cmU3JMVowKRX44Pu7noHJ8fNzxgorTT+UDEy96",
+	"HiqRQrGWAzH/+L9TNu+d9P6voxz3jyziH8FYIzGXxXWaTlyzlerU21GMT36pNE3pujjgFfuoS5svH/6E",
+	"WeTQS5YyQlNGVjJlxHVvQMWm4+oVdtB6bgX6Vj6ulFElRSP4GKyex/KpBbrc53EmuoB6YbRq375bRevy",
+	"4apqBzggcADE7Iea3wgVEeFakSSVi5QpRfbYR82EMt/knOglV0Sx9JGl+3VCvQmVwlgqFk13JDn9Xpgy",
+	"qln0dt1MOGmoZUqeltIQzVQzs3pDE0OZRuYPQRgNlyTNxBtFllxpma4bKbSdZ/cFRlKwjk3xBezYeGUO",
+	"s3trphRdsKb3a02oveYnqkgIhNc8xPdrgzf2NhvPxINFJ3y+9q0/9XsJE5EZpdvq/5GxdN0INhuwK2WK",
+	"6U4rG5uW13AiCnom5cuNZHYfs3xlIlvd48IUXwgany2pECy+oivWuBL1wBMDOGmn1Uxc68KKgAfq1hta",
+	"fur3siR6DsC2vBfuDoqX7paFB5ZDpIV5D8/5bRfRtRGlGpfdSrQuudKt77aovg21a0laX20Y/VUe7U+b",
+	"97Lxzd31AXXPb/X13HYyTSCw6em7LpKBBu7YkZdIMmWYYkdxt7wdjp+fDsfvR1eD6bDX750Nrs6Ghq+/",
+	"GAB7Pxm9uxqYf4yHk+HU/PDr6OZuOno/HNdZ/n7v44EZ9OCRpoKuzHH+r96UpSsuEIyR6TSjU27+NwHs",
+	"NqMDKen3PGr2/nCbL9GOxicI6FC+6ZSFjD8ydQrUdc5ZHCkUdLBhigB9SEzfRHKhZ0K7YabrhBFYO+GK",
+	"uFsie/blGj4yoUcRmcuU/DKaTK/Hv98NfxteTe9G5/2ZKLYy22hoZ46ujyKXHWcyHUyH2B9+HjpBrPQd",
+	"5azR9dXd6Hz/JH9RuF7KTBOuCVcz4WQR8zP5+fgYuTOu8XFWhzNR4xnKO+soq1U32v4+TOHXzcj0wfFS",
+	"voOl6QgfY0aTJC4+T/dSxowK1+wWSNrmZpWTbX5G8Fa2Y2y+s1acrT0yjaBrRLaUmD0kZWapDrym0QG2",
+	"dxBcu0v4fCZXKyqilj2WmoiIfex4447fnWw/yBa2udaz/ewMsBbenYrQAaDsMSBnnXfhlD+Ds/K8UpWV",
+	"V4ym4ZLA9z6hihzRhB89/nDkTuDIttD0wdAX3cjz5QxXjY9EoMAGuEVGlJaJ6oPYoJbySSDqmy9wPC1T",
+	"fCbjVl7ZOBMgr4RMGdpj3nTFQiki93r3yTyVK3J8ePwD2ZOCAZlmjyxdm3d9JrC12jdvl3noj5vYgb8e",
+	"H5KBWBNpZE2SUs0MhaaGyiFZey43WdEnGIoLj14fTjHExo3niMP9RuNsK4kbilBGLLr2gP65LGsFyerM",
+	"4zbs2sgJtRCPgkhUPrVf5BNZUbE2N6vg3GBBxHaocm67McZu1k070g1XOZkOxtPR1TvytOQxg1XBUFws",
+	"cJ00BfxJWdQn49urK9M2E5rHSIafqJoJD9cADoKcXb+/uRxOh+enBHmly+E5vrK5YLcHEjGqRQx0GxoE",
+	"iGqIPC4GnmQzc31Z+wjOjjtzuzBcEq7Rs2mXw3Pzb7eijgwZ3D9+HWdC4L/O3OLNv+UqiZk2J/6p37PY",
+	"0qy/ML+aawXNxb1hRKjDmDeK3GfzOTN7tMKxqtNh1SgeXAHGGhLnhuiTTIRSqGxVGe5ZAoHdk31i2vTC",
+	"AFb28QVMN+TIjJsKGh/YbZIQ31J/4eSJck2YiBDsi0pze4vDs+Hot87X9YFyd1vI2NprwWnP5OrecNeN",
+	"wsGAxFxpswO3SB4psgcvxCqLNU9iHnK93ifaiBGrTGlC45jcM9MBYaB+ZaHjL8rSUp3TKElFjdeAI7W+",
+	"9IZDsrMpb6cwx6uAMaZzzVJQlpnfbgFxBzej1hUXzko1E/5gcPX73dn1+7dGHDK8tsetwL4GhSGq5wpn",
+	"qKjmar72gGAW00mgbLjPBsnSzmdhogtvfVbv8anfi1jII5ZOU75YsLTLOOf1Hp/6gGUp4IlFKTtdd0F6",
+	"1DJC0+7t873rFJNit6Zxizxx92GnhV47wrvKYt0AgteZDuWKOdYuh+pkSRXrkyU1VAUkfGCjGcqwKYwH",
+	"uK5mwjxqieHwDPsk4jWgis4xiTxw4aD1iaXMSROGxhrejAmdrmfCcHEeuoVrRGQasbRJjKxBQmGXzwME",
+	"HKAdDnadYFLo1TiqmRsex0HCJ1kYMhY18ToXNFYMyX1+Q9a2ak4LuXJDqoB3MIMQKtZPtKj3roqmH9xI",
+	"F15FXaGFafaSkwLI73qC07zTTgBfIVdVuca+m57Sw4ub79IAtHn6DflhkaWwvPy6Di4vc1rd6/csHa/+",
+	"XafrHR/hQRznXFG/NxDr+p+OblfYJyk0+9jwuI0iJjSfc4b8shGJ3EVak645hYKt/p7FUiwU0bLBQp9b",
+	"2suz/ODRf85T87xjwz7hIkzZigltJbaU6XRN9hCGBjcjBcSjqyUbBreOCF6zvOGuS4vx0jps84kqYgAu",
+	"ymJDkrggt4J/tBKlVeopaqikkyE7Lr3F9NGkGaqzIRUfCXLPDLvOxaN8MAx/09wvbY0s6WDSogq/RUfi",
+	"3pE0E7VzfI5EttH+2bq2JqntvJH9KG/hki1ouCYqYXFszlrOSVCnJ8EpAYUnvHRAHoM6jxSApgA0Cg1E",
+	"4/3g6ryJWGz7/TOJieX2KkRk46/NFGa4SvS6KM/TKOKmGY1vCkRibp6tfgNo38toTYJ/fQoMImWpQMuk",
+	"VyRYVmFJHxkR0jIbBfi2t2p2upAH+fazUP/rk7nssuqjLqQIIhP6j4yRhK5jSaMTEkRU04AolnIac5Wb",
+	"Sifnv75RBGckDMZNDdVEBb6gjneimgTwmYtFgExSLoWnTAGlncv0iaaRMrK4VaPPRMSw1yEJ2Ec9Ma1H",
+	"UXAUgEVHLwPUGTBdADgztV06ifkjUzPBBWEfUU6EGemCNfFMZpvN5Ab3FrlxG8mJ22CD+ExzJtK1QjQx",
+	"j4E93T12aHb5dyVF0Eyv7J4bUFOGKPLbOdzuOTzSOG1x+6xteHu+Gx7H1O+jNCBZyhh2VZwed0QFmfyE",
+	"rfab/U9q5GiYpjItYlB5MfAZ0aSIIbntHo4V3yIhxcGPx8fOVcwpabFZo3AaMU153KBSy1ZUHKSMRvQ+",
+	"ZqTw0R+JWVez30DKF1zQ+AOwD7D+85ZpjNg7vjlznIbzw0FxN8DFBV4icV5yzB9J1/nblCwb5y844xXm",
+	"t4frzFx7x0UfJMM+eFe9ruxLw3qbH6XNp8Vcx50PTGX3+QFt1CPDWfrW7eA8KY5Y3sR7Gi65YDlshVSz",
+	"hUzXwHkLEpTwISg+mbdXZ4Pp8N31ePQ/h+d3k9u3d5PpYHo76fV7H67Hv15cXn+4G1yOh4Pz3+9Acdna",
+	"6up6ejf822gyndQbDMd3g5vR3XA8vh73+r3L66t3dzfXl5dgPL27vp0Wu3R7c2+F3ST/J7yrzuQ4iM0p",
+	"rC3XUvhwJfXwo5Go7W8sHSQcDsasSIrFjYxjw+VcZxqfYbCFNkLNr1xE7mxHT3NoWTrWool3eDeYTofv",
+	"b6Z3F4PRJVqNe/2WJpPbs7OWJsOhZ0zaW2yYYjjEG6x8zp1/N62zoVXDUgut2ldbbrR5rtqaPbjVBvdf",
+	"SiP6X8vDjG/OCgZ4/LWzst1JF6zgqG0WX/8yycKw8mXIHLNX+9AwzhD1F+5Xr1RomLn6rTi3/1afvfCp",
+	"cbR8BQ6RCiO4n2zPD0WRwZxyEno5DFHKnk7CrfPnjYx5uG7xglnSJGFC4WNgJEkrXiqLelZnhlImqk4O",
+	"ya0wzBxaGAMABQ8C5qYdut2MAE5ux8MS3nbp0Ov3bsbXZ8Ph+d30+u7s+upi9O52bOiigd6OYGT2747r",
+	"WtTOxcyBap+pPJNizhdZyiI0i+UHycVigh4O72XUqInh6HwgDGdVkXjRWhZzpdFRAdiatdJsZe3eM0G1",
+	"Tvm9OWKgcpU5VVA67ZkIhleDt5fD87uL6zEexuTuw2j6SwGhg7IprNhhcAnRB1uH6PV756MJtOp41kNh",
+	"HsXoQqaD2IBp/jfsRH3geunh3QzPFTSAk/6F0Vi3OPviN5KyRObCee79WbVZCJTiGiSm+ImuFQmufw1y",
+	"CcSymMj3NMdARFmbF9kElQJG2AatMYy4xOWGSxY+dOSjllJp0WhW/0UqXRDQmF0oAFqb/2sTbzM6H7NM",
+	"tRICqzTg0UFqmpEE2h0SUDw5rTjX1gMjSVnIIiZCRuQjS2ci8CqO4jTBIXkr9dKrIpTbw6xH74U5lThe",
+	"z3rkkcYZOMHPBA1DlhhM2cu1XVIY2pOm3Mif1hWahzQmep3IitF3cGkIyuji7mY8/G10fTtxvNLg7dX1",
+	"+P3g8vL3Xr+5VWujq+u73IBscAI+jIe3k6Fv5l0BTQfXurNWQz6N5jcpe+QyU8g8Dfz5mClqLZobXMnc",
+	"Lm2QKwbXsEwx18S7FI7mrqXBvVZTUp3SeRuiuRRrTibgfe8NvEXPj6qy9ZLRJnvlwN26Gdkw71Tzex5z",
+	"vT4lS5RL2HzOQk32qDeuWKu2IuwjDXW8Li6pq/xC9Xv5WQvqOE+4xQ873OB6VlEmFodqUhHWLvMmu4+5",
+	"WjYqPK4LtwiW4fo1nhLqmzinSWpRVmkexySUmdANLgrbNv34DP+fzz0Ma4TZZEE0YNTmrLD7Jks322ql",
+	"f6MIj06J4brW3vV0SSMipGAtrmgVF4yNtuwmt40XugG/vzKUV1fYeDtWpGt2wJizcB3GjLBHeFvn1qpj",
+	"XhnrB0wGN6PcFgIKhj5hK641GHtnggoi780zSRF5yVLKh0NyYb1DwSFOL6mw7oHWZ1kKppy6ciZKpmBc",
+	"i9kI6FXWBDxniZZNWkomcm3+SHQOy/HhnBuNvvboULA2vYpS9Mbr9A3BLTFsjw0B7nTgeNMd7MXlji0m",
+	"41Q/53A+0x35BW1J7qw3U+v8Wio9+5usQpuQZdgc7Yu6Vqo1DZc2wtdp2RBq2xSom3yQ/tWFs/yVrb0n",
+	"ZxWLH9g6V8b3c1V6RDUlXuxRDp9jGdIYjQw+EA4W3/C6PLD1S74qtW3dYGRQKytknk7HitRCwQlFbyuZ",
+	"AruwySlsk0/tNPejbXOnIw0v1E7sRR4H2OA3IQ2LX/SBqe2m7iEx52bgSnRXgzmbWif+OU+Z6mhzfuB4",
+	"FT4CB+JpCtE2o6vpcHw1uLw7+2VwdTW8bAivr2AoDGkP4Y92OCg74TeDQxUIuPDRqDt4HkwLjgzC+3OC",
+	"nY591CXPhr2Kl0JXtvelvOHCguvXBg/EgkuKekAK0MfLV7hu6yJsoRs9p5rBW3X2C6zgb1OsdpPvRSu4",
+	"tnhfMBJmaWq4Au+EEWWsIzjHVBXTT2zaTiVZhQ2W22n1AD5u8RzWSfa4Jiu6JvfM66+EfOrqAgLudQ0z",
+	"eiUS3KXV7aF/L0gZRSA+JdbD17kITKqOdwo8eJ6qTsFeTVXtvyW5xuezEIgEFzK95Cve6n4rEDDCtSHX",
+	"EHYRm+bkaSkVI4kRxXUzWueeunsUDeKNwTknwIieTH+/GfZt/5NfrifTk5vr8dRNWvhlL5KhOsr9Ew5X",
+	"0f4hGRRSdcChl1cgJC672TGnfBITLkK2ERahRetcleEMcCqSxDRkTnEKS3mjyMXo4pr8I2MZ23+OQ04N",
+	"BPILd0Dd/BSkiivNRMguJTXUpVWdhp/N/UWGq3ngYrFvlWo5AyRTF/qUs0KHZCCsy81M2A6GeVJoJ9cQ",
+	"7eDkcDtyk/AR03+u7Souabpg51TTMi//GRqP+qNvV/IrWzeMbX6FtRp27mMYZ4o/soJUZTtbuWoPBauU",
+	"wb6Bl5X7JbK/xWO+30toqjmN7f43LEpLmMSvxHaEH/2Kdpy7BiRd3teb5l6f+r1MsV/ZeqBuUjbnH1/4",
+	"4j51gvI2/1MeLtsB2UrQRlyWOcUf3Iww5u4Jej+YS+AIyKpI4C+vB+d3g8tLsEpc307vLq/PfkUNLHy6",
+	"GYyno0Gnz3fDv51d3k5Gvw2hlWtydX01dP92E/l+0LCb+tac0SCOPyBKXiIog6mbRjcITtu+DR1OmBb2",
+	"8xUmKiiMfuOAOnwAra3V603lyPJKZS1PQ+4AGYGnQpC09AzqXKqLGHq+N3pB/diALbuK47UASoCuKDI8",
+	"ttOfGQ4DHzU0TxaZtDQT23PrFBbV9AyMmU7XbZQfPjpK75VW4EDnNFZ7OT8sU2dd3T8kQ0PgZ8JJ7RBG",
+	"r1POIv9I27BmTR9QKovYnGaxVifkB6IIF9wAyEwA8/xI4z4JJZvPechN5x/75IfjY6LIin7kq2xF8maZ",
+	"gIeVRd7025+J/Edn/2p6Z+5p+CDn87N8oga/GRsyxVLQl3HUT2CoLfS2EUkQPGhXUHrW57Gkuiku1W55",
+	"ZHdizXFNaTNwnns2lymzdj8baVufrl1wskdn2e6mZ9SZzg3DIrU53Fxw4CKMs4hFpz4215/x8+Y/txfT",
+	"um/IpXCfRQtmOe+idR+XY545ew2n4ABmBQRlo8VtrBhhMU2UgcXPXPvWu7pNEpaSe5mh708BTJ4dtljV",
+	"SDZoqkwf8JqP2EfEA2uSLymeD8mwYGxCI8hSxpE5IjUTGYS7hobBF+R+TQJoAY5tJyRAagO6sgBu49fh",
+	"7x+ux+d9Mh3+bYruuOeD6RAzXQR2R4X2o6tpnwQYpV34+fz69u3lsD8TgXnXCx/eXl+jBGanHhiqW5//",
+	"bjAeD34/zCfHjeEL/pRyrZkgVJHxxRn56aef/gd6D8r5XDEN4fqURCzkK0N6cCJzaOA0L6iQ1nG+D3RZ",
+	"QTaRmGr+yEgwy46Pfwqv4H8M/8gE1/h3QPZmvStiflAzQRdy1ttvpEBu080JLArH1TF1UvHgO6ql25SR",
+	"1XPfJfDT9a7uraLq7MJdVuD/N9+vC7YY7lNEzTzgFSR8oTXuz0fkmMEhZnspszgCNQOjEaG7KnRffZe/",
+	"FWepEFGzB1S/VrZ5CltjMQs1shkligCvNTBclblKrlAWCXv9nqECvX7PYSFqM80PgN+9fs/gc6/fK6Ft",
+	"Ry71V7Z+kqkRb6fso3lKz6lmmoOhbiTgB4cPb6WMe33XA2AX+M1yNOgOrgFOr/fdL6BNEdumhOqQw62q",
+	"2ah1aeJgSxGd22zh7vZaLeCvZOHumMHObuUFrOHPz0qywSZe30XzmhuvycbUbnHibAr4yr1UK92D07oP",
+	"11PByWujlyY697b6aJ4Pz0bnw+aGz3HXrOy/6KyJgXD1Jn98so611nuWS3Gd6SRrBvMk07mh8X7dYMeD",
+	"kCjMAOrjEuZWGV1DA7SKTbrol8utOzXK9/FZkFmetr9h3S0gqZk5fNWSVQ/S2fpjIgvJnAxhD/eN8g7F",
+	"IAyj19H45mx/gy8njc/MHXTNh3ZW7WfNJeiH2t2RwTR/Lx8h3Ldb4Ha5S4OcsZKPDDVioPaHIzkkYwY6",
+	"fcyHoWyeGeSzg7vJ75O7AIEQE+P405UpYY7RWhrG6sQ2fzcenA0vbn1s9+jqnUfkwEgK0Orienw2bG5C",
+	"ii0MDjePcD4cnN8Nr86DJsZ8kw0Fv4ndAdp2LSSH6wIQk2Ifa7i4kOmvbN2oGCaZMAwc6ijRRPNUIApW",
+	"fwapyLw53HyAKEE7doUKBdvVTu68mvCulDOjhffCDEwUUzOCAoKv2CEJorKWIEDNkpXBrCJmJVdgBfKa",
+	"KRewt+W9b/WVLoj3XfILg8+AERm9+ahVP2CfO3qvZGyoCPaFzT47Wrv5vDsySOjG8MX5I5i2G8czLTTd",
+	"xKwUh2yFwg5Zn0on0pjgiUxs6kbrBkBTRoKL0Xh4Xo7vOvtleH6L6brga9foIZcHwfSDnRrGwIbNn0mh",
+	"ucjYQF2xp+3act3Qq0FT/mfUZP/GUvOON0ddQIh7xuOoLfLAp1yHmOE3mH1iRckjjrpbAnYz0XljNjrv",
+	"v3DPBU3X4GJhmmuy5zRS+6Bcci4DYCE2cJVDHu4j4gadNFF0DR2CTDwI+dRIm1E2a7PuL7i2UzWvDNI2",
+	"7gUHEU/1uhBsolPGAKuNLLxgar/DOhbSXlPzUt5JQ8wZBeaAwrISyG6TL6xPMGR9IX84/PE/Dv8zaPEo",
+	"hlHaUgXjFKglcwP+cHh8eNw8GsLCxpUv+WLJlAYT4r0ZfMUXLpl/2UyAoet7oAjEge98W0U0vY9ZgycD",
+	"9oLczubWEXxPMeVBMUYHnY9sABD56/FPlbSYGzTN5dy2eH4ecvoFqC5eYxMmtsprz4rZK7zjOwTtdQrU",
+	"qwt+hR+fI+TVhLv8J0OzC5HlnRINeHsbMjAKmWhayS/wktkErL2uOVVDe0T8wIA4poM4iNicCxbZYHcX",
+	"Vd4xsqs5Irs1e/Iv8glFsdRn9Cb3bEkfmSq81E7C4BGkgMGhnYtY/fT4QsiUlVfQ4qg8wAQP5i58xl3n",
+	"eobFLjgkxNCMwsvzM+avryv27eKbXlN4MsA64dM9mG3gKm3OGz6vTo0ZlGwxDr82SJnkDopH29/c9rP4",
+	"Y8PtnTWIuuVNuXhgVbkh6xtKVyzy3pJWF1nNI3o6ExD08MSVMyCjJP9GkSAXkDFZi5XS/WU0iXhbo1/M",
+	"Vp4n5lVl/13yoZ819d2IPGcts1WvwLZCKltYIornJcpZFK5BKVb1Tb4bvr+Z/m441FpT9GeuNayK9dAW",
+	"sjFhw4lt2ZEOyzT0cerXouIMAtmRzOLKrSZFfaZr8y6lIZtncd5sELs2Chv9UT7sOW+IRrth6QFkuBYL",
+	"Dt71GJCNvgfk2mBtwBoisgP0swPdSIzSYRBhcPEEIq2r9pd9x3/58KCYIRHkMnMsAoYHOZeLTDAyZatE",
+	"pjQ+UAkL+ZyHZMXMQDzEmIU8LTKhaiYW/JE1+kyERVHCVegaibdrq5zqZDgoDDFdpkwtZdy1CMGms2lX",
+	"Lz9xHS5PiU4zBvQFSCtaX4yY1HwxLoS8mYSzlvD6jYSiqQ+U/NF8xf/JBqHmj1y3lDNwrXwG8S4ecWW4",
+	"dUUTtsmNWC+m3HeD3JgjRUcKZ1r/CTyo+tUdbnoFG2reVbgH9WBzGFtmQWWrlZG9DP7ZYj7wNu4kfX7e",
+	"GU5tFkotLXt4XyrLg0f6OgJ8/dzaWORBw3mh7F7JVlEIWtnpDBvLpLVI8ua0sH2hVKTN7p5moms0EDB2",
+	"7/P6Ybuw31hdzCaCNeux/9zjHy7eKOIO1qe0as70lhSCg1SnBJilA+47v3bIDowRpZYB3TXOpRKf1OBN",
+	"Yp0J3663gbGRL7GxwjvPT6lv2E0q1i0KBJ2uB5vCmhAEbVATF0VDEeYiDZeUi1pYk+nX1XKvKmk0t8Kh",
+	"7dBHvfGKxzHfRXmM9ohsJ0sEmpttHdTuK4UypURmulxfFfTEwO7bETuuG+Xk2zRuviv+NP/gWuRIS+NY",
+	"vW6O1m5xtZ1SqtpAW3tBxR03wkkVnTcS3GyVbGcBomyVuB6OvW5gARK6YFdGaqgO9D9ZKg/uKRSHoQun",
+	"feuICUmdsayw22ZIxf/JTsmxeahiQ/JtCTnynr/tOM8XrBVa3VLfH932u2p7GNHIs8t1gdJQNd3XBRcL",
+	"liYpFz468GkpY0aUoIlaSn3qUdYJIPdMPzEm4H6VD4pCf3Hwv10Yigj6ZACB40bs+7uS4rwlKSpX0NO8",
+	"/TEPWSF/kksS61bXbGaSmsY3LgZgV6WoP6vSQIUFb7q44bbnG4XFiEXkYjCyUkY5NeD58Gw0GVkVZdGG",
+	"jUkS76a/30D1vsvR8Cp3WGlviKO6duVvo6vfBpej87vbyXB8V0igdz4stxvfnN0Nzv77djTGiJSCTnUy",
+	"HP82HOeagkK/HdLmOf+MC8pjLhbuOM0+Y86E85cpf4Ke9gs4BT7SmEe3iqW5zBExzDY3COGGL2X4kKtv",
+	"J8AZOryxGq/Cbb5j2tw4anjUduK5YNpjcN4vaHQc3RDflTIa1eUa86sCxbnpvVuEV6bYe7aSFzLdFlRX",
+	"VxiA92tC9fKU+FRXwIqjarJZTP4zmhbbbr0DGe588Thbd38en6mikytPYQc7AWuALveFX1ziu4YtCMYi",
+	"1VrXBErrFIfu2wwfNps4qp1Qv22zeeQ6fEMcubJyVgtgUQ78Z6uvRXUBfid9G7hp3jB0Gym+XQjayvIV",
+	"NTiz5mMbEPJKbMY3hgS7Qv5OULSbINxFTMmfXix72Fp3J8m0KvlQwhnGUnGx8OaFRkEXauj4KnGd5d1m",
+	"784NoYVdxF2uvOom2ijeTJ4l7LVATUMJiDbPmwIkVRS2u72k1c6dn9O8i3tU+7bYnzOUQaiH/WY4XNo9",
+	"V0d7xMm/ScjoxuvbjTB0uMHXy9y16Z38pVDauDk/DlTIshWlQRNkqyEfthZ4aK7IodOsVpADps35LPsa",
+	"1sttuFRpjcUTRJgyqpzrLS8miIVyKQjWhWQqc81SWwC6q86yPdt5wbGDRdbF5kO5OkyflPV8/uc8IUoh",
+	"UYz5YFMe+8on5hfk0MEs2/cznFX5hM0ZU7ZX+gEXKRGyFMh/u9pQb1WA8eKxPE9N15SWzbs85gqg/Hb+",
+	"2A7p240UUjCU2uswv5NuvQhnjSHnWSpsojTn7xLTdMFSYjda5sScasE6r7EF924dXZL+WCVM0xsBVYtx",
+	"M1DVFtd0CsWJra+St4sIqUkiFdf8kX0RHrBgp0Gh8MvaaDzUtNH763Zo6RMZR4bTBn14AwMI59yZzjeS",
+	"7IandknVe5myTUX1LNRhiId2yibCPnKlN0uzW/ky5gbHAm62flu3u3CslT2YTfeyJTM2UOWqw9SKrkkk",
+	"8QSgInLZXajgPjUTeBRl3ztMGn1+e3M5OhtMh0FTEmv/9Q6VW3fXV4W81P4rFMb9r+HZtPTT5+ajPs/Q",
+	"O43hO3It8jzT/hNU1jWnWfylJcW0O2yoi76dY4VC614UqsP7sgC4zSTRHDYGQkBQxi+jyfR6/DuWoLgb",
+	"oZd5l8TshYmMpLzzVNPR+2HgxR+ADpxWGU7CR9zX80DtUuL+ImWMaMOReEks960z62uvZr+LUDj2HWwd",
+	"dhdHCllw68s6l0DkU3YQsZgbkd8Xo+ICBEcQvmia8kcWeRpi14xn2lL684Enzg+j8+QuzdT45uwzZt7K",
+	"C9UAolgeZnR95aBvU865TiOOzoPTgpE057w8PwHBZS9hrWuUoeCsXsdlJAfNTZTbEpMO8tM2erJlw6Mo",
+	"T8H5tNt22hP61rGqtf5RBSrdO1Elar1+7+3w3ciVKqgTIm/AgLZ1uOz4QvxSpr793lvHQppZqxTTmhag",
+	"YT3GtHQQu+VVAsuaO+cTaw4CvGYiUtYkRLj36Z0JNKZBEhJ7kT421aWYaUu1ZCj3TLiES2aMoLDeoHtq",
+	"pM9JavQSGYrGmXjl7ETPWfgmxcI4CbdzDNZbudAnaFYr5GqRWg7H3RL02X5wYc9xcN4193q18kwl4wom",
+	"T4xYGNO0VPiz3dL08rq56rpf7Iita8vGRFcy0+XygTa/7AsaIb6b/upPtQXjP7ZhcIdnuhMSy2fmQWhd",
+	"HUL4dhKDwO16qUZr3kd9QxdsKh9YU9Cb+Rl9OSDZqK3nAxJz/XLKLnCmTbMLYqs65r3N88cE+vIlLLVT",
+	"1THih2MMs+mAA//IWNrwQE/++/Ig5g9mvbF5UqXBLoiGPOBYob2LjFOBNJzrjw6X1wG6Xuj+isnYizdX",
+	"qKVKUyj5vJIpc5bajWy454h2V+GU9z8UOl3vprZvGqBRNWW4pRXVUF4Cc6VAz8/3pn62Q9hmuNjN20R9",
+	"eaeDP7cpa/IcS6T6RuxYf/KjL+aP2nTa0G6D2LtLiq3n5MX6M/Av3TKm+aN/4InNDbL19F3T4JAY+gm5",
+	"JAppXEaR9fEo/Sgi9jEgqwyicgmGkNXurTxMY6goZN7gXm8BPdrTiBRn3+yGDAabPPgZM33QlbQl5V2K",
+	"p1IGEHWKlX/ghRTSBhX7vf1pnH/KnhqbtYCTijVUPglXdh/OxqVQmPxw8EPwzICqThm7Shbk1qhw/EBj",
+	"opjWrlRnxerR4AmdSuFSrTQegYhoGpE5f2QHmA3T9CDsY2IuwmVMSpk5dhuE3VKBdYu0NUKVSbWuVGch",
+	"d9MjzaOKfWhj+vOSMckFxXTr26QH66QLcLtvZLBf6sH8HNFXaZnSBSNLLvRzpN/W1AZdjrO586dqXOL1",
+	"I0tTHrHPiMA83wFQmq2PZRKT6nMW03Wr0gO+lnKaA7qiIwb3efaiU+8PCrZIlYugZaumFM/OsF2iMh3e",
+	"RtNsA2NSDD5qyuauGLkdX1a0PejJt0piSL6navkaa1TFzlKMOqrYfp0d13Q9JUsKsQb3NHxwmWns1FSR",
+	"oBh11GrgSfWkzcpzAXI+XN5pyVfCO/NGMfNZ3iBlImQThAIakFGw3d7zbaTby702qy+X2v6A8kiRvcKb",
+	"uY/3bXPxFbPwoQ1Ubc3G193jv3n9G5ZtFot1ngqBn19mqSVOqYI3meKCKUV4xITmc56XltuIJ08tLERH",
+	"UMj7FMP8dlTogrHHH2Zuo4D0eOQamAqerj0Tmilyz0K5YopMR++H17fTw2fkdCqxXVVy0bqZfpl+/bGd",
+	"XnbRXm0hmZ1NmGHKqLZBz3vSQ0ApEY6LIbCJfw5cVpxqKp39HXMU+fCkqEMCBaStBVLBgkNyJbWtSEkT",
+	"rm0AW1BU2ZAH1uBRWmjR8JCW2UZXeCqxTgFOqHFVodAK2QctmApt0gE762ezm1ZmKsSEdKjL6FrbzCDs",
+	"o97eEZs9y9j0+ifUrYbwZ71pl1BsttkBLcgSxexbje0CnxEVTWuevcLsST7h2ovAQEnAe5F4aQcVrVWI",
+	"JxuSzzZibweS1YTA9UJ15nhd0hZ/nVVG9z5bLAwM0Vyl4cSMnOWj+DTURYqCtaRU+qpYp+q1KlzhEz/0",
+	"DpoVDjPlmh1AQrLIb9JyBS8CSqqasHtrbI1vbIQ+QIMK7fzsNVnkekXtbg19t5RyUOvVykjdpzubx58X",
+	"UzipMNVNyhjlCzBUOOE9wR4hf8aSpVCf6z5ne0AamAmUC7TcPyQ2fZP1Z9kDtaTLmh/0LV8xSPhfzB8R",
+	"IDf+NRNBlF98ySIf7NtcVzyOvTh/SiiJC5O5yKqZsKUFyBM3m4K1a0UEewIVYWbwKaGp7hP20QwFHTfN",
+	"bhgQDD98YkofFCoZlPU/roBmk3POK7mCtK35s8Z0lzLurkuq6JD8ENvYbgstgmJ6a2eRr/Xs6j+b9z9/",
+	"nQPPJ6ilTd2eRazerXFEzEvaKrijyKelz+2PjvG2yIFNnuMKIlkPNq5IUKiccXZ9dTF6dzsent+BV16z",
+	"/mDjyj5TRM/Hfj6U5WNMXssPqA0eNwqQhoi667B5cpt8IH46JqprlqHX2l+ROm/HTtPaZw4O2l2lfZsG",
+	"4H3giU/OjimDBzcjANeFJEqnlC+WoF+yJ9jqFt1cqmYLu9HQqTDa80HRjbArvXsq5GF+HsUrjvBKNO9p",
+	"U7Lojcjf2rEy6vMPvjjKq1GB9lvaSgdyMH8JSrCVx+uoDy9ISmV8ricO3U22j/4sao//85QQ37KQ310t",
+	"2RlyrZ7KY0InrRa2xvry37UEr6cl+DeW83/DWrbWdmfNdo4bhOoILiGa4QGqsjZVICF7LeAX0Au01dbJ",
+	"VLkWsXNScdFALsqz33PZwaFqDkTB9Po9awUpxoaan88GV2dDbHF2fTUdXd0Oz+8Gk7ur4YeO0UAuzLPv",
+	"M9RD1R0Qe3p99/4WQ0PNz2dUhAxbuMo6ESSzLoUETbRMuliTZbLBMrI1avIU7W/mqALCtTccaZ+yFO0e",
+	"Not+i4VVJrvEUk5c+z+7L2Jh3/VCE+Wrwbgse6qViGiEw1LtEfypCLAWnjsCJoJYEfAsXJZA7EOj1bUD",
+	"y9ZirSXv+CMjjEP2+KAaLhr0iUxnIrCxngHRcsGgKRb7ywvTtZfU21ZbclPdvXLhu8bPGxOCXX4rGb+e",
+	"B61tl92F0Wm3zjfcUVP50Wdktdr0VqCBuVNw3JNr+mIyxSZGfYtYMb45+1JCxfMC83i5EMZIzKVqT0bU",
+	"qdYwVFj71K/57dloeFtGxSVv0SRmFPyxWK2EC5wUqCv2gn99CpxPrSglKJevFGT42nfZReAqumu/3tVM",
+	"SiXLX+FiXkiy6xJ9VyAUnQU6oBXobBHkwkEhWoPsCamL35z7xf4LRex9t9U+21b7DFnru7m2/tR+greg",
+	"rTTmL9PpzdF/Ta6viEHOlIaaqAQCBO/XhD/ND5Dn6RNKoiyFCkNecsNPM+FyTz7xlB2Y1VLNoaFL3sI/",
+	"XJDHH8h4OJlitWyF8quEjAI0Ng1mYnL+qyIhFSRKDe/J9T65zzR5YCxRhSIfXJDJf18Wa6s55cjhTMyE",
+	"2VQkwwwKAbtsmIroJ2mmthlT1JKmDK3SDOiFPdgTM8JfYG1/+Yvl9gY3o7/8hexpuiAB/hTsn0CTH4+N",
+	"KAD5LOy4+YHNBCFLqWxuW/g4Of+VhJC5WqHEvvfD/yDBzfVkGhBDZ2wdSCjabLoHRzThR48/HLkDPwpI",
+	"EmeKBO+GU3Jk7vQIC0BCevJg/5TAEdrsDkRLGGWpdXJydASqJ7Oik//8z+MfgtN8n9b5t7hP/Mnt86fC",
+	"Ns0I3lZvxqd5AcA3yjkS79mg/fwXcyo8ZNbdtcBMQy0GM5AvnWK1GqqgJDipHwag2REYSAKy56uyw0hO",
+	"g7ffb+uHluRiRzftvrmwxuPHB+gohTcFyso6B25ryA+K/pIBRgbhzqr1CAsl+mqX1nxjPwUA3R94ChXF",
+	"DG030GIBlj2ydI2VI7kiBp1PnavEiqYPLCLuGQaPBxo/0bUq5M7vQ46y4lrXZCljtPX+k6WSPBpyQ/aC",
+	"WW/WC/okODb/mdNYMQN30sXd2ElpCrARs7kmMrMVPjIBtQzR7QMkK6pIILI4Rmi0MhNWUf7px4N7rkkm",
+	"oJwDwAuW5VVm5QHKXScE8vthdyM44zJxhCxJWHoQmjtCdgRR0cWkwQIeWXpPNV/BAFTUlA5BSWkRYLEX",
+	"F2dgVRWspJUw296LqWZK74MTqlXLBbloh8tN6NownIrsBSWWwTqlyIT+I/N1zW3yTtOvQCkMfTWnS210",
+	"tq0KSoIfj4+DnPoCWBhmDvrbOp94RilLZF4nkgoSlEqUBtD3hAQ/mwHNk8Uxn77ZpT0Ge6pcQcJRmdpM",
+	"3R7WVZ8EP/9ou8dSLA4SGceuyAvgqxlgfHPmSIVboen412PLgtpIgZAKKIKLmfvhVYhl+KA80v41X6mV",
+	"SkDppQB7Jgb0ciiFMBIso3nPQpopBvkJU6DUtvyzsu5BiqHnw2om9tqdjUjNLwm/prZmNwRV9GciKEVj",
+	"Qbs2LyGDZq1l5dG9aWONQCBVa7jthKbeE92/9gWcmAnnBIVKm5iHzPLZAqSv3iCh4ZId/Hh43Ov3sjTu",
+	"nfQMsVInR0dPT0+HFD4fynRxZPuqo8vR2fBqMjR9Dpd6FWOwpo5BS4J8wZMlarigvfwR3e/1e4+u9nIP",
+	"yjRj9TsmaMJ7J72fDo8Pf4L6KXoJTJOj2fdUh8ujEFVnJ//qJbJJs3AltT8ULJg1uBmdGFhDSeyRkbb0",
+	"podkMBMABxbsneM5zOx1r6j8uxyenxAhyTxLQUmGOe1nIk8bTlDLF4PZx6EQDuVKrAipDcOPV+OpwCjq",
+	"nfRwn29N856vKPtWRmuvGcGkTYW3+ujvVpmMZHUbwwlj4xq9Oass3ek0Y5iND0gH3MaPx8cvuwKUcj/V",
+	"5Fx8jc1pUYgj4ua4ng4NsPz8gmso129uWIctN+JoYx8TxBKVGZAw64Ml/fXLLsnSQctvATm0y/jpyy1j",
+	"6iuZc8Pi0kfKY0O1TrFk2iFILraqH1iKZALpzKBYJ+QmddWbPdIYDqr4Z3sq4l6/p+kCtOn4S+8PM12Z",
+	"WDhZ4ZXIBaY3VliUFWF1D1jPvktH0ieRFKxvXe36rg4kMKSlHMzAecOZgBDlSIHz0ZOiX8ybSZUUTUTD",
+	"7ffVyUa1GubXIBy1ypKbiYiICPXHbZgMx5N8Jyl/WpIywON6o/LCoK56aF4ZUn0uFYk5Ug5HQco4Z74C",
+	"PEL1sFfDuEuu9NfENpy//eaKKcLv8Ti+OmJ9R6NuaOSppBHQBHvy6dw/F3OAmX6lx3f4SOPMCOX4/NoM",
+	"E5CWjUgRMkzsZg7BG/aBj8SXWZE96msCsJnAUd8o+1pAdtE+YbFi5Ofj4/1TzOEq0LgkUEPGKo/1TGiJ",
+	"lWfwQV8R9pGGOsb19ImbMEgTFeB6ElCbGLmP7Fl10Uz89Xi/b7X3Rnbw0n2CYoZTVJl1qix95I9MkZS5",
+	"0glGaHZBNoQKrBUvZMRcgUeFf0WcqUNyxVhU3IaRemTMcBg4NvOXFTD9Tt8oorhYxOzAlV49IZRMRu+u",
+	"Bpd2ZcINPBNPKddwtjCWlhJ1iTSO4Zd9f84/NfE0sK9XZ2hK3rBfg76W/Ro3sjKoacRi/iKyqWm+Og9D",
+	"hdMkIRICVwN5BgHjXBIdopcUNacFTPtOqDvyO0kC1KQoIRiaA6piyBnt6KCncs8l4N5AEUI2maMMctq3",
+	"0/IhrAHD6xTThItcP4oJaQIIsANiUHRgc65foOY9rKE/zltJbfM6hKA8iUvi/1VIwnCV6PU2wMGjAXLg",
+	"lXzfhCzj0sJEEnVcTiub5lUfyV7g69BeXU/vhn8bTaaTu8ntWwgzu50E+98OUSjh4Bno7pzCdc4XmUVE",
+	"VxsHVIZPefnaTlgWUU1t/s6jBdvAM1mdgw0rgEegklrMpnd5YGuFlQzt1ZhDR6dieNlXyA8Eph3ErYKh",
+	"ZB8KgpR8ZLAyIhb8UkQKe4NOXSFl06vdXCn1lRG3uY7vF0bdLeVlW3A5v6PqbWLZACxa9A0j958Wn8eM",
+	"1g99D36wCLlf9m5/DkqrTSh9Cz4myj7jYGI2eGdkgCSmoUvOaOu1I87ja0kuwVC2NI/u/do6U4BLBDUs",
+	"Re6BUmGpvwZyTr4F5Oz0rgKL8v1Z/bJoCC5snfDw2U/sFzQGIGtrd4elsAG5q0E8aIjmwusvT1BkTpYU",
+	"a3pyRbjAWig2KpRgORanxYZk74WiEn3n7kH1TIBLElckypgti02V9nH/dry9X6bTG5eZzFft3u+7xAAz",
+	"4ZLlQpHRJ8q1rypnGA1nxAldjM0hGRAb8uMvaSaQK7Er5aigNdcIzh9PyzVZspTVuAyrwNVLxtOZsOaT",
+	"CaYTiQ30e8Zlkz3kQw4qr0nivrJVpL6MLTxHJry63J5sFUDVd57jNYiduyFbGap6CQZJXkByZ+iDhNTz",
+	"KJY02iRWKBk/MoUOQyXnJeRAUzZnqcJsC26HmDt3JvYC9lFPDGMyigLy/5AAilXoZbBPuAAtJOEi5mAh",
+	"AA8pVGFa7y8ozJnqmbBaRv7hIvccuc80/MC1YvE8B4BUQmUhrOqpl6f2bNRMOA+q6jKdJ9XPxz83kQqz",
+	"rLKf9+vQimr1ly/L/tQnr5MFe0dI4g1YwhuMFxh9Gzadn49//sI6OkTmJTXQ1wRaUQ6acj53BWc9iH2j",
+	"dOjS3DMVfkPx2skXFgi6kpodVBYuXNgHW9oMkTnr4UqkI7tX0Dago6vWFCq9gJMf6jDA2GDHwRxcaca2",
+	"qCVeXxfx9RUQHTiAN8rdyR4YE+xlYP1gr5Qwn/Ai9r9zBK/MERSj6L0/sOG6MZy4Kz5+4Hr5gfINeHnp",
+	"PHdd6m6fztuJk31r7YSX0zDcD4wEC6bRE3km0lbUte7oDlnxwYfQXDM4TRIIOJiJoBLXi4VHXNpAZ5S1",
+	"0blk7z+OiTJfra10H9ORo8wV0sQMnjIkDxh7UNgSylpOegSJCjkCrsjPPx4j50CCy+urd3c315eXUJf0",
+	"7vp2WoQfny3NRhfj8UH1zi30xt/Hd7pTkO08+emTVmD6d6A4P/94/GU5lkagd8ALiHifRQuGAvTHJc3Q",
+	"QLAF/Pdzw+Q3qUQy+5rLtEpFtUSQQ0bNkVrAxU7k1NZa/3KaI0MgRYQRnXZy8v//v/9fTTx3EUforzHn",
+	"givwOkU1ywHof6yex0WtMW4PT/V9FaRcd9OfCSgCpMjcUI1+tS56n0Q2sFOhRgnP1axNxpF3HOrPhPdu",
+	"pZpQiA05JDfUBv6AHipgWKY5QEYPG6uZCKDy8dB9hHreNMpLG0Je/SY90RYKbOs/vzIBtrN8ZSLsV9HN",
+	"Yw9u4ruy5/UMTNQitkPmz9fuuGCooyhbJe2UqZR67CSPDyy6YPi4KiQvVIGLyX9Nrq9mwsfdonSQS3K5",
+	"cJA7VR+SKwmRVhFLIKOOFE6DDNfh5D43aKPONlv5vDzufF9bb5utkq+ts4UldENWYI0FTdRSfrcJvwjK",
+	"2pJ39g2yBpZ7tpaWX4LnCuscN+A2KC39sPZivK2qj4Per+H/XbG7nGEizyvSjuiDBFEODU0+9QcX6L/R",
+	"d3Gngq5YlK93D/51AJi/n2cVKShoahjaurbXwdKblum+ZROyPX7rgPPdjPzFHlsLLPkFaJnDehG6n29H",
+	"TtlGb44zKGKkCCWCPRXDxSGLoxdLuM0gEdoUg3npu5kIl1KB+k0xTSBJA3pM37MFhzX3XUk1qKOa+r+8",
+	"YDATPOrjF8dxwDjgyF6WCSHjgZUWmYhcoHAZ5WEpX0hzOjZzfeXn2K5hM5LnqVztTX9/jF/wMUYeM8cA",
+	"mybgnpG5zERUf4lN04Lcj3ZHRtOYg57OjAG5HuxldUb3JNyA7DSOVaHc4hsFKQ2WVEQxS4lai3CZSiEz",
+	"Fa/zAE439hs1E4lNJm590PZc/rJS5jLOFIaMFuNOVhkmDFYzwbVjzVEwLmRc8GbPH49tIkcDBsPx3eBm",
+	"dDccj6/HQe7oEciUL7itzM3SvwQ2rQIUUJHhg1kQZHXIPUxpypz/2Uy4cJPcO92pjn/+6zGhGgJhmuiL",
+	"TdTi0S8JX5vI5MkJvxaJKWQ9ayEwmMMOc5R9V4I+QwnaiJQupDrN66ZRyGSTJTZzilNx2X2VkMXu5K9f",
+	"cCeDgqztsPCBQVog5/lZR7zWpX97PNvQFUDBfDDPcrbFsJdN4Sk2WpBQMvnvywMwZc15rM2hmZXdZzzW",
+	"BxydcWrlqlG/6tQfULVFaMNUQerYPLwJhD3MJN0YywbjOgrw+h63ZravTObcIrqpNkqhYl+d5EEEG43n",
+	"MjUiM0S1faModMFFVDJ5uLygFpQPPCjjNnZDqxwPujl6lPEjJ16GaKHQgzFf8Ro8aih6s/cJFwbH3NGj",
+	"0mKdGPqs8lEOybWI1+VRXeYrJOeHM4GJk0qexMGoXCQ36BPzk01ZbZ1KR5EK9skKapf7teACnlgct7in",
+	"bo+BqaWofHUjcHXGr28Urq+oa0hMnRx/D4r5AjaL+rF/xtNcoCE7B8NUF/ICcS9fGCEn3wxC/lkjYGyF",
+	"feDUH4R8EjZ9pXkg9v9PCY9pwcjnajIxY/l2k4J5z61CFRWRePT4TNq8mvtl+wIOPRNW5Vpy+CwoyCHf",
+	"l8ozlqMfGrXdnX8C2A9VtoISso18NTT/QvpJTMD+LaOvPb3vEWxfFEUnDFKM2cPX8nMQc3PenFYTAz6X",
+	"BRtDn6gMnP0ddvLoIGWZ8gWIMcrLHESUxcz7aKfaPqp7fE6oWO8fkoHV5OUZwCMXSo4+VoYlMyAXwurQ",
+	"/GDX5ULE3HmAZys4bvocEQNsMkF/Jlv+NSA0ho3o1swwXwrpv2J+mMoatvv9FW7h28B76n2Z0dWFRx4k",
+	"gAJ43zQPn64a8Vym9zxSuYJLsCKFGFyOh4Pz3w1pGE+H538KMgHYVXZQ7E4X5AZXn2GhhpWRWF0BNbLn",
+	"alihy55znu6TvN7aTOwF/q9g31wa1mcje1h9rJZ/0sxQKj6234yjeZWtV0dRmXzTr7KWiedmv7/NX8Sh",
+	"p6zXhxswAkNLatrnPtfgMXukHvgG5HxP0wdlHWHT8nvdUNnRjJWwCKz1+E/rl0tCmQlDLws+uxg/qvLM",
+	"71SR4GI0Hp7bogbYkyvvWXC/JgH8aMuZ2upv9d9FxD76gkGGbJtBYNU4sgNnrghAFIVjLlo9G4nCA0+m",
+	"ZprXpghunm+aLDzw5FsjBy4ZLcDCv6WC64KnzGOjFTNRmK5iI6Np3FlfrrEmgKsbimVDW2nCSEBsM7BE",
+	"qXSeBL4uMDD2ZgcgS8xTppbo+z7wZXpceJjvAxEDUDtG5WVZzEAFPsvMhpSuCTkbt/A6eDptmOpbRtXv",
+	"j/dXwdWBemh4nCGox0KOefEE6/xeNxfM7BQoObeHHfpuNlNrM/FwQvFMpGzBlQYlF9VWxN5zpTvzRXgr",
+	"FDmywZH1z4Uqq8oWAylMyZVVwWGh15kwj3pjsVfiv4wiW4YKy9rklV59avqVfIQS5dZ+h8IlePw3BHb6",
+	"OFEX8xiczoQhpR8Tnq7roZekS+RlE61qucjX5So2l+X9SrqBLeVjW0WSMrjmKXy+jTQPX9xf6N85LtLr",
+	"1suXnpdJgzp+SyN9ZGHIWMS6pn8o1l/b7CvJKrHdNlO3L9jmAxJpyoiimqs5N8cv05mIeMogmzaII74g",
+	"HES5ooy0fwpDJ1QvbYlB8yc6QPOQxjMBVVBnPVzqrGepF3pM0qqCEw/KO4MZ1gnD3r3nJXBmSRKvD8lA",
+	"rB1RQ00V5Dn+8fjYrI9Wc26BUQNENp3yQtVadw4ATFYH1kj4YMmF14C9vv4Ta3pG7OtrQfOVdCFvpQss",
+	"Oc7m1/fS5A79Z3fwUSQp+zsLNfolWmBxaQYOsQgwKO2+9AoNWCM8W4fiXMtgERnXX6U4I/EoH4qYXaAx",
+	"BaqCnTdRlW2mkCaics/mMvWTE8xYZzg3T172HJ2YiSZCQSydgMlnvf2NdKKQH09LfEIgBN2SC9KFWkDB",
+	"1Y3kgmyjFs6is4VcfHB080sQjG/EauIXsiUrRds1ficaX4lo5I98d7KRl3TdkWqY24bSvaQpBsRITFDF",
+	"w6pcwBs4hRoaAyKkODC4m0s1KYvp2lyHdNXoXcYYcHj8+cfjdjx9/eiHQt31ryu11Oq/t0dC2DiI7wj5",
+	"FRBSlAIo2rwAS1hZLWVtdmKdh8swj23OoM0rgtwvMM2mYpOWDEBUhWm7rjtFmjOrVbvmimRJm6QEx+Dr",
+	"nfojeMHsMVd05WogpSxmVPkcAUiNuFhAwZ++01utOCLRO+kK4hJulVQQBAGBqD77L1nyxZIpDeFpECu6",
+	"4gsX3AXRaEDksJa7TFl/JqASPGR9SSWWP82SRUojBpXgFWPkacnDpV8ulEyCmkTg9U8u+QPDDeFFoD7b",
+	"LBKLCglJtHxgbQm3frOn/YrAZKfYBE3lw3+jIMAk8qle4azeKJcD1V5EK8QVcqG5U3N+O3nvXZOKfPI/",
+	"NngS1GrD5yV8MRugf0L5h4tiHfzDXt+VFrZTfep3GR8gtlR43gzsee7SjH4phcks9fn0x6f/HQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

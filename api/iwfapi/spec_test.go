@@ -43,9 +43,11 @@ var serverOps = map[string][2]string{
 	"/info/healthcheck":                         {http.MethodGet, "healthCheck"},
 	"/api/v1/workflow/waitForStateCompletion":   {http.MethodPost, "waitForStateCompletion"},
 	"/api/v1/workflow/triggerContinueAsNew":     {http.MethodPost, "triggerContinueAsNew"},
-	// Our additive extensions: history readable through the API, describe.
+	// Our additive extensions: history readable through the API, describe,
+	// the node's release and schema version.
 	"/api/v1/workflow/history":  {http.MethodPost, "getWorkflowHistory"},
 	"/api/v1/workflow/describe": {http.MethodPost, "describeWorkflow"},
+	"/info/version":             {http.MethodGet, "getVersion"},
 	// Batch operations (fleet operations by query), operator role.
 	"/api/v1/batch/start":    {http.MethodPost, "startBatch"},
 	"/api/v1/batch/describe": {http.MethodPost, "describeBatch"},
@@ -104,10 +106,10 @@ func TestEmbeddedSpecLoadsAndValidates(t *testing.T) {
 func TestSpecHasExactlyTheContractPaths(t *testing.T) {
 	doc := loadSpec(t)
 	paths := doc.Paths.Map()
-	// iWF's 23 paths plus our extensions: history, describe and the four
-	// batch operations.
-	if got, want := len(paths), len(serverOps)+len(workerOps); got != 29 || want != 29 {
-		t.Fatalf("spec has %d paths, test expects %d; both must be 29", got, want)
+	// iWF's 23 paths plus our extensions: history, describe, version and
+	// the four batch operations.
+	if got, want := len(paths), len(serverOps)+len(workerOps); got != 30 || want != 30 {
+		t.Fatalf("spec has %d paths, test expects %d; both must be 30", got, want)
 	}
 	check := func(ops map[string][2]string, tag string) {
 		for path, mo := range ops {

@@ -795,16 +795,23 @@ type boolFlag struct{ *flagValue }
 func (boolFlag) IsBoolFlag() bool { return true }
 
 // parseConfig merges defaults, the config file, the environment and args.
-// It returns the command ("serve" or "migrate"), the config file path used
-// (may be empty) and the validated configuration.
+// It returns the command ("serve", "migrate" or "version"), the config file
+// path used (may be empty) and the validated configuration. The version
+// command, and the --version flag with any command, read no configuration:
+// they answer whatever the environment holds.
 func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut io.Writer) (cmd, file string, cfg Config, err error) {
 	cmd = CommandServe
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		switch args[0] {
 		case CommandServe, CommandMigrate:
 			cmd, args = args[0], args[1:]
+		case CommandVersion:
+			if len(args) > 1 {
+				return "", "", cfg, fmt.Errorf("version takes no arguments, got %q", args[1])
+			}
+			return CommandVersion, "", DefaultConfig(), nil
 		default:
-			return "", "", cfg, fmt.Errorf("unknown command %q (want serve, migrate or backup)", args[0])
+			return "", "", cfg, fmt.Errorf("unknown command %q (want serve, migrate, backup or version)", args[0])
 		}
 	}
 
@@ -813,6 +820,7 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 	// Errors are returned, not printed; only -h prints the usage.
 	fs.SetOutput(io.Discard)
 	configFlag := fs.String("config", "", "optional YAML config `file` with the same settings (env IWF_CONFIG)")
+	versionFlag := fs.Bool("version", false, "print the release, commit, build date and Go version, and exit")
 	values := make([]*flagValue, len(settings))
 	for i := range settings {
 		s := &settings[i]
@@ -832,8 +840,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 	}
 	printUsage := func() {
 		fs.SetOutput(usageOut)
-		fmt.Fprintf(usageOut, "Usage: iwf-server [serve|migrate] [flags]\n\n"+
-			"serve (the default) runs the server; migrate applies the database migrations and exits.\n"+
+		fmt.Fprintf(usageOut, "Usage: iwf-server [serve|migrate|version] [flags]\n\n"+
+			"serve (the default) runs the server; migrate applies the database migrations and exits;\n"+
+			"version (or --version) prints the release, commit, build date and Go version.\n"+
 			"iwf-server backup --db sqlite://PATH --to FILE copies a SQLite store while it serves (backup -help).\n"+
 			"Precedence: flag > environment > config file > default.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -846,6 +855,9 @@ func parseConfig(args []string, lookupEnv func(string) (string, bool), usageOut 
 	}
 	if fs.NArg() > 0 {
 		return "", "", cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *versionFlag {
+		return CommandVersion, "", DefaultConfig(), nil
 	}
 
 	file = *configFlag

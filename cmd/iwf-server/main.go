@@ -1,10 +1,11 @@
 // Command iwf-server runs the iWF-compatible workflow server: the REST API
 // of package httpapi over the engine, on an embedded SQLite store or on
 // PostgreSQL. `iwf-server migrate` applies the database migrations and exits;
-// `iwf-server backup` copies a SQLite store while it serves.
+// `iwf-server backup` copies a SQLite store while it serves; `iwf-server
+// version` (or --version) prints the build (package buildinfo).
 //
-// This package owns configuration, wiring, signals and the migrate
-// subcommand; it may import every other package of the module.
+// This package owns configuration, wiring, signals and the migrate, backup
+// and version subcommands; it may import every other package of the module.
 package main
 
 import (

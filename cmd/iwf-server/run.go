@@ -19,6 +19,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/archive"
 	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
+	"github.com/iwf-server/iwf-server/internal/buildinfo"
 	"github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/tracing"
 )
@@ -29,6 +30,9 @@ const (
 	CommandServe = "serve"
 	// CommandMigrate applies the database migrations and exits.
 	CommandMigrate = "migrate"
+	// CommandVersion prints the build's identity (package buildinfo) and
+	// exits; so does the --version flag.
+	CommandVersion = "version"
 )
 
 // Main is the server program: NewMain, ParseFlags (or set Config), Run,
@@ -82,8 +86,13 @@ func (m *Main) ParseFlags(_ context.Context, args []string) error {
 }
 
 // Run opens the store and applies its migrations; for CommandServe it then
-// starts the engine and the HTTP server and returns while they run.
+// starts the engine and the HTTP server and returns while they run. For
+// CommandVersion it prints the build's identity and opens nothing.
 func (m *Main) Run(ctx context.Context) error {
+	if m.Command == CommandVersion {
+		_, err := fmt.Fprint(m.Stdout, "iwf-server\n"+buildinfo.Get().Lines())
+		return err
+	}
 	if err := m.Config.Validate(); err != nil {
 		return err
 	}
@@ -209,7 +218,8 @@ func (m *Main) Run(ctx context.Context) error {
 		close(serveErr)
 	}()
 
-	ev := m.logger.Info().Str("addr", m.Addr()).Str("scheme", scheme).Str("data", target.String()).
+	info := buildinfo.Get()
+	ev := m.logger.Info().Str("release", info.Release).Str("commit", info.Commit).Str("addr", m.Addr()).Str("scheme", scheme).Str("data", target.String()).
 		Bool("auth", m.tokens != nil).Bool("mtls", m.Config.TLSClientCAFile != "")
 	if len(m.Config.WorkerURLAllow) > 0 {
 		ev = ev.Strs("workerUrlAllow", m.Config.WorkerURLAllow)
@@ -232,7 +242,7 @@ func (m *Main) Run(ctx context.Context) error {
 		ev = ev.Str("tracing", m.tracing.Endpoint())
 	}
 	ev.Msg("iwf-server listening")
-	fmt.Fprintf(m.Stdout, "iwf-server listening on %s://%s, data in %s\n", scheme, m.Addr(), target)
+	fmt.Fprintf(m.Stdout, "iwf-server %s listening on %s://%s, data in %s\n", buildinfo.Release(), scheme, m.Addr(), target)
 	fmt.Fprintf(m.Stdout, "closed workflows are kept for %s after they close (retention)\n", retention)
 	m.reportRetention(ctx)
 	if sum := m.Config.Limits.Summary(); sum != "" {

@@ -8,8 +8,9 @@
 // JSON. It imports the generated wire types of api/iwfapi and nothing of the
 // server itself, so it talks to any iwf-server it can reach; only
 // internal/archive, to read runs that retention archived and deleted
-// (get and history --archived), straight from the archive. docs/cli.md
-// documents every command, its flags and the exit codes.
+// (get and history --archived), straight from the archive, and
+// internal/buildinfo (standard library only), for `iwf version`.
+// docs/cli.md documents every command, its flags and the exit codes.
 package main
 
 import (

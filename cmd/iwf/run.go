@@ -72,7 +72,8 @@ var workflowCommands = map[string]command{
 }
 
 var topCommands = map[string]command{
-	"health": {"check that the server answers", cmdHealth},
+	"health":  {"check that the server answers", cmdHealth},
+	"version": {"print this command's release, commit, build date and Go version", cmdVersion},
 }
 
 const exitCodesHelp = `Exit codes:
@@ -183,6 +184,7 @@ Usage:
   iwf [global flags] workflow <subcommand> [flags]
   iwf [global flags] batch <subcommand> [flags]
   iwf [global flags] health
+  iwf [global flags] version
 
 Workflow subcommands:
 `)

@@ -39,10 +39,12 @@ const (
 
 // Rules is the access table.
 var Rules = []Rule{
-	// Open: the hello text, the health check (load balancers), metrics
-	// (protected by the guard under Options.ProtectMetrics).
+	// Open: the hello text, the health check (load balancers), the
+	// release and schema version (rolling upgrades), metrics (protected by
+	// the guard under Options.ProtectMetrics).
 	{Method: http.MethodGet, Path: "/"},
 	{Method: http.MethodGet, Path: healthPath},
+	{Method: http.MethodGet, Path: versionPath},
 	{Method: http.MethodGet, Path: metricsPath},
 
 	// reader

@@ -12,7 +12,7 @@
 //
 // A request carries its token as "Authorization: Bearer <token>". Tokens
 // are compared in constant time, and never logged. Paths that stay open:
-// GET / (the hello text), /info/healthcheck, /metrics unless
+// GET / (the hello text), /info/healthcheck, /info/version, /metrics unless
 // Options.ProtectMetrics, and the console's sign-in page.
 package auth
 
@@ -235,6 +235,7 @@ func (o Options) sessionTTL() time.Duration {
 // Paths that never need a token.
 const (
 	healthPath  = "/info/healthcheck"
+	versionPath = "/info/version"
 	metricsPath = "/metrics"
 	// LoginPath, under the console prefix, is the sign-in page.
 	LoginPath = "login"
@@ -250,7 +251,7 @@ func (t *Tokens) Middleware(opts Options) func(http.Handler) http.Handler {
 // table then decides what the principal may do (Policy, applied by the
 // HTTP layer). tokens may be nil: authentication is then off.
 //
-// The open paths (GET /, the health check, /metrics unless
+// The open paths (GET /, the health check, the version, /metrics unless
 // ProtectMetrics, the console's sign-in page) pass without a principal.
 // Otherwise, in this order:
 //   - an Authorization: Bearer header must name a token of the set, whose
@@ -275,7 +276,7 @@ func Guard(t *Tokens, opts Options) func(http.Handler) http.Handler {
 			p := r.URL.Path
 			console := opts.ConsolePrefix != "" && strings.HasPrefix(p, opts.ConsolePrefix)
 			switch {
-			case p == "/" || p == healthPath || (p == metricsPath && (!opts.ProtectMetrics || t == nil)):
+			case p == "/" || p == healthPath || p == versionPath || (p == metricsPath && (!opts.ProtectMetrics || t == nil)):
 				next.ServeHTTP(w, r)
 				return
 			case t != nil && console && p == opts.ConsolePrefix+LoginPath:

@@ -6,7 +6,8 @@
 // limit, and the access table of package auth with the audit log).
 //
 // It imports package engine (for its error codes and the actor of a
-// call), the generated api/iwfapi, internal/auth and internal/audit. The
-// engine is reached through Service, an interface declared here, so that
-// the HTTP layer can be tested on its own.
+// call), the generated api/iwfapi, internal/auth, internal/audit and
+// internal/buildinfo (GET /info/version). The engine is reached through
+// Service, an interface declared here, so that the HTTP layer can be
+// tested on its own.
 package httpapi

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/buildinfo"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 )
 
@@ -128,6 +130,12 @@ func (f *fakeService) CancelBatch(_ context.Context, req iwfapi.BatchCancelReque
 	return iwfapi.BatchInfo{}, f.record(req)
 }
 func (f *fakeService) Healthy(context.Context) error { return f.healthErr }
+func (f *fakeService) SchemaVersion(context.Context) (int, error) {
+	if f.healthErr != nil {
+		return 0, f.healthErr
+	}
+	return 12, nil
+}
 
 var _ httpapi.Service = (*fakeService)(nil)
 
@@ -488,6 +496,32 @@ func TestHealthCheck(t *testing.T) {
 	}
 	if !strings.Contains(s.log.String(), "database is locked") {
 		t.Errorf("health failure not logged: %s", s.log.String())
+	}
+}
+
+// GET /info/version names the build and the store's schema version; the
+// build is answered while the store is down, without schemaVersion.
+func TestVersion(t *testing.T) {
+	s := newTestServer(t, httpapi.Options{})
+	resp := s.do(t, http.MethodGet, "/info/version", nil, nil)
+	if resp.status != 200 || !strings.HasPrefix(resp.header.Get("Content-Type"), "application/json") {
+		t.Fatalf("got %d %s", resp.status, resp.body)
+	}
+	var v iwfapi.VersionInfo
+	if err := json.Unmarshal(resp.body, &v); err != nil {
+		t.Fatal(err)
+	}
+	info := buildinfo.Get()
+	if v.Release != buildinfo.Release() || v.Commit != info.Commit || v.BuildDate != info.BuildDate ||
+		v.GoVersion != runtime.Version() || v.SchemaVersion == nil || *v.SchemaVersion != 12 {
+		t.Fatalf("body = %s", resp.body)
+	}
+
+	s.svc.healthErr = errors.New("database is locked")
+	resp = s.do(t, http.MethodGet, "/info/version", nil, nil)
+	if resp.status != 200 || strings.Contains(string(resp.body), "schemaVersion") ||
+		!strings.Contains(string(resp.body), `"release":"`+buildinfo.Release()+`"`) {
+		t.Fatalf("store down: got %d %s", resp.status, resp.body)
 	}
 }
 

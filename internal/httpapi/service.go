@@ -63,4 +63,7 @@ type Service interface {
 	// Healthy reports whether the store answers (nil when it does); it
 	// serves GET /info/healthcheck.
 	Healthy(ctx context.Context) error
+	// SchemaVersion returns the highest migration applied to the store;
+	// it serves GET /info/version with the build's identity.
+	SchemaVersion(ctx context.Context) (int, error)
 }

@@ -220,7 +220,7 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		}
 	}
 	if !opts.NoMetrics {
-		ho.Metrics = eng.WriteMetrics
+		ho.Metrics = metricsWriter(eng)
 	}
 	ao := auth.Options{ProtectMetrics: opts.AuthMetrics, ConsolePrefix: ConsolePrefix, SecureCookie: opts.SecureCookies,
 		SessionTTL: opts.ConsoleSessionTTL, CertRoles: opts.CertRoles}

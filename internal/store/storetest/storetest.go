@@ -40,6 +40,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		fn   func(t *testing.T, s engine.Store)
 	}{
 		{"Ping", testPing},
+		{"SchemaVersion", testSchemaVersion},
 		{"UpdateCommits", testUpdateCommits},
 		{"UpdateRollsBackOnError", testUpdateRollsBackOnError},
 		{"UpdateRollsBackOnPanic", testUpdateRollsBackOnPanic},
@@ -299,6 +300,26 @@ var errBoom = errors.New("boom")
 func testPing(t *testing.T, s engine.Store) {
 	if err := s.Ping(ctxT(t)); err != nil {
 		t.Fatalf("Ping: %v", err)
+	}
+}
+
+// testSchemaVersion: a migrated store has a schema version, the same on
+// every call; a cancelled call fails instead of answering 0.
+func testSchemaVersion(t *testing.T, s engine.Store) {
+	v, err := s.SchemaVersion(ctxT(t))
+	if err != nil {
+		t.Fatalf("SchemaVersion: %v", err)
+	}
+	if v < 1 {
+		t.Fatalf("SchemaVersion of a migrated store = %d, want at least 1", v)
+	}
+	if again, err := s.SchemaVersion(ctxT(t)); err != nil || again != v {
+		t.Fatalf("SchemaVersion again = %d, %v; want %d", again, err, v)
+	}
+	ctx, cancel := context.WithCancel(ctxT(t))
+	cancel()
+	if got, err := s.SchemaVersion(ctx); err == nil {
+		t.Fatalf("SchemaVersion with a cancelled context = %d, want an error", got)
 	}
 }
 

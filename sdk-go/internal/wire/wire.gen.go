@@ -1222,6 +1222,26 @@ type TriggerContinueAsNewRequest struct {
 	WorkflowRunId *string `json:"workflowRunId,omitempty"`
 }
 
+// VersionInfo The build of the answering server and its store's schema version (extension of this server).
+type VersionInfo struct {
+	// BuildDate When the binary was built (RFC 3339), or the commit's time when the build did not say, or `unknown`.
+	BuildDate string `json:"buildDate"`
+
+	// Commit The git commit the binary was built from (`-dirty` when the tree had changes), or `unknown`.
+	Commit string `json:"commit"`
+
+	// GoVersion The Go release that compiled the binary, e.g. `go1.26.8`.
+	GoVersion string `json:"goVersion"`
+
+	// Release The release number, e.g. `1.0.0`.
+	Release string `json:"release"`
+
+	// SchemaVersion The highest database migration applied to the store (its
+	// schema_migrations table). Absent when the store does not answer;
+	// the health check then answers 503.
+	SchemaVersion *int32 `json:"schemaVersion,omitempty"`
+}
+
 // WaitUntilApiFailurePolicy What happens when all attempts of a waitUntil call failed. Unset means `FAIL_WORKFLOW_ON_FAILURE`.
 type WaitUntilApiFailurePolicy string
 
