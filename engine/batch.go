@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -52,6 +53,22 @@ const (
 	batchChunk = 1000
 	// batchRunnerChunk is how many pending items the runner reads at a time.
 	batchRunnerChunk = 100
+
+	// MaxBatchReasonBytes bounds a batch's reason. The other texts a batch
+	// stores are bounded too: its query by search.MaxQueryLength, the names
+	// of its operation (channel, state, execution and timer ids) by
+	// MaxNameBytes; its signal value is a payload, bounded as a signal's is
+	// (by the request body's limit), and no list shows it.
+	MaxBatchReasonBytes = 1024
+	// MaxBatchListPage is the most batches one batch/list page returns
+	// (and its default); maxBatchListBytes ends a page earlier, with a
+	// page token, once its batches' JSON reaches about 1 MiB.
+	MaxBatchListPage  = 100
+	maxBatchListBytes = 1 << 20
+	// batchListChunk is how many batches ListBatches reads at a time.
+	batchListChunk = 25
+	// maxBatchFailureBytes bounds the stored reason of a failed item.
+	maxBatchFailureBytes = 1024
 )
 
 // batchOptions is the stored JSON of a batch's operation parameters.
@@ -141,6 +158,9 @@ func batchStartIn(req iwfapi.BatchStartRequest) (batchOptions, float64, error) {
 	if err != nil {
 		return opts, 0, err
 	}
+	if err := checkText("reason", deref(req.Reason), MaxBatchReasonBytes); err != nil {
+		return opts, 0, err
+	}
 	rps := deref(req.Rps)
 	if rps == 0 {
 		rps = DefaultBatchRPS
@@ -150,6 +170,32 @@ func batchStartIn(req iwfapi.BatchStartRequest) (batchOptions, float64, error) {
 			MinBatchRPS, batchInterval(MinBatchRPS), MaxBatchRPS, DefaultBatchRPS, rps)
 	}
 	return opts, rps, nil
+}
+
+// checkText refuses a free text a batch stores (its reason) that is longer
+// than max bytes, is not valid UTF-8 or holds U+0000, which the stores
+// cannot keep as text.
+func checkText(field, s string, max int) error {
+	if len(s) > max {
+		return Errorf(CodeInvalidArgument, "%s is %d bytes long; the limit is %d", field, len(s), max)
+	}
+	if !utf8.ValidString(s) {
+		return Errorf(CodeInvalidArgument, "%s is not valid UTF-8", field)
+	}
+	return checkNoNUL(field, s)
+}
+
+// clip shortens s to at most max bytes, on a character boundary, marking
+// the cut with "…".
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // CheckBatchStart refuses a batch start request StartBatch would refuse
@@ -319,29 +365,57 @@ func (e *Engine) DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequ
 	return resp, err
 }
 
-// ListBatches returns a page of batches, newest first (POST /api/v1/batch/list).
+// ListBatches returns a page of batches, newest first (POST
+// /api/v1/batch/list): at most MaxBatchListPage of them, and fewer when
+// their JSON reaches maxBatchListBytes (always one at least), so that a
+// page stays about 1 MiB whatever its batches hold. A reason stored
+// before reasons were bounded is shown clipped to MaxBatchReasonBytes
+// (describe shows it whole). The batches are read batchListChunk at a
+// time, so that no more are held than the page needs.
 func (e *Engine) ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error) {
 	resp := iwfapi.BatchListResponse{Batches: []iwfapi.BatchInfo{}}
 	before, err := seqToken(deref(req.NextPageToken), "nextPageToken")
 	if err != nil {
 		return resp, err
 	}
-	size := pageSize(req.PageSize, 100)
+	size := min(pageSize(req.PageSize, MaxBatchListPage), MaxBatchListPage)
 	err = e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
-		bs, err := tx.BatchList(ctx, before, size+1)
-		if err != nil {
-			return err
-		}
-		for i, b := range bs {
-			if i == size {
-				resp.NextPageToken = ptr(strconv.FormatInt(bs[i-1].Seq, 10))
-				break
+		resp = iwfapi.BatchListResponse{Batches: []iwfapi.BatchInfo{}}
+		bytes, cursor, last := 0, before, int64(0)
+		for {
+			bs, err := tx.BatchList(ctx, cursor, batchListChunk)
+			if err != nil {
+				return err
 			}
-			resp.Batches = append(resp.Batches, batchInfo(b))
+			for _, b := range bs {
+				info := batchInfo(b)
+				if info.Reason != nil {
+					info.Reason = ptr(clip(*info.Reason, MaxBatchReasonBytes))
+				}
+				n := batchInfoSize(info)
+				if len(resp.Batches) == size || (len(resp.Batches) > 0 && bytes+n > maxBatchListBytes) {
+					resp.NextPageToken = ptr(strconv.FormatInt(last, 10))
+					return nil
+				}
+				resp.Batches = append(resp.Batches, info)
+				bytes, last = bytes+n, b.Seq
+			}
+			if len(bs) < batchListChunk {
+				return nil
+			}
+			cursor = bs[len(bs)-1].Seq
 		}
-		return nil
 	})
 	return resp, err
+}
+
+// batchInfoSize is the size of a batch's JSON in a list answer.
+func batchInfoSize(info iwfapi.BatchInfo) int {
+	b, err := json.Marshal(info)
+	if err != nil {
+		return maxBatchListBytes // never: the page then holds it alone
+	}
+	return len(b) + 1
 }
 
 // CancelBatch stops a starting or running batch (POST /api/v1/batch/cancel);
@@ -702,8 +776,13 @@ func (e *Engine) applyBatchItem(ctx context.Context, b *Batch, opts batchOptions
 	return err
 }
 
-// batchFailure is the reason an item failed, as describe shows it.
+// batchFailure is the reason an item failed, as describe shows it,
+// clipped to maxBatchFailureBytes.
 func batchFailure(err error) string {
+	return clip(batchFailureText(err), maxBatchFailureBytes)
+}
+
+func batchFailureText(err error) string {
 	var ee *Error
 	if errors.As(err, &ee) && ee.Code != CodeInternal {
 		if ee.Code == CodeWorkflowNotExists && !strings.Contains(ee.Message, "closed") {

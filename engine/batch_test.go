@@ -2,12 +2,14 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/search"
 )
 
 // waitingWorkflow makes the harness's worker park every run in state
@@ -332,6 +334,122 @@ func TestBatchStartNeedsOperationParameters(t *testing.T) {
 		} {
 			if err := engine.CheckBatchStart(iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset, Reset: r}); err != nil {
 				t.Errorf("reset %s: %v", r.ResetType, err)
+			}
+		}
+	})
+}
+
+// TestBatchTextBounds: a batch's stored texts are bounded when it starts —
+// the reason (MaxBatchReasonBytes, valid UTF-8, no NUL), the query
+// (search.MaxQueryLength), the names of its operation (MaxNameBytes) —
+// and an over-long one is a 400 that stores nothing.
+func TestBatchTextBounds(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		q := "IwfWorkflowType = 'None'"
+		for name, c := range map[string]struct {
+			req  iwfapi.BatchStartRequest
+			want string
+		}{
+			"long reason": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate,
+				Reason: ptr(strings.Repeat("r", engine.MaxBatchReasonBytes+1))}, "reason is 1025 bytes long; the limit is 1024"},
+			"4 MB reason": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate,
+				Reason: ptr(strings.Repeat("r", 4<<20))}, "the limit is 1024"},
+			"NUL in reason":    {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate, Reason: ptr("a\x00b")}, "NUL"},
+			"reason not UTF-8": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate, Reason: ptr("a\xffb")}, "UTF-8"},
+			"long query": {iwfapi.BatchStartRequest{Query: "WorkflowId = '" + strings.Repeat("q", search.MaxQueryLength) + "'",
+				Operation: iwfapi.BatchOperationTerminate}, "query"},
+			"long channel": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSignal,
+				SignalChannelName: ptr(strings.Repeat("c", engine.MaxNameBytes+1))}, "signalChannelName"},
+			"long state id": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset,
+				Reset: &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetTypeStateId, StateId: ptr(strings.Repeat("s", engine.MaxNameBytes+1))}}, "reset.stateId"},
+			"long event time": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset,
+				Reset: &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetTypeHistoryEventTime, HistoryEventTime: ptr(strings.Repeat("9", 1<<20))}}, "reset.historyEventTime"},
+			"long timer id": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer,
+				SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "S-1", TimerCommandId: ptr(strings.Repeat("t", engine.MaxNameBytes+1))}}, "skipTimer.timerCommandId"},
+		} {
+			_, err := h.eng.StartBatch(ctx, c.req)
+			if engine.CodeOf(err) != engine.CodeInvalidArgument || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 4096 {
+				t.Errorf("%s: err = %.300v, want a short invalid argument naming %q", name, err, c.want)
+			}
+		}
+		if list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{}); err != nil || len(list.Batches) != 0 {
+			t.Fatalf("list = %d batches, %v; want none stored", len(list.Batches), err)
+		}
+		if _, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate,
+			Reason: ptr(strings.Repeat("é", engine.MaxBatchReasonBytes/2))}); err != nil {
+			t.Fatalf("a reason of %d bytes: %v", engine.MaxBatchReasonBytes, err)
+		}
+	})
+}
+
+// TestBatchListBounded: a page of batch/list holds at most
+// MaxBatchListPage batches, whatever pageSize asks, and ends early, with a
+// page token, before its batches' JSON passes about 1 MiB; paging goes
+// through every batch once, newest first.
+func TestBatchListBounded(t *testing.T) {
+	forEachStore(t, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		start := func(query, reason string) string {
+			t.Helper()
+			resp, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: query, Operation: iwfapi.BatchOperationCancel, Reason: &reason})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp.BatchId
+		}
+		var ids []string // oldest first
+		for i := range engine.MaxBatchListPage + 1 {
+			ids = append(ids, start("IwfWorkflowType = 'None'", fmt.Sprint("small ", i)))
+		}
+		page, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{PageSize: ptr(int32(1000))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Batches) != engine.MaxBatchListPage || page.NextPageToken == nil {
+			t.Fatalf("a page of pageSize 1000 has %d batches (token %v), want %d and a token", len(page.Batches), page.NextPageToken != nil, engine.MaxBatchListPage)
+		}
+		// Batches with the longest query and reason there may be: a page
+		// of 100 of them would be about 1.7 MB.
+		long := "WorkflowId = '" + strings.Repeat("w", search.MaxQueryLength-20) + "'"
+		for range 70 {
+			ids = append(ids, start(long, strings.Repeat("r", engine.MaxBatchReasonBytes)))
+		}
+		seen := map[string]bool{}
+		var order []string
+		token := ""
+		for pages := 0; ; pages++ {
+			if pages > 10 {
+				t.Fatal("paging does not end")
+			}
+			page, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{PageSize: ptr(int32(1000)), NextPageToken: &token})
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := json.Marshal(page)
+			if len(body) > 1<<20+32<<10 {
+				t.Errorf("a page of %d batches is %d bytes", len(page.Batches), len(body))
+			}
+			if len(page.Batches) == 0 || len(page.Batches) > engine.MaxBatchListPage {
+				t.Fatalf("a page of %d batches", len(page.Batches))
+			}
+			for _, b := range page.Batches {
+				if seen[b.BatchId] {
+					t.Fatalf("batch %s listed twice", b.BatchId)
+				}
+				seen[b.BatchId] = true
+				order = append(order, b.BatchId)
+			}
+			if token = deref(page.NextPageToken); token == "" {
+				break
+			}
+		}
+		if len(order) != len(ids) {
+			t.Fatalf("paging listed %d batches, want %d", len(order), len(ids))
+		}
+		for i, id := range order {
+			if id != ids[len(ids)-1-i] {
+				t.Fatalf("batch %d of the list is %s, want %s (newest first)", i, id, ids[len(ids)-1-i])
 			}
 		}
 	})

@@ -157,13 +157,24 @@ func cmdBatchList(ctx context.Context, c *cli, args []string) error {
 	if err := c.parseSub(fs, args); err != nil {
 		return err
 	}
-	req := iwfapi.BatchListRequest{PageSize: ptr(int32(min(max(*limit, 1), 1000)))}
-	var resp iwfapi.BatchListResponse
-	if printed, err := c.call(ctx, "/api/v1/batch/list", req, &resp); printed || err != nil {
-		return err
+	// The server answers pages of at most 100 batches, fewer when they are
+	// large: follow its page tokens up to the limit.
+	n := min(max(*limit, 1), 1000)
+	var batches []iwfapi.BatchInfo
+	token := ""
+	for len(batches) < n {
+		req := iwfapi.BatchListRequest{PageSize: ptr(int32(n - len(batches))), NextPageToken: optional(token)}
+		var resp iwfapi.BatchListResponse
+		if printed, err := c.call(ctx, "/api/v1/batch/list", req, &resp); printed || err != nil {
+			return err
+		}
+		batches = append(batches, resp.Batches...)
+		if token = deref(resp.NextPageToken); token == "" || len(resp.Batches) == 0 {
+			break
+		}
 	}
 	t := newTable(c.stdout, "BATCH ID", "STATE", "OPERATION", "MATCHED", "DONE", "FAILED", "CREATED BY", "CREATED")
-	for _, b := range resp.Batches {
+	for _, b := range batches[:min(len(batches), n)] {
 		t.row(b.BatchId, string(b.State), batchOperationText(b), strconv.FormatInt(b.Matched, 10), strconv.FormatInt(b.Done, 10),
 			strconv.FormatInt(b.Failed, 10), b.CreatedBy, formatMillis(&b.CreatedTimestampMs))
 	}

@@ -37,6 +37,7 @@ func TestBatch(t *testing.T) {
 		{[]string{"--operation", "skip-timer", "--state-execution-id", "Nap-1"}, "timerCommandId or timerCommandIndex"},
 		{[]string{"--operation", "cancel", "--rps", "-1"}, "rps must be"},
 		{[]string{"--operation", "cancel", "--rps", "1e-300"}, "rps must be from 0.01"},
+		{[]string{"--operation", "cancel", "--reason", strings.Repeat("r", 2000)}, "reason is 2000 bytes long; the limit is 1024"},
 	} {
 		args := append([]string{"--server", srv, "batch", "start", "--query", "WorkflowType = 'Nap'"}, c.args...)
 		if msg := iwfFails(t, exitServerError, nil, args...); !strings.Contains(msg, c.want) {

@@ -79,11 +79,16 @@ type batchListData struct {
 	FirstURL string
 }
 
-// batchRow is one batch of the list.
+// batchRow is one batch of the list; Query is its query, shortened.
 type batchRow struct {
-	B   iwfapi.BatchInfo
-	URL string
+	B     iwfapi.BatchInfo
+	URL   string
+	Query string
 }
+
+// batchRowQuery is how much of a batch's query the batches page shows:
+// the batch's page shows the whole (up to search.MaxQueryLength).
+const batchRowQuery = 200
 
 // refuseBatch answers a batch request whose principal lacks the role (the
 // server refuses it before the console; this holds the console embedded
@@ -389,7 +394,7 @@ func (c *console) batchList(w http.ResponseWriter, r *http.Request) {
 	}
 	d := batchListData{}
 	for _, b := range resp.Batches {
-		d.Batches = append(d.Batches, batchRow{B: b, URL: c.batchURL(b.BatchId)})
+		d.Batches = append(d.Batches, batchRow{B: b, URL: c.batchURL(b.BatchId), Query: shorten(b.Query, batchRowQuery)})
 	}
 	if t := deref(resp.NextPageToken); t != "" {
 		d.NextURL = c.opts.Prefix + "batches?" + url.Values{"next": {t}}.Encode()

@@ -115,6 +115,20 @@ func TestBatchPages(t *testing.T) {
 			if body = f.open("/ui/batches"); !strings.Contains(body, `data-batch-id="`+id+`"`) {
 				t.Fatalf("batches page lacks %s:\n%s", id, body)
 			}
+			// The batches page shows the start of a long query; the
+			// batch's page shows it whole.
+			long, err := e.eng.StartBatch(context.Background(), iwfapi.BatchStartRequest{
+				Query: "WorkflowId = '" + strings.Repeat("z", 10000) + "'", Operation: iwfapi.BatchOperationCancel})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if body = f.open("/ui/batches"); !strings.Contains(body, `data-batch-id="`+long.BatchId+`"`) ||
+				!strings.Contains(body, strings.Repeat("z", 150)+"…") || strings.Contains(body, strings.Repeat("z", 300)) {
+				t.Fatalf("batches page with a long query (%d bytes)", len(body))
+			}
+			if body = f.open("/ui/batches/" + long.BatchId); !strings.Contains(body, strings.Repeat("z", 10000)) {
+				t.Fatalf("the batch's page lacks its whole query (%d bytes)", len(body))
+			}
 			// A second batch over the now terminated runs: each fails with its reason.
 			signal := url.Values{"q": {query}, "operation": {"SIGNAL"}, "channel": {"approval"}, "value": {"1"}, "confirm": {"yes"}, "csrf": {f.token}}
 			if status, _, loc = f.post("batch-start", signal, nil); status != http.StatusSeeOther {
@@ -138,6 +152,7 @@ func TestBatchPages(t *testing.T) {
 				{url.Values{"operation": {"RESET"}, "resetType": {"HISTORY_EVENT_TIME"}, "point": {"soon"}}, "reset.historyEventTime"},
 				{url.Values{"operation": {"SKIP_TIMER"}, "stateExecutionId": {"approve-1"}}, "timerCommandId or timerCommandIndex"},
 				{url.Values{"operation": {"CANCEL"}, "rps": {"1e-300"}}, "rps must be from 0.01"},
+				{url.Values{"operation": {"CANCEL"}, "reason": {strings.Repeat("r", 2000)}}, "reason is 2000 bytes long; the limit is 1024"},
 			} {
 				c.form.Set("q", query)
 				c.form.Set("csrf", f.token)

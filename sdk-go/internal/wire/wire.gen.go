@@ -685,7 +685,9 @@ type BatchInfo struct {
 type BatchListRequest struct {
 	NextPageToken *string `json:"nextPageToken,omitempty"`
 
-	// PageSize Batches per page; absent or 0 means 100, at most 1000.
+	// PageSize Batches per page; absent or 0 means 100, at most 100. A page ends
+	// earlier, with a nextPageToken, once its batches' JSON reaches about
+	// 1 MiB.
 	PageSize *int32 `json:"pageSize,omitempty"`
 }
 
@@ -727,10 +729,10 @@ type BatchStartRequest struct {
 	// Operation What a batch does to each run (extension of this server).
 	Operation BatchOperation `json:"operation"`
 
-	// Query A search query, as /api/v1/workflow/search takes it.
+	// Query A search query, as /api/v1/workflow/search takes it (at most 16 KiB).
 	Query string `json:"query"`
 
-	// Reason Why; the reason of the stops, and shown with the batch.
+	// Reason Why; the reason of the stops, and shown with the batch. At most 1024 bytes, else 400.
 	Reason *string `json:"reason,omitempty"`
 
 	// Reset The reset each run receives; the fields of a reset request. The point
