@@ -132,4 +132,4 @@ func UpdateQuery(ctx context.Context, s *Store, sql string, args ...any) (string
 func NewConns(s *Store) int64 { return s.pool.Stat().NewConnsCount() }
 
 // SQLRunsDelete is the statement of RunsDelete.
-const SQLRunsDelete = sqlRunsDelete
+var SQLRunsDelete = sqlRunsDelete

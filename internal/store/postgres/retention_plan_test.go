@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
+	"github.com/iwf-server/iwf-server/internal/store/storesql"
 )
 
 // TestRunsDeletePlan: the deletion of a batch of expired runs reaches every
@@ -70,6 +72,59 @@ func TestRunsDeletePlan(t *testing.T) {
 	for _, table := range tables {
 		if strings.Contains(p, "Seq Scan on "+table+" ") || strings.HasSuffix(p, "Seq Scan on "+table) {
 			t.Errorf("the deletion scans %s whole:\n%s", table, p)
+		}
+	}
+}
+
+// TestRunsExpiredPlan: the reads of expired runs stop at their limit on an
+// index in close order: the runs of one type on runs_search_type_order, the
+// runs of every type but some on runs_closed_at, whose partial predicate
+// (closed_at <> 0) the statement's closed_at > 0 implies. Without that the
+// read sorts every closed run for every batch.
+func TestRunsExpiredPlan(t *testing.T) {
+	ctx := context.Background()
+	_, schema := pgtest.NewStoreWith(t)
+	conn := pgtest.Conn(t, schema)
+	for _, q := range []string{
+		`INSERT INTO runs (run_id, workflow_id, workflow_type, status, started_at, closed_at)
+			SELECT 'r' || i, 'w' || i, 'T' || (i % 10), CASE WHEN i % 4 = 0 THEN 'RUNNING' ELSE 'COMPLETED' END, i,
+				CASE WHEN i % 4 = 0 THEN 0 ELSE i + 1 END
+			FROM generate_series(1, 20000) i`,
+		`ANALYZE runs`,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%.60s: %v", q, err)
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		e     engine.RunExpiry
+		index string
+	}{
+		{"one type", engine.RunExpiry{ClosedBefore: 15000, Types: []string{"T1"}, Limit: 200}, "runs_search_type_order"},
+		{"every type but some", engine.RunExpiry{ClosedBefore: 15000, ExceptTypes: []string{"T1"}, Limit: 200}, "runs_closed_at"},
+		{"every type", engine.RunExpiry{ClosedBefore: 15000, ExceptTypes: []string{}, Limit: 200}, "runs_closed_at"},
+	} {
+		q, args := storesql.Expired(storesql.PostgreSQL, "run_id", c.e)
+		rows, err := conn.Query(ctx, `EXPLAIN `+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		p := strings.Join(plan, "\n")
+		if !strings.Contains(p, c.index) || strings.Contains(p, "Sort") {
+			t.Errorf("%s: plan\n%s\nwant %s without a sort", c.name, p, c.index)
 		}
 	}
 }

@@ -48,8 +48,8 @@
 // page, so a page costs the same however deep it is, and runs added
 // meanwhile do not shift the pages.
 //
-// The package imports only the engine package (for the query types) and the
-// standard library.
+// The package imports the search package (for the query types), rowfmt and
+// storesql (for the Dialect) and the standard library.
 package searchsql
 
 import (
@@ -62,67 +62,22 @@ import (
 	"unicode/utf8"
 
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
+	"github.com/iwf-server/iwf-server/internal/store/storesql"
 	"github.com/iwf-server/iwf-server/search"
 )
 
-// Dialect is what differs between the databases.
-type Dialect struct {
-	// Placeholder returns the marker of the n-th bind parameter (1-based):
-	// "?" for SQLite, "$n" for PostgreSQL.
-	Placeholder func(n int) string
-	// Bool converts a BOOL literal to the value bound for the bool_value
-	// column (SQLite stores 0 and 1, PostgreSQL a BOOLEAN).
-	Bool func(b bool) any
-	// Joinable, when positive, bounds the subqueries of the filter's
-	// top-level AND that the database may turn into joins, for a store
-	// that compiles without counts (see splitJoinable); zero: no bound.
-	Joinable int
-	// Fence is the clause that, written at the end of an EXISTS
-	// subquery, keeps the database from turning it into a join. With
-	// counts, every per-run probe (modeExists) of the top-level AND is
-	// fenced.
-	Fence string
-}
+// Dialect is what differs between the databases: storesql's, which
+// renders the stores' other statements too.
+type Dialect = storesql.Dialect
 
-// SQLite is the dialect of the SQLite store.
-//
-// SQLite turns the EXISTS subqueries of the top-level AND into joins (up
-// to its 64 tables a join) and orders them with the others; with tens of
-// them it chose, for some, a range scan of the attribute's whole index
-// run after run (100 conditions over 3,000 runs took 11 s). A LIMIT keeps
-// a subquery what the counts made it: a probe by run id.
-var SQLite = Dialect{
-	Placeholder: func(int) string { return "?" },
-	Bool: func(b bool) any {
-		if b {
-			return int64(1)
-		}
-		return int64(0)
-	},
-	Fence: " LIMIT 1",
-}
-
-// PostgreSQL is the dialect of the PostgreSQL store.
-//
-// PostgreSQL's planner turns each IN or [NOT] EXISTS subquery of the
-// top-level AND into a semi-join (anti-join) and then searches for the
-// best order of all the joins: a search whose cost grows steeply with
-// their number (100 conditions took seconds to plan, 200 tens of seconds).
-// Only PostgreSQLJoinable subqueries are left to it (see splitJoinable);
-// enough for the planner to choose, among the conditions of a typical
-// search, the one that drives it.
-//
-// PostgreSQL converts an EXISTS subquery with a LIMIT (it drops the
-// LIMIT), but not one with an OFFSET, which it never flattens either.
-var PostgreSQL = Dialect{
-	Placeholder: func(n int) string { return fmt.Sprintf("$%d", n) },
-	Bool:        func(b bool) any { return b },
-	Joinable:    PostgreSQLJoinable,
-	Fence:       " OFFSET 0",
-}
+// The dialects of the two stores (see storesql for what each differs in).
+var (
+	SQLite     = storesql.SQLite
+	PostgreSQL = storesql.PostgreSQL
+)
 
 // PostgreSQLJoinable is the Joinable of the PostgreSQL dialect.
-const PostgreSQLJoinable = 4
+const PostgreSQLJoinable = storesql.PostgreSQLJoinable
 
 // openCloseKey is the default order's first key: the close time, or the
 // largest BIGINT for an open run, so that open runs come first in

@@ -7,40 +7,25 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
+	"github.com/iwf-server/iwf-server/internal/store/storesql"
 )
 
-// The batch tables (migration 0005).
+// The batch tables (migration 0005), with storesql's statements.
 var (
-	qBatchGet  = query(`SELECT ` + rowfmt.BatchColumns + ` FROM batches WHERE batch_id = ?`)
-	qBatchList = query(`SELECT ` + rowfmt.BatchColumns + ` FROM batches
-		WHERE (? <= 0 OR seq < ?) ORDER BY seq DESC LIMIT ?`)
-	qBatchItemList = query(`SELECT ` + rowfmt.BatchItemColumns + ` FROM batch_items
-		WHERE batch_id = ? AND (? = '' OR status = ?) AND seq > ? ORDER BY seq LIMIT ?`)
-	qBatchInsert = query(`INSERT INTO batches (batch_id, query, operation, options, reason, rps, state, message,
-		created_by, created_at, updated_at, lease_owner, lease_expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq`)
-	qBatchItemInsert = query(`INSERT INTO batch_items (batch_id, seq, workflow_id, run_id, status)
-		SELECT ?, value ->> 0, value ->> 1, value ->> 2, 'pending' FROM json_each(?)`)
-	qBatchMatched  = query(`UPDATE batches SET matched = matched + ? WHERE batch_id = ?`)
-	qBatchSetState = query(`UPDATE batches SET state = ?, message = ?, updated_at = ?,
-		closed_at = CASE WHEN ? THEN ? ELSE closed_at END,
-		lease_owner = CASE WHEN ? THEN NULL ELSE lease_owner END,
-		lease_expires_at = CASE WHEN ? THEN 0 ELSE lease_expires_at END
-		WHERE batch_id = ? AND state IN (SELECT value FROM json_each(?))`)
-	qBatchItemFinish = query(`UPDATE batch_items SET status = ?, failure = ?
-		WHERE batch_id = ? AND seq = ? AND status = 'pending'`)
-	qBatchCount = query(`UPDATE batches SET done = done + ?, failed = failed + ?, updated_at = ?
-		WHERE batch_id = ? AND state = 'running'`)
-	qBatchAbandon = query(`UPDATE batches SET state = 'cancelled', message = ?, updated_at = ?, closed_at = ?,
-		lease_owner = NULL, lease_expires_at = 0
-		WHERE state = 'starting' AND (lease_owner IS NULL OR lease_expires_at < ?)`)
-	qBatchClaim = query(`UPDATE batches SET lease_owner = ?, lease_expires_at = ?
-		WHERE seq = (SELECT seq FROM batches WHERE state = 'running' AND (lease_owner IS NULL OR lease_expires_at < ?)
-			ORDER BY seq LIMIT 1)
-		RETURNING ` + rowfmt.BatchColumns)
-	qBatchRenew   = query(`UPDATE batches SET lease_expires_at = ? WHERE batch_id = ? AND lease_owner = ?`)
-	qBatchRelease = query(`UPDATE batches SET lease_owner = NULL, lease_expires_at = 0
-		WHERE lease_owner IS NOT NULL AND (? = '' OR lease_owner = ?) AND (? = '' OR batch_id = ?)`)
+	batchSQL         = storesql.BatchStatements(storesql.SQLite)
+	qBatchGet        = query(batchSQL.Get)
+	qBatchList       = query(batchSQL.List)
+	qBatchItemList   = query(batchSQL.ItemList)
+	qBatchInsert     = query(batchSQL.Insert)
+	qBatchItemInsert = query(batchSQL.ItemInsert)
+	qBatchMatched    = query(batchSQL.Matched)
+	qBatchSetState   = query(batchSQL.SetState)
+	qBatchItemFinish = query(batchSQL.ItemFinish)
+	qBatchCount      = query(batchSQL.Count)
+	qBatchAbandon    = query(batchSQL.Abandon)
+	qBatchClaim      = query(batchSQL.Claim)
+	qBatchRenew      = query(batchSQL.Renew)
+	qBatchRelease    = query(batchSQL.Release)
 )
 
 // BatchGet implements engine.ReadTx.
@@ -51,14 +36,14 @@ func (t *txn) BatchGet(ctx context.Context, batchID string) (*engine.Batch, erro
 
 // BatchList implements engine.ReadTx.
 func (t *txn) BatchList(ctx context.Context, beforeSeq int64, limit int) ([]*engine.Batch, error) {
-	rows, err := t.query(ctx, qBatchList, beforeSeq, beforeSeq, sqlLimit(limit))
+	rows, err := t.query(ctx, qBatchList, beforeSeq, storesql.SQLite.Limit(limit))
 	out, err := collectRows(rows, err, rowfmt.ScanBatch)
 	return out, wrap("BatchList", err)
 }
 
 // BatchItemList implements engine.ReadTx.
 func (t *txn) BatchItemList(ctx context.Context, batchID string, status engine.BatchItemStatus, afterSeq int64, limit int) ([]*engine.BatchItem, error) {
-	rows, err := t.query(ctx, qBatchItemList, batchID, string(status), string(status), afterSeq, sqlLimit(limit))
+	rows, err := t.query(ctx, qBatchItemList, batchID, string(status), afterSeq, storesql.SQLite.Limit(limit))
 	out, err := collectRows(rows, err, rowfmt.ScanBatchItem)
 	return out, wrap("BatchItemList", err)
 }
@@ -93,12 +78,8 @@ func (t *txn) BatchItemInsert(ctx context.Context, batchID string, items []*engi
 
 // BatchSetState implements engine.Tx.
 func (t *txn) BatchSetState(ctx context.Context, batchID string, from []engine.BatchState, to engine.BatchState, message string, now time.Time) (bool, error) {
-	list, err := jsonList(rowfmt.BatchStateStrings(from))
-	if err != nil {
-		return false, wrap("BatchSetState", err)
-	}
-	closing := rowfmt.BatchClosing(to)
-	ok, err := affected(t.exec(ctx, qBatchSetState, string(to), message, rowfmt.ToMs(now), closing, rowfmt.ToMs(now), closing, closing, batchID, list))
+	ok, err := affected(t.exec(ctx, qBatchSetState, string(to), message, rowfmt.ToMs(now), rowfmt.BatchClosing(to), batchID,
+		storesql.List(storesql.SQLite, rowfmt.BatchStateStrings(from))))
 	return ok, wrap("BatchSetState", err)
 }
 
@@ -117,7 +98,7 @@ func (t *txn) BatchItemFinish(ctx context.Context, batchID string, seq int64, st
 // BatchClaim implements engine.Tx.
 func (t *txn) BatchClaim(ctx context.Context, owner string, now time.Time, lease time.Duration) (*engine.Batch, error) {
 	ms := rowfmt.ToMs(now)
-	if _, err := t.exec(ctx, qBatchAbandon, rowfmt.BatchAbandoned, ms, ms, ms); err != nil {
+	if _, err := t.exec(ctx, qBatchAbandon, rowfmt.BatchAbandoned, ms); err != nil {
 		return nil, wrap("BatchClaim", err)
 	}
 	b, err := rowfmt.ScanBatch(t.queryRow(ctx, qBatchClaim, owner, rowfmt.ToMs(now.Add(lease)), ms))
@@ -135,20 +116,12 @@ func (t *txn) BatchRenew(ctx context.Context, batchID, owner string, expires tim
 
 // BatchRelease implements engine.Tx.
 func (t *txn) BatchRelease(ctx context.Context, owner, batchID string) (int64, error) {
-	res, err := t.exec(ctx, qBatchRelease, owner, owner, batchID, batchID)
+	res, err := t.exec(ctx, qBatchRelease, owner, batchID)
 	if err != nil {
 		return 0, wrap("BatchRelease", err)
 	}
 	n, err := res.RowsAffected()
 	return n, wrap("BatchRelease", err)
-}
-
-// sqlLimit is a LIMIT value: <= 0 means none.
-func sqlLimit(limit int) int64 {
-	if limit <= 0 {
-		return -1
-	}
-	return int64(limit)
 }
 
 // collectRows reads every row with scan.

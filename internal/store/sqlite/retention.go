@@ -2,50 +2,22 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/storesql"
 )
 
 // Retention: finding and deleting expired runs. The reads run on the read
 // pool; a deletion is one function of the write queue, so it commits
 // between the engine's own batches and a crash leaves it whole or undone.
 
-// closeOrder is the expression of the search-order indexes (0002): the
-// close time, with open runs last. It must stay identical to theirs.
-const closeOrder = `(CASE WHEN closed_at = 0 THEN 9223372036854775807 ELSE closed_at END)`
-
-// expiredQuery returns the SELECT list's statement of RunsExpired (or
-// its count) and its arguments. The index runs_closed_at serves the range
-// on closed_at (open runs have 0) in close order. The retention of one
-// workflow type (what the engine asks for) reads runs_search_type_order,
-// whose prefix is the type and then the close time: the oldest runs of
-// the type come first and the LIMIT ends the read. With closed_at and an
-// IN list instead, SQLite reads every run of the type and sorts them, for
-// every batch: a sweep of N runs of one type then costs N squared.
+// expiredQuery returns the statement of RunsExpired that reads columns
+// (storesql.Expired), and its arguments.
 func expiredQuery(columns string, e engine.RunExpiry) (string, []any, error) {
-	if len(e.Types) == 1 {
-		// closeOrder < ClosedBefore also excludes open runs (their
-		// closeOrder is the largest integer).
-		return `SELECT ` + columns + ` FROM runs WHERE workflow_type = ? AND ` + closeOrder + ` < ? ORDER BY ` + closeOrder + ` LIMIT ?`,
-			[]any{e.Types[0], e.ClosedBefore, e.Limit}, nil
-	}
-	list := e.ExceptTypes
-	cond := `workflow_type NOT IN (SELECT value FROM json_each(?))`
-	if e.Types != nil {
-		list, cond = e.Types, `workflow_type IN (SELECT value FROM json_each(?))`
-	}
-	if list == nil {
-		list = []string{}
-	}
-	types, err := json.Marshal(list)
-	if err != nil {
-		return "", nil, err
-	}
-	q := `SELECT ` + columns + ` FROM runs WHERE closed_at > 0 AND closed_at < ? AND ` + cond + ` ORDER BY closed_at LIMIT ?`
-	return q, []any{e.ClosedBefore, string(types), e.Limit}, nil
+	q, args := storesql.Expired(storesql.SQLite, columns, e)
+	return q, args, nil
 }
 
 // RunsExpired implements engine.Store.
@@ -81,39 +53,23 @@ func (s *Store) RunsExpiredCount(ctx context.Context, e engine.RunExpiry) (int, 
 	if e.Limit <= 0 {
 		return 0, fmt.Errorf("sqlite: RunsExpiredCount: limit %d, want > 0", e.Limit)
 	}
-	q, args, err := expiredQuery("1", e)
-	if err != nil {
-		return 0, err
-	}
+	q, args := storesql.ExpiredCount(storesql.SQLite, e)
 	var n int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM (`+q+`)`, args...).Scan(&n); err != nil {
+	if err := s.r.QueryRowContext(ctx, q, args...).Scan(&n); err != nil {
 		return 0, classify(ctx, fmt.Errorf("sqlite: RunsExpiredCount: %w", err))
 	}
 	return n, nil
 }
 
-// runTables are the tables whose rows belong to one run, by run_id.
-// search_attribute_words comes before search_attributes, whose delete
-// trigger would otherwise delete the words one attribute at a time.
-var runTables = []string{"executions", "history", "messages", "data_attributes", "search_attribute_words",
-	"search_attribute_strings", "search_attributes", "tasks"}
-
-// The statements of a deletion, prepared once (queries). Each takes the
-// batch's run ids as one JSON array and reads each table through its index
-// on run_id.
+// The statements of a deletion (storesql.RunsDelete), prepared once
+// (queries). Each takes the batch's run ids as one JSON array and reads
+// each table through its index on run_id.
 var (
-	qRetentionDoomed = query(`SELECT run_id, workflow_id FROM runs WHERE run_id` + inJSON + ` AND closed_at > 0`)
-	qRetentionTables = func() []int {
-		q := make([]int, len(runTables))
-		for i, t := range runTables {
-			q[i] = query(`DELETE FROM ` + t + ` WHERE run_id` + inJSON)
-		}
-		return q
-	}()
-	// A workflow id goes with its current run: its next start finds it
-	// unused.
-	qRetentionWorkflows = query(`DELETE FROM workflows WHERE workflow_id` + inJSON + ` AND current_run_id` + inJSON)
-	qRetentionRuns      = query(`DELETE FROM runs WHERE run_id` + inJSON)
+	runsDelete          = storesql.RunsDeleteStatements(storesql.SQLite)
+	qRetentionDoomed    = query(runsDelete.Doomed)
+	qRetentionTables    = queriesOf(runsDelete.Tables)
+	qRetentionWorkflows = query(runsDelete.Workflows)
+	qRetentionRuns      = query(runsDelete.Runs)
 )
 
 // RunsDelete implements engine.Store.
@@ -129,18 +85,15 @@ func (s *Store) RunsDeleteTimed(ctx context.Context, runIDs []string) (int, time
 	if len(runIDs) == 0 {
 		return 0, 0, nil
 	}
-	in, err := json.Marshal(runIDs)
-	if err != nil {
-		return 0, 0, err
-	}
+	in := storesql.List(storesql.SQLite, runIDs)
 	var n int
 	var held time.Duration
-	err = s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
 		began := time.Now()
 		defer func() { held = time.Since(began) }()
 		t := tx.(*txn)
 		n = 0
-		rows, err := t.stmt(ctx, qRetentionDoomed).QueryContext(ctx, string(in))
+		rows, err := t.stmt(ctx, qRetentionDoomed).QueryContext(ctx, in)
 		if err != nil {
 			return err
 		}
@@ -157,17 +110,16 @@ func (s *Store) RunsDeleteTimed(ctx context.Context, runIDs []string) (int, time
 		if err := rows.Err(); err != nil || len(runs) == 0 {
 			return err
 		}
-		doomed, _ := json.Marshal(runs)
-		wfs, _ := json.Marshal(workflows)
+		doomed, wfs := storesql.List(storesql.SQLite, runs), storesql.List(storesql.SQLite, workflows)
 		for i, q := range qRetentionTables {
-			if _, err := t.stmt(ctx, q).ExecContext(ctx, string(doomed)); err != nil {
-				return fmt.Errorf("delete from %s: %w", runTables[i], err)
+			if _, err := t.stmt(ctx, q).ExecContext(ctx, doomed); err != nil {
+				return fmt.Errorf("delete from %s: %w", storesql.RunTables[i], err)
 			}
 		}
-		if _, err := t.stmt(ctx, qRetentionWorkflows).ExecContext(ctx, string(wfs), string(doomed)); err != nil {
+		if _, err := t.stmt(ctx, qRetentionWorkflows).ExecContext(ctx, wfs, doomed); err != nil {
 			return fmt.Errorf("delete from workflows: %w", err)
 		}
-		res, err := t.stmt(ctx, qRetentionRuns).ExecContext(ctx, string(doomed))
+		res, err := t.stmt(ctx, qRetentionRuns).ExecContext(ctx, doomed)
 		if err != nil {
 			return fmt.Errorf("delete from runs: %w", err)
 		}
@@ -192,11 +144,11 @@ func (s *Store) RetentionLock(context.Context) (func(), bool, error) {
 
 var _ engine.RunsDeleteTimer = (*Store)(nil)
 
-// The statements of RetentionStart.
-var (
-	qRetentionStartInsert = query(`INSERT INTO retention_start (id, since_ms) VALUES (1, ?) ON CONFLICT (id) DO NOTHING`)
-	qRetentionStartSelect = query(`SELECT since_ms FROM retention_start WHERE id = 1`)
-)
+// The statements of RetentionStart (storesql.RetentionStart).
+var qRetentionStartInsert, qRetentionStartSelect = func() (int, int) {
+	insert, read := storesql.RetentionStart(storesql.SQLite)
+	return query(insert), query(read)
+}()
 
 // RetentionStart implements engine.Store.
 func (s *Store) RetentionStart(ctx context.Context, now time.Time) (time.Time, error) {

@@ -24,6 +24,15 @@ func query(q string) int {
 	return len(queries) - 1
 }
 
+// queriesOf registers each of qs (query) and returns their indexes.
+func queriesOf(qs []string) []int {
+	out := make([]int, len(qs))
+	for i, q := range qs {
+		out[i] = query(q)
+	}
+	return out
+}
+
 const (
 	runColumns  = rowfmt.RunColumns
 	execColumns = rowfmt.ExecutionColumns
