@@ -6,6 +6,14 @@
 // answers there. When none is reachable, tests that need it are skipped with
 // a message saying how to enable them; with IWF_TEST_POSTGRES_REQUIRED=1
 // (as in CI) they fail instead.
+//
+// With IWF_TEST_POSTGRES_MIGRATED_BY set to the path of an iwf-server
+// binary, every schema NewStore and its siblings create is first laid out
+// by that binary's `iwf-server migrate`, and the store's own Migrate runs
+// after it (finding its migrations recorded, it does nothing). The
+// mixed-version test (internal/chaos TestMixedVersion) runs the previous
+// release's conformance suite this way, on the schema of the release that
+// follows it.
 package pgtest
 
 import (
@@ -14,7 +22,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +41,9 @@ const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 const (
 	EnvURL      = "IWF_TEST_POSTGRES_URL"
 	EnvRequired = "IWF_TEST_POSTGRES_REQUIRED"
+	// EnvMigratedBy names an iwf-server binary whose `migrate` lays out
+	// every new store schema before the store's own migrations run.
+	EnvMigratedBy = "IWF_TEST_POSTGRES_MIGRATED_BY"
 )
 
 var probe struct {
@@ -119,10 +132,15 @@ func newStores(t testing.TB, n int, opts ...postgres.Option) ([]*postgres.Store,
 	stores := make([]*postgres.Store, n)
 	t.Cleanup(func() {
 		for _, s := range stores {
-			s.Close()
+			if s != nil {
+				s.Close()
+			}
 		}
 		DropSchema(t, url, schema)
 	})
+	if bin := os.Getenv(EnvMigratedBy); bin != "" {
+		migrateWith(ctx, t, bin, url, schema)
+	}
 	for i := range stores {
 		s, err := postgres.Open(ctx, url, append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
 		if err != nil {
@@ -134,6 +152,41 @@ func newStores(t testing.TB, n int, opts ...postgres.Option) ([]*postgres.Store,
 		t.Fatalf("pgtest: %v", err)
 	}
 	return stores, schema
+}
+
+// migrateWith creates schema and has the iwf-server binary bin migrate it
+// (its --db URL selects the schema with search_path, as a deployment's
+// would). The line it logs is how the mixed-version test knows that the
+// suite it ran honoured EnvMigratedBy.
+func migrateWith(ctx context.Context, t testing.TB, bin, base, schema string) {
+	t.Helper()
+	conn, err := pgx.Connect(ctx, base)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	_, err = conn.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize())
+	conn.Close(context.Background())
+	if err != nil {
+		t.Fatalf("pgtest: creating schema %s: %v", schema, err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("pgtest: %s: %v", EnvURL, err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	cmd := exec.CommandContext(ctx, bin, "migrate", "--db", u.String())
+	// Only the flag counts: the environment's IWF_* settings are left out.
+	for _, kv := range os.Environ() {
+		if len(kv) < 4 || kv[:4] != "IWF_" {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("pgtest: %s migrate --db %s: %v\n%s", bin, u.Redacted(), err, out)
+	}
+	t.Logf("pgtest: schema %s migrated by %s", schema, bin)
 }
 
 // NewSchemaName returns a fresh schema name, "iwf_test_" and random hex.
