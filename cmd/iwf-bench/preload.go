@@ -80,6 +80,7 @@ var globalTables = map[string]bool{
 	"batch_items":            true,
 	"limit_permits":          true, // permits of calls in flight or waiting (none in a preload)
 	"limit_buckets":          true, // one row per limit key
+	"retention_start":        true, // when retention began to count: one row, or none
 }
 
 // tableInfo is one table of the schema and how its rows are cloned.
