@@ -11,7 +11,14 @@ COPY go.mod go.sum ./
 COPY sdk-go/go.mod sdk-go/
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags="-s -w" -o /out/iwf-server ./cmd/iwf-server
+# The build context has no .git: make docker passes the commit and the
+# date, which reach package internal/buildinfo (iwf-server version,
+# GET /info/version, iwf_build_info); the release is in the sources.
+ARG COMMIT=
+ARG BUILD_DATE=
+RUN CGO_ENABLED=0 GOOS=linux go build -trimpath \
+    -ldflags="-s -w -X github.com/iwf-server/iwf-server/internal/buildinfo.commit=${COMMIT} -X github.com/iwf-server/iwf-server/internal/buildinfo.buildDate=${BUILD_DATE}" \
+    -o /out/iwf-server ./cmd/iwf-server
 # The data directory, owned by the non-root user of the final stage.
 RUN mkdir -p /out/data && chown 65532:65532 /out/data
 

@@ -3,12 +3,27 @@ SHELL     := /bin/bash
 GO        ?= go
 BIN       ?= bin/iwf-server
 IMAGE     ?= iwf-server:dev
+# The release number lives in one file, which the binaries embed; the
+# commit and the build date reach them through -ldflags (package
+# internal/buildinfo), so that a build outside git names them too.
+VERSION    := $(shell cat internal/buildinfo/VERSION)
+COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell test -z "$$(git status --porcelain 2>/dev/null)" || echo -dirty)
+BUILD_DATE ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
+# Evaluated once, so that every binary of a release says the same.
+COMMIT     := $(COMMIT)
+BUILD_DATE := $(BUILD_DATE)
+BUILDINFO  := github.com/iwf-server/iwf-server/internal/buildinfo
+LDFLAGS    := -X $(BUILDINFO).commit=$(COMMIT) -X $(BUILDINFO).buildDate=$(BUILD_DATE)
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/arm64
+# Tracked files larger than this (bytes) fail make verify, except under
+# testdata/ and docs/.
+MAX_FILE_BYTES ?= 1048576
 # The PostgreSQL suite runs when this URL is set or a server answers on
 # 127.0.0.1:5432; CI sets IWF_TEST_POSTGRES_REQUIRED=1 so a missing
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build test test-stress verify generate lint docker bench fuzz chaos chaos-failover chaos-net soak batch-check limits-check
+.PHONY: help run build release test test-stress verify generate lint check-size docker bench fuzz chaos chaos-failover chaos-net soak batch-check limits-check
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -17,7 +32,23 @@ run: ## start the server on the embedded SQLite store (./iwf.db)
 	$(GO) run ./cmd/iwf-server
 
 build: ## build the server binary into bin/
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/iwf-server
+	CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/iwf-server
+
+# A release is built from a commit: a tree with changes (tracked or not)
+# is refused unless ALLOW_DIRTY=1, and its binaries then say "-dirty".
+release: ## static iwf-server and iwf for RELEASE_PLATFORMS into dist/, named with the version, and dist/SHA256SUMS
+	@if [ "$(ALLOW_DIRTY)" != 1 ] && [ -n "$$(git status --porcelain)" ]; then \
+		echo "release: the tree has changes (git status); commit them, or make release ALLOW_DIRTY=1"; exit 1; fi
+	@rm -rf dist && mkdir -p dist
+	@for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; \
+		for cmd in iwf-server iwf; do \
+			out=dist/$${cmd}_$(VERSION)_$${os}_$${arch}; echo "== $$out"; \
+			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $$out ./cmd/$$cmd || exit 1; \
+		done; \
+	done
+	@cd dist && if command -v sha256sum >/dev/null; then sha256sum iwf*_$(VERSION)_*; else shasum -a 256 iwf*_$(VERSION)_*; fi >SHA256SUMS
+	@echo "release $(VERSION) (commit $(COMMIT), built $(BUILD_DATE)):"; cat dist/SHA256SUMS
 
 test: ## run all tests (SQLite always; PostgreSQL when reachable): server, SDK and deploy/check modules, one summary
 	@out=$$(mktemp); status=0; failed=""; \
@@ -43,7 +74,7 @@ generate: ## regenerate code from api/openapi.yaml (server and SDK)
 	$(GO) generate ./api/...
 	cd sdk-go && $(GO) generate .
 
-verify: generate lint ## regenerate and fail if anything changed; gofmt + vet
+verify: generate lint check-size ## regenerate and fail if anything changed; gofmt + vet; no large tracked files
 	@git diff --exit-code -- api/ sdk-go/internal/wire/ || (echo "generated code is stale: run 'make generate' and commit" && exit 1)
 	@test -z "$$(git status --porcelain -- api/ sdk-go/internal/wire/)" || (git status --porcelain -- api/ sdk-go/internal/wire/ && echo "generate left untracked files" && exit 1)
 
@@ -53,8 +84,15 @@ lint: ## gofmt and go vet (server and SDK)
 	cd sdk-go && $(GO) vet ./...
 	cd deploy/check && $(GO) vet ./...
 
+check-size: ## fail when a tracked file outside testdata/ and docs/ is larger than MAX_FILE_BYTES (1 MB)
+	@big=$$(git ls-files -s | awk -F'\t' '{split($$1, a, " "); print a[2] " " $$2}' \
+		| git cat-file --batch-check='%(objectsize) %(rest)' \
+		| awk -v max=$(MAX_FILE_BYTES) '$$1 > max && $$2 !~ /(^|\/)testdata\// && $$2 !~ /^docs\//'); \
+	if [ -n "$$big" ]; then echo "tracked files over $(MAX_FILE_BYTES) bytes (build outputs belong in bin/ or dist/, data in testdata/):"; \
+		echo "$$big" | awk '{printf "  %s (%d bytes)\n", substr($$0, index($$0, " ") + 1), $$1}'; exit 1; fi
+
 docker: ## build the container image
-	docker build -t $(IMAGE) .
+	docker build --build-arg COMMIT=$(COMMIT) --build-arg BUILD_DATE=$(BUILD_DATE) -t $(IMAGE) .
 
 # Each fuzz target runs for FUZZTIME in turn; crashers land in the
 # package's testdata/fuzz/<Target>/ and then run with every `make test`.
