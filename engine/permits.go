@@ -205,11 +205,16 @@ type PermitWait struct {
 	Since time.Time
 }
 
-// Decide is the rule of PermitAcquire, the same for every store. held is
-// the number of held permits of the key (its rows not expired), ahead the
-// waiters queued before this one (by WaitingSince, then waiter id), and
-// tokens and updated the bucket of a rate limit as stored. It returns the
-// answer and the bucket to store.
+// Decide is the rule of PermitAcquire, the one place it is written: every
+// store reads what it needs under the key's lock and applies it
+// (internal/store/storesql). held is the number of held permits of the key
+// (its rows not expired), ahead the waiters queued before this one (by
+// WaitingSince, then waiter id), and tokens and updated the bucket of a
+// rate limit as stored. It returns the answer and the bucket to store.
+//
+// Times are whole milliseconds, as the store keeps them: a refill counts
+// from the millisecond it was stored at, so that no part of a millisecond
+// is counted twice, and RetryAfter is rounded up to a millisecond.
 func (r PermitRequest) Decide(held, ahead int, tokens float64, updated time.Time) (PermitGrant, float64, time.Time) {
 	if r.Concurrency > 0 {
 		if held+ahead < r.Concurrency {
@@ -221,15 +226,16 @@ func (r PermitRequest) Decide(held, ahead int, tokens float64, updated time.Time
 	if burst < 1 {
 		burst = 1
 	}
-	if el := r.Now.Sub(updated).Seconds(); el > 0 {
-		tokens = math.Min(burst, tokens+el*r.Rate)
-		updated = r.Now
+	now := time.UnixMilli(r.Now.UnixMilli()).UTC()
+	if el := now.Sub(updated).Milliseconds(); el > 0 {
+		tokens = math.Min(burst, tokens+float64(el)/1000*r.Rate)
+		updated = now
 	}
 	if float64(ahead) < math.Floor(tokens+1e-9) {
 		return PermitGrant{Granted: true, Ahead: ahead}, tokens - 1, updated
 	}
 	need := float64(ahead+1) - tokens
-	return PermitGrant{Ahead: ahead, RetryAfter: time.Duration(math.Ceil(need / r.Rate * float64(time.Second)))}, tokens, updated
+	return PermitGrant{Ahead: ahead, RetryAfter: time.Duration(math.Ceil(need/r.Rate*1000)) * time.Millisecond}, tokens, updated
 }
 
 // errLimitWait reports that a task parked to wait for a limit; the

@@ -5,11 +5,11 @@ package sqlite
 // live in the file all the same, so that the engine and the conformance
 // suite see one implementation of the rule on both stores (see
 // docs/architecture.md). SQLite's single writer serialises acquisitions.
+// The statements are storesql's; the rule is engine.PermitRequest.Decide.
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -17,84 +17,75 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
+	"github.com/iwf-server/iwf-server/internal/store/storesql"
 )
 
 var _ engine.PermitStore = (*Store)(nil)
 
-// permitTx runs fn in a write transaction on the raw SQL transaction.
-func (s *Store) permitTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
-	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return fn(tx.(*txn).tx) })
+// The statements of the permits, prepared once (queries).
+var (
+	permitSQL           = storesql.PermitStatements(storesql.SQLite)
+	qPermitLock         = query(permitSQL.Lock)
+	qPermitExpire       = query(permitSQL.Expire)
+	qPermitQueue        = query(permitSQL.Queue)
+	qPermitCount        = query(permitSQL.Count)
+	qPermitRenew        = query(permitSQL.Renew)
+	qPermitRelease      = query(permitSQL.Release)
+	qPermitReleaseOther = query(permitSQL.ReleaseOthers)
+	qPermitWaiting      = query(permitSQL.Waiting)
+	// qPermitWrites are the writes of an acquisition, by their text.
+	qPermitWrites = map[string]int{
+		permitSQL.Hold:   query(permitSQL.Hold),
+		permitSQL.Leave:  query(permitSQL.Leave),
+		permitSQL.Refill: query(permitSQL.Refill),
+	}
+)
+
+// permitTx runs fn in a write transaction.
+func (s *Store) permitTx(ctx context.Context, op string, fn func(t *txn) error) error {
+	err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return fn(tx.(*txn)) })
 	if err != nil {
 		return classify(ctx, fmt.Errorf("sqlite: %s: %w", op, err))
 	}
 	return nil
 }
 
-// PermitAcquire takes, or queues for, a permit of r.Key: it deletes the
-// key's expired rows, queues the waiter, counts the held permits and the
-// waiters ahead, and applies engine.PermitRequest.Decide.
+// PermitAcquire takes, or queues for, a permit of r.Key: storesql's reads,
+// one after the other, then the writes of storesql.Permits.PermitDecision.
 func (s *Store) PermitAcquire(ctx context.Context, r engine.PermitRequest) (engine.PermitGrant, error) {
 	var g engine.PermitGrant
-	now := rowfmt.ToMs(r.Now)
-	err := s.permitTx(ctx, "PermitAcquire", func(tx *sql.Tx) error {
-		g = engine.PermitGrant{}
-		var tokens float64
-		var updated int64
-		if err := tx.QueryRowContext(ctx, `INSERT INTO limit_buckets (limit_key, tokens, updated_at) VALUES (?1, ?2, ?3)
-			ON CONFLICT (limit_key) DO UPDATE SET limit_key = excluded.limit_key
-			RETURNING tokens, updated_at`, r.Key, max(r.Burst, 1), now).Scan(&tokens, &updated); err != nil {
+	err := s.permitTx(ctx, "PermitAcquire", func(t *txn) error {
+		var f storesql.PermitFound
+		if err := t.queryRow(ctx, qPermitLock, permitSQL.LockArgs(r)...).Scan(&f.Tokens, &f.Updated); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM limit_permits WHERE limit_key = ?1 AND expires_at <= ?2 AND waiter <> ?3`,
-			r.Key, now, r.Waiter); err != nil {
+		if _, err := t.exec(ctx, qPermitExpire, permitSQL.ExpireArgs(r)...); err != nil {
 			return err
 		}
 		var since int64
-		var mine bool
-		if err := tx.QueryRowContext(ctx, `INSERT INTO limit_permits AS p (limit_key, waiter, owner, waiting_since, held, expires_at)
-			VALUES (?1, ?2, ?3, ?5, 0, ?4 + ?6)
-			ON CONFLICT (limit_key, waiter) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
-				held = p.held AND p.owner = excluded.owner AND p.expires_at > ?4
-				WHERE p.owner = excluded.owner OR p.expires_at <= ?4
-			RETURNING waiting_since, held`, r.Key, r.Waiter, r.Owner, now, rowfmt.ToMs(r.WaitingSince), r.LeaseDuration.Milliseconds()).
-			Scan(&since, &mine); errors.Is(err, sql.ErrNoRows) {
-			return nil // another owner's live row of this waiter: wait, never count it twice
-		} else if err != nil {
+		err := t.queryRow(ctx, qPermitQueue, permitSQL.QueueArgs(r)...).Scan(&since, &f.Held)
+		f.Queued = err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		if mine {
-			g = engine.PermitGrant{Granted: true}
-			return nil
-		}
-		var nHeld, ahead int
-		if err := tx.QueryRowContext(ctx, `SELECT
-				coalesce(sum(held), 0),
-				coalesce(sum(NOT held AND (waiting_since < ?3 OR (waiting_since = ?3 AND waiter < ?2))), 0)
-			FROM limit_permits WHERE limit_key = ?1 AND waiter <> ?2 AND expires_at > ?4`, r.Key, r.Waiter, since, now).
-			Scan(&nHeld, &ahead); err != nil {
-			return err
-		}
-		var newTokens float64
-		var newUpdated time.Time
-		g, newTokens, newUpdated = r.Decide(nHeld, ahead, tokens, rowfmt.FromMs(updated))
-		if r.Concurrency <= 0 && (newTokens != tokens || rowfmt.ToMs(newUpdated) != updated) {
-			if _, err := tx.ExecContext(ctx, `UPDATE limit_buckets SET tokens = ?2, updated_at = ?3 WHERE limit_key = ?1`,
-				r.Key, newTokens, rowfmt.ToMs(newUpdated)); err != nil {
+		if f.Queued && !f.Held {
+			if err := t.queryRow(ctx, qPermitCount, permitSQL.CountArgs(r)...).Scan(&f.HeldCount, &f.Ahead); err != nil {
 				return err
 			}
 		}
-		switch {
-		case !g.Granted:
-		case r.Concurrency > 0:
-			_, err := tx.ExecContext(ctx, `UPDATE limit_permits SET held = 1 WHERE limit_key = ?1 AND waiter = ?2`, r.Key, r.Waiter)
-			return err
-		default:
-			_, err := tx.ExecContext(ctx, `DELETE FROM limit_permits WHERE limit_key = ?1 AND waiter = ?2`, r.Key, r.Waiter)
-			return err
+		var writes []storesql.Write
+		g, writes = permitSQL.PermitDecision(r, f)
+		for _, w := range writes {
+			if _, err := t.exec(ctx, qPermitWrites[w.SQL], w.Args...); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
-	return g, err
+	if err != nil {
+		return engine.PermitGrant{}, err
+	}
+	return g, nil
 }
 
 // PermitRenew extends owner's unexpired rows of waiters.
@@ -102,13 +93,10 @@ func (s *Store) PermitRenew(ctx context.Context, owner string, waiters []int64, 
 	if len(waiters) == 0 {
 		return nil, nil
 	}
-	list, _ := json.Marshal(waiters)
 	var held []int64
-	err := s.permitTx(ctx, "PermitRenew", func(tx *sql.Tx) error {
+	err := s.permitTx(ctx, "PermitRenew", func(t *txn) error {
 		held = held[:0]
-		rows, err := tx.QueryContext(ctx, `UPDATE limit_permits SET expires_at = ?3 + ?4
-			WHERE owner = ?1 AND waiter IN (SELECT value FROM json_each(?2)) AND expires_at > ?3
-			RETURNING waiter, held`, owner, string(list), rowfmt.ToMs(now), duration.Milliseconds())
+		rows, err := t.query(ctx, qPermitRenew, owner, storesql.List(storesql.SQLite, waiters), rowfmt.ToMs(now), duration.Milliseconds())
 		if err != nil {
 			return err
 		}
@@ -133,42 +121,32 @@ func (s *Store) PermitRelease(ctx context.Context, owner string, waiters []int64
 	if owner == "" {
 		return nil, errors.New("sqlite: PermitRelease: empty owner")
 	}
-	var list any // NULL: every row of owner
-	if waiters != nil {
-		b, _ := json.Marshal(waiters)
-		list = string(b)
-	}
 	var keys []string
-	err := s.permitTx(ctx, "PermitRelease", func(tx *sql.Tx) error {
+	err := s.permitTx(ctx, "PermitRelease", func(t *txn) error {
 		keys = keys[:0]
-		rows, err := tx.QueryContext(ctx, `DELETE FROM limit_permits
-			WHERE owner = ?1 AND (?2 IS NULL OR waiter IN (SELECT value FROM json_each(?2))) RETURNING limit_key`, owner, list)
+		rows, err := t.query(ctx, qPermitRelease, owner, storesql.List(storesql.SQLite, waiters))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
-		seen := map[string]bool{}
 		for rows.Next() {
 			var k string
 			if err := rows.Scan(&k); err != nil {
 				return err
 			}
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
+			keys = append(keys, k)
 		}
 		return rows.Err()
 	})
 	slices.Sort(keys)
-	return keys, err
+	return slices.Compact(keys), err
 }
 
 // PermitReleaseOthers deletes every row not owned by keepOwner.
 func (s *Store) PermitReleaseOthers(ctx context.Context, keepOwner string) (int64, error) {
 	var n int64
-	err := s.permitTx(ctx, "PermitReleaseOthers", func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM limit_permits WHERE owner <> ?`, keepOwner)
+	err := s.permitTx(ctx, "PermitReleaseOthers", func(t *txn) error {
+		res, err := t.exec(ctx, qPermitReleaseOther, keepOwner)
 		if err != nil {
 			return err
 		}
@@ -184,10 +162,8 @@ func (s *Store) PermitWaiting(ctx context.Context, waiters []int64) (map[int64]e
 	if len(waiters) == 0 {
 		return out, nil
 	}
-	list, _ := json.Marshal(waiters)
 	err := s.View(ctx, func(ctx context.Context, rtx engine.ReadTx) error {
-		rows, err := rtx.(*txn).tx.QueryContext(ctx, `SELECT waiter, limit_key, waiting_since FROM limit_permits
-			WHERE waiter IN (SELECT value FROM json_each(?)) AND NOT held ORDER BY waiter, limit_key`, string(list))
+		rows, err := rtx.(*txn).query(ctx, qPermitWaiting, storesql.List(storesql.SQLite, waiters))
 		if err != nil {
 			return err
 		}
