@@ -23,7 +23,7 @@ MAX_FILE_BYTES ?= 1048576
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build release test test-stress verify generate lint check-size docker bench fuzz chaos chaos-failover chaos-net soak batch-check limits-check
+.PHONY: help run build release test test-stress verify generate lint check-size docker bench fuzz chaos chaos-failover chaos-net soak batch-check limits-check mixed-version
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -150,6 +150,20 @@ chaos-net: ## network faults between a node and PostgreSQL, and a node with a sk
 	IWF_CHAOS_NET=1 $(GO) test -count=1 -timeout 20m -v -run '^(TestNetFaults|TestClockSkew)$$' ./internal/chaos/ >$$out 2>&1; status=$$?; \
 	grep -E '^(kills=|netfaults=|skew=)' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
 	if [ $$status -ne 0 ]; then grep -E -- '--- FAIL|_test.go:[0-9]+:' $$out | head -100; fi; rm -f $$out; exit $$status
+
+# The mixed-version test: two nodes of the previous release (named in
+# internal/mixedtest/PREVIOUS_RELEASE, built from git history) under the
+# chaos workload, this tree's migrations applied under them, two nodes of
+# this tree beside them, the old ones stopped with SIGTERM; then the
+# previous release's store conformance suite on this tree's schema. Prints
+# mixed-version: previous=<commit> workflows=N old_calls=A new_calls=B
+# lost=0 double_applied=0 old_errors=0; CI runs it after make test.
+mixed-version: ## the previous release's nodes beside this tree's on one PostgreSQL database, and its conformance suite on this tree's schema
+	@mkdir -p bin; start=$$(date +%s); \
+	IWF_MIXED_VERSION=1 $(GO) test -count=1 -timeout 20m -v -run '^TestMixedVersion$$' ./internal/chaos/ >bin/mixed-version.log 2>&1; status=$$?; \
+	grep -E '^mixed-version' bin/mixed-version.log; echo "wall time: $$(( $$(date +%s) - start ))s"; \
+	if [ $$status -ne 0 ]; then grep -E -- '--- FAIL|_test.go:[0-9]+:' bin/mixed-version.log | head -100; \
+		echo "the whole output (server logs included): bin/mixed-version.log"; fi; exit $$status
 
 # The soak: the chaos workload at half the measured capacity for
 # SOAK_DURATION on each store, sampled every 10 s into SOAK_DIR/soak-<store>.csv

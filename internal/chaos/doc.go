@@ -24,5 +24,8 @@
 // 90 s off (TestClockSkew), both under the same workload and checker;
 // `make test` runs TestWorkerLinkFaults (faults between the server and a
 // worker). `make soak` runs TestSoak: the workload at half capacity for
-// SOAK_DURATION, sampled for leaks and latency drift.
+// SOAK_DURATION, sampled for leaks and latency drift. `make mixed-version`
+// runs TestMixedVersion: the workload on nodes of the previous release
+// (internal/mixedtest) and of this tree side by side on one PostgreSQL
+// database, across this tree's migrations, with the same checker.
 package chaos
