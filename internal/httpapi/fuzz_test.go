@@ -76,6 +76,27 @@ var fuzzEndpoints = []struct{ path, seed string }{
 	{"/api/v1/workflow/triggerContinueAsNew", `{"workflowId":"wf-1"}`},
 }
 
+// fuzzNearMisses are seeds besides fuzzEndpoints': near misses the
+// validation must answer with a 400 (endpoint indexes fuzzEndpoints).
+var fuzzNearMisses = []struct {
+	endpoint uint8
+	body     string
+}{
+	{0, `{"workflowId":"wf-1",`},
+	{1, `{"workflowId":"wf-1","signalChannelName":"ch","signalValue":{"data":5}}`},
+	{2, `{"query":"A = 'x"}`},
+	{0, `{"workflowId":"wf-4","iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"ftp://w"}`},
+}
+
+// fuzzStarted are the workflows started before the fuzzed requests, so that
+// the seeds reach past "workflow not found".
+var fuzzStarted = []string{"wf-1", "wf-3"}
+
+// fuzzStartBody is the start request of a workflow of fuzzStarted.
+func fuzzStartBody(id string) []byte {
+	return []byte(`{"workflowId":"` + id + `","iwfWorkflowType":"T","workflowTimeoutSeconds":0,"iwfWorkerUrl":"http://localhost:8803","startStateId":"S1"}`)
+}
+
 // hangAfter is how long FuzzAPIRequest waits for an answer before it
 // declares a hang.
 const hangAfter = 30 * time.Second
@@ -89,11 +110,9 @@ func FuzzAPIRequest(f *testing.F) {
 	for i, e := range fuzzEndpoints {
 		f.Add(uint8(i), []byte(e.seed))
 	}
-	// Near misses the validation must answer with a 400.
-	f.Add(uint8(0), []byte(`{"workflowId":"wf-1",`))
-	f.Add(uint8(1), []byte(`{"workflowId":"wf-1","signalChannelName":"ch","signalValue":{"data":5}}`))
-	f.Add(uint8(2), []byte(`{"query":"A = 'x"}`))
-	f.Add(uint8(0), []byte(`{"workflowId":"wf-4","iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"ftp://w"}`))
+	for _, s := range fuzzNearMisses {
+		f.Add(s.endpoint, []byte(s.body))
+	}
 
 	srv, err := server.Open(context.Background(), "sqlite://:memory:", server.Options{
 		Engine:    engine.Config{WorkerClient: fuzzWorker{}, MaxWait: 2 * time.Second},
@@ -111,10 +130,8 @@ func FuzzAPIRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	h := srv.Handler
-	// wf-1 and wf-3 exist, so that the seeds reach past "workflow not found".
-	for _, id := range []string{"wf-1", "wf-3"} {
-		body := `{"workflowId":"` + id + `","iwfWorkflowType":"T","workflowTimeoutSeconds":0,"iwfWorkerUrl":"http://localhost:8803","startStateId":"S1"}`
-		if status, b := post(h, "/api/v1/workflow/start", []byte(body)); status != http.StatusOK {
+	for _, id := range fuzzStarted {
+		if status, b := post(h, "/api/v1/workflow/start", fuzzStartBody(id)); status != http.StatusOK {
 			f.Fatalf("start %s: %d %s", id, status, b)
 		}
 	}

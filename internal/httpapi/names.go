@@ -25,6 +25,14 @@ var nameFields = map[string]bool{
 	"waitForKey": true, "requestId": true,
 }
 
+// nameListFields are the request members whose value is a list of names:
+// the keys a read or an RPC's loading policy names, and the states a start
+// waits on. Each string in the list is checked as a name.
+var nameListFields = map[string]bool{
+	"keys": true, "partialLoadingKeys": true, "lockingKeys": true,
+	"waitForCompletionStateIds": true, "waitForCompletionStateExecutionIds": true,
+}
+
 // checkBody refuses a JSON request body that decoding would silently
 // change, or whose names are too long: bytes that are not UTF-8 and
 // unpaired UTF-16 surrogate escapes both decode to U+FFFD, so two
@@ -79,11 +87,16 @@ func hex4(b []byte, at int) (rune, bool) {
 }
 
 // checkNames walks the JSON tokens and checks the string values of the
-// members in nameFields.
+// members in nameFields and the strings in the lists of nameListFields.
 func checkNames(body []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	// Per open container: is it an object, and is the next token a key?
-	type frame struct{ object, wantKey bool }
+	// For a list, list names the member it is the value of when that is
+	// one of nameListFields.
+	type frame struct {
+		object, wantKey bool
+		list            string
+	}
 	var stack []frame
 	var member string
 	for {
@@ -97,16 +110,28 @@ func checkNames(body []byte) error {
 		if d, ok := tok.(json.Delim); ok {
 			switch d {
 			case '{', '[':
+				f := frame{object: d == '{', wantKey: d == '{'}
 				if n := len(stack); n > 0 && stack[n-1].object {
 					stack[n-1].wantKey = true
+					if d == '[' && nameListFields[member] {
+						f.list = member
+					}
 				}
-				stack = append(stack, frame{object: d == '{', wantKey: d == '{'})
+				stack = append(stack, f)
 			default:
 				stack = stack[:len(stack)-1]
 			}
 			continue
 		}
 		n := len(stack)
+		if n > 0 && stack[n-1].list != "" {
+			if s, ok := tok.(string); ok {
+				if err := engine.CheckName(stack[n-1].list, s); err != nil {
+					return err
+				}
+			}
+			continue
+		}
 		if n > 0 && stack[n-1].object {
 			if stack[n-1].wantKey {
 				member, _ = tok.(string)

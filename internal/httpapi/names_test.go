@@ -36,6 +36,12 @@ func TestNamesMustBeUTF8AndShort(t *testing.T) {
 		{"long value is fine", signalPath, `{"workflowId":"wf-1","signalChannelName":"ch","signalValue":{"data":"` + long + `"}}`, 200, ""},
 		{"long start state", startPath, `{"workflowId":"wf-1","iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"http://localhost:8803","startStateId":"` + long + `"}`, 400, "startStateId is 1025"},
 		{"long attribute key in a list", "/api/v1/workflow/dataobjects/set", `{"workflowId":"wf-1","objects":[{"key":"a"},{"key":"` + long + `"}]}`, 400, "key is 1025 bytes"},
+		{"NUL in a key to read", "/api/v1/workflow/dataobjects/get", `{"workflowId":"wf-1","keys":["a","k\u0000"]}`, 400, "keys holds the character U+0000"},
+		{"long key to read", "/api/v1/workflow/dataobjects/get", `{"workflowId":"wf-1","keys":["` + long + `"]}`, 400, "keys is 1025 bytes"},
+		{"NUL in a key an RPC loads", "/api/v1/workflow/rpc", `{"workflowId":"wf-1","rpcName":"r","timeoutSeconds":5,"dataAttributesLoadingPolicy":{"persistenceLoadingType":"LOAD_PARTIAL_WITHOUT_LOCKING","partialLoadingKeys":["k\u0000"]}}`, 400, "partialLoadingKeys holds the character U+0000"},
+		{"NUL in a key an RPC locks", "/api/v1/workflow/rpc", `{"workflowId":"wf-1","rpcName":"r","timeoutSeconds":5,"searchAttributesLoadingPolicy":{"persistenceLoadingType":"LOAD_ALL_WITH_PARTIAL_LOCK","lockingKeys":["k\u0000"]}}`, 400, "lockingKeys holds the character U+0000"},
+		{"long state id to wait on", startPath, `{"workflowId":"wf-1","iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"http://localhost:8803","workflowStartOptions":{"waitForCompletionStateIds":["` + long + `"]}}`, 400, "waitForCompletionStateIds is 1025 bytes"},
+		{"NUL in a value list is fine", "/api/v1/workflow/dataobjects/set", `{"workflowId":"wf-1","objects":[{"key":"a","value":{"data":"x"}}],"other":["\u0000"]}`, 200, ""},
 		{"long search attribute key", startPath, `{"workflowId":"wf-1","iwfWorkflowType":"T","workflowTimeoutSeconds":10,"iwfWorkerUrl":"http://localhost:8803","workflowStartOptions":{"searchAttributes":[{"key":"` + long + `","valueType":"KEYWORD","stringValue":"v"}]}}`, 400, "key is 1025 bytes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
