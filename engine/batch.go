@@ -17,6 +17,11 @@ package engine
 // it twice either. An operation the engine refuses (the run is closed,
 // deleted, has no such timer) changes nothing; the item is then marked
 // failed with the reason, in a transaction of its own.
+//
+// The batch API takes and answers the engine's types (batchtypes.go); a
+// batch row stores its operation and batchOptions, the engine's JSON. The
+// operations are applied through the single-run paths (stopWorkflow,
+// resetWorkflow), which take their requests in the wire's shape.
 
 import (
 	"context"
@@ -71,7 +76,9 @@ const (
 	maxBatchFailureBytes = 1024
 )
 
-// batchOptions is the stored JSON of a batch's operation parameters.
+// batchOptions is the stored JSON of a batch's operation parameters (the
+// options column). Its shape is frozen: rows written by every release
+// decode into it (testdata/batch_rows_v1.json).
 type batchOptions struct {
 	V         int                 `json:"v"`
 	Signal    *record.SignalInput `json:"signal,omitempty"`
@@ -97,12 +104,12 @@ var errBatchItemGone = errors.New("batch item no longer pending, or batch not ru
 // batchOptionsIn checks a start request's operation and its parameters:
 // each operation has what applying it to a run needs, so that a batch is
 // refused when it starts rather than failed on every run.
-func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
+func batchOptionsIn(req BatchRequest) (batchOptions, error) {
 	opts := batchOptions{V: 1}
 	switch req.Operation {
-	case iwfapi.BatchOperationTerminate, iwfapi.BatchOperationCancel, iwfapi.BatchOperationFail:
-	case iwfapi.BatchOperationSignal:
-		ch := deref(req.SignalChannelName)
+	case BatchOpTerminate, BatchOpCancel, BatchOpFail:
+	case BatchOpSignal:
+		ch := req.SignalChannel
 		if ch == "" {
 			return opts, Errorf(CodeInvalidArgument, "operation SIGNAL needs signalChannelName")
 		}
@@ -112,32 +119,32 @@ func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
 		if strings.HasPrefix(ch, reservedChannelPrefix) {
 			return opts, Errorf(CodeInvalidArgument, "signal channel names starting with %s are reserved", reservedChannelPrefix)
 		}
-		opts.Signal = &record.SignalInput{SignalChannelName: ch, SignalValue: mapPtr(req.SignalValue, valueIn)}
-	case iwfapi.BatchOperationReset:
+		opts.Signal = &record.SignalInput{SignalChannelName: ch, SignalValue: mapPtr(req.SignalValue, encodedValueIn)}
+	case BatchOpReset:
 		r := req.Reset
-		if r == nil || !r.ResetType.Valid() {
+		if r == nil || !iwfapi.WorkflowResetType(r.ResetType).Valid() {
 			return opts, Errorf(CodeInvalidArgument, "operation RESET needs reset.resetType (one of BEGINNING, HISTORY_EVENT_ID, HISTORY_EVENT_TIME, STATE_ID, STATE_EXECUTION_ID)")
 		}
-		if err := checkResetPoint("reset.", r.ResetType, r.HistoryEventId, r.HistoryEventTime, r.StateId, r.StateExecutionId); err != nil {
+		if err := checkResetPoint("reset.", iwfapi.WorkflowResetType(r.ResetType), r.HistoryEventID, r.HistoryEventTime, r.StateID, r.StateExecutionID); err != nil {
 			return opts, err
 		}
-		opts.Reset = &batchReset{ResetType: string(r.ResetType), HistoryEventID: r.HistoryEventId, HistoryEventTime: r.HistoryEventTime,
-			StateID: r.StateId, StateExecutionID: r.StateExecutionId, SkipSignalReapply: r.SkipSignalReapply, SkipUpdateReapply: r.SkipUpdateReapply}
-	case iwfapi.BatchOperationSkipTimer:
+		opts.Reset = &batchReset{ResetType: r.ResetType, HistoryEventID: r.HistoryEventID, HistoryEventTime: r.HistoryEventTime,
+			StateID: r.StateID, StateExecutionID: r.StateExecutionID, SkipSignalReapply: r.SkipSignalReapply, SkipUpdateReapply: r.SkipUpdateReapply}
+	case BatchOpSkipTimer:
 		st := req.SkipTimer
-		if st == nil || st.WorkflowStateExecutionId == "" || (deref(st.TimerCommandId) == "" && st.TimerCommandIndex == nil) {
+		if st == nil || st.StateExecutionID == "" || (deref(st.TimerCommandID) == "" && st.TimerCommandIndex == nil) {
 			return opts, Errorf(CodeInvalidArgument, "operation SKIP_TIMER needs skipTimer.workflowStateExecutionId and a timerCommandId or timerCommandIndex")
 		}
-		if err := CheckName("skipTimer.workflowStateExecutionId", st.WorkflowStateExecutionId); err != nil {
+		if err := CheckName("skipTimer.workflowStateExecutionId", st.StateExecutionID); err != nil {
 			return opts, err
 		}
-		if err := CheckName("skipTimer.timerCommandId", deref(st.TimerCommandId)); err != nil {
+		if err := CheckName("skipTimer.timerCommandId", deref(st.TimerCommandID)); err != nil {
 			return opts, err
 		}
-		if deref(st.TimerCommandId) == "" && *st.TimerCommandIndex < 0 {
+		if deref(st.TimerCommandID) == "" && *st.TimerCommandIndex < 0 {
 			return opts, Errorf(CodeInvalidArgument, "skipTimer.timerCommandIndex must not be negative, got %d", *st.TimerCommandIndex)
 		}
-		opts.SkipTimer = &record.SkipTimer{WorkflowStateExecutionID: st.WorkflowStateExecutionId, TimerCommandID: st.TimerCommandId, TimerCommandIndex: st.TimerCommandIndex}
+		opts.SkipTimer = &record.SkipTimer{WorkflowStateExecutionID: st.StateExecutionID, TimerCommandID: st.TimerCommandID, TimerCommandIndex: st.TimerCommandIndex}
 	default:
 		return opts, Errorf(CodeInvalidArgument, "unknown operation %q: one of TERMINATE, CANCEL, FAIL, SIGNAL, RESET, SKIP_TIMER", req.Operation)
 	}
@@ -147,7 +154,7 @@ func batchOptionsIn(req iwfapi.BatchStartRequest) (batchOptions, error) {
 // batchStartIn checks a start request as far as it can without the
 // store: the query's syntax, the operation and its parameters, and the
 // rate, which it returns with the options (the default rate for none).
-func batchStartIn(req iwfapi.BatchStartRequest) (batchOptions, float64, error) {
+func batchStartIn(req BatchRequest) (batchOptions, float64, error) {
 	if strings.TrimSpace(req.Query) == "" {
 		return batchOptions{}, 0, Errorf(CodeInvalidArgument, "query is required: a batch over every run must say so, e.g. ExecutionStatus = 'Running'")
 	}
@@ -158,10 +165,10 @@ func batchStartIn(req iwfapi.BatchStartRequest) (batchOptions, float64, error) {
 	if err != nil {
 		return opts, 0, err
 	}
-	if err := checkText("reason", deref(req.Reason), MaxBatchReasonBytes); err != nil {
+	if err := checkText("reason", req.Reason, MaxBatchReasonBytes); err != nil {
 		return opts, 0, err
 	}
-	rps := deref(req.Rps)
+	rps := req.RPS
 	if rps == 0 {
 		rps = DefaultBatchRPS
 	}
@@ -204,7 +211,7 @@ func clip(s string, max int) string {
 // the point its type names, a signal without its channel, a timer skip
 // without its timer), a rate out of bounds. The console calls it before
 // its confirmation page; StartBatch makes the same checks.
-func CheckBatchStart(req iwfapi.BatchStartRequest) error {
+func CheckBatchStart(req BatchRequest) error {
 	_, _, err := batchStartIn(req)
 	return err
 }
@@ -212,8 +219,8 @@ func CheckBatchStart(req iwfapi.BatchStartRequest) error {
 // StartBatch starts a batch operation (POST /api/v1/batch/start): it
 // evaluates the query, stores the matching runs and returns the batch's
 // id; the runners apply the operation afterwards.
-func (e *Engine) StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
-	var resp iwfapi.BatchStartResponse
+func (e *Engine) StartBatch(ctx context.Context, req BatchRequest) (BatchStarted, error) {
+	var resp BatchStarted
 	opts, rps, err := batchStartIn(req)
 	if err != nil {
 		return resp, err
@@ -224,13 +231,13 @@ func (e *Engine) StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (
 	}
 	now := e.cfg.Clock.Now()
 	b := &Batch{ID: uuid.NewString(), Query: req.Query, Operation: string(req.Operation), Options: encode(opts),
-		Reason: deref(req.Reason), RPS: rps, State: BatchStarting, CreatedBy: ActorOf(ctx), CreatedAt: now, UpdatedAt: now,
+		Reason: req.Reason, RPS: rps, State: BatchStarting, CreatedBy: ActorOf(ctx), CreatedAt: now, UpdatedAt: now,
 		LeaseOwner: e.cfg.NodeID, LeaseExpiresAt: now.Add(e.cfg.LeaseDuration)}
 	if err := e.storeBatch(ctx, b, runs); err != nil {
 		return resp, err
 	}
 	e.nudgeBatches()
-	return iwfapi.BatchStartResponse{BatchId: b.ID, Matched: int64(len(runs))}, nil
+	return BatchStarted{ID: b.ID, Matched: int64(len(runs))}, nil
 }
 
 // batchMatches evaluates a batch's query, page by page in the search's
@@ -335,15 +342,15 @@ func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run) er
 
 // DescribeBatch returns a batch and a page of its failed runs
 // (POST /api/v1/batch/describe).
-func (e *Engine) DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequest) (iwfapi.BatchDescribeResponse, error) {
-	var resp iwfapi.BatchDescribeResponse
-	after, err := seqToken(deref(req.FailuresPageToken), "failuresPageToken")
+func (e *Engine) DescribeBatch(ctx context.Context, req BatchDescribeRequest) (BatchDescription, error) {
+	var resp BatchDescription
+	after, err := seqToken(req.FailuresPageToken, "failuresPageToken")
 	if err != nil {
 		return resp, err
 	}
-	size := pageSize(req.FailuresPageSize, 100)
+	size := batchPageSize(req.FailuresPageSize, 100)
 	err = e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
-		b, err := getBatch(ctx, tx, req.BatchId)
+		b, err := getBatch(ctx, tx, req.ID)
 		if err != nil {
 			return err
 		}
@@ -352,13 +359,13 @@ func (e *Engine) DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequ
 			return err
 		}
 		resp.Batch = batchInfo(b)
-		resp.Failures = make([]iwfapi.BatchFailure, 0, len(items))
+		resp.Failures = make([]BatchFailure, 0, len(items))
 		for i, it := range items {
 			if i == size {
-				resp.FailuresNextPageToken = ptr(strconv.FormatInt(items[i-1].Seq, 10))
+				resp.FailuresNextPageToken = strconv.FormatInt(items[i-1].Seq, 10)
 				break
 			}
-			resp.Failures = append(resp.Failures, iwfapi.BatchFailure{WorkflowId: it.WorkflowID, WorkflowRunId: it.RunID, Reason: it.Failure})
+			resp.Failures = append(resp.Failures, BatchFailure{WorkflowID: it.WorkflowID, RunID: it.RunID, Reason: it.Failure})
 		}
 		return nil
 	})
@@ -372,15 +379,15 @@ func (e *Engine) DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequ
 // before reasons were bounded is shown clipped to MaxBatchReasonBytes
 // (describe shows it whole). The batches are read batchListChunk at a
 // time, so that no more are held than the page needs.
-func (e *Engine) ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error) {
-	resp := iwfapi.BatchListResponse{Batches: []iwfapi.BatchInfo{}}
-	before, err := seqToken(deref(req.NextPageToken), "nextPageToken")
+func (e *Engine) ListBatches(ctx context.Context, req BatchListRequest) (BatchPage, error) {
+	resp := BatchPage{Batches: []BatchInfo{}}
+	before, err := seqToken(req.PageToken, "nextPageToken")
 	if err != nil {
 		return resp, err
 	}
-	size := min(pageSize(req.PageSize, MaxBatchListPage), MaxBatchListPage)
+	size := min(batchPageSize(req.PageSize, MaxBatchListPage), MaxBatchListPage)
 	err = e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
-		resp = iwfapi.BatchListResponse{Batches: []iwfapi.BatchInfo{}}
+		resp = BatchPage{Batches: []BatchInfo{}}
 		bytes, cursor, last := 0, before, int64(0)
 		for {
 			bs, err := tx.BatchList(ctx, cursor, batchListChunk)
@@ -389,12 +396,10 @@ func (e *Engine) ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (
 			}
 			for _, b := range bs {
 				info := batchInfo(b)
-				if info.Reason != nil {
-					info.Reason = ptr(clip(*info.Reason, MaxBatchReasonBytes))
-				}
+				info.Reason = clip(info.Reason, MaxBatchReasonBytes)
 				n := batchInfoSize(info)
 				if len(resp.Batches) == size || (len(resp.Batches) > 0 && bytes+n > maxBatchListBytes) {
-					resp.NextPageToken = ptr(strconv.FormatInt(last, 10))
+					resp.NextPageToken = strconv.FormatInt(last, 10)
 					return nil
 				}
 				resp.Batches = append(resp.Batches, info)
@@ -409,31 +414,66 @@ func (e *Engine) ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (
 	return resp, err
 }
 
-// batchInfoSize is the size of a batch's JSON in a list answer.
-func batchInfoSize(info iwfapi.BatchInfo) int {
-	b, err := json.Marshal(info)
-	if err != nil {
-		return maxBatchListBytes // never: the page then holds it alone
+// batchInfoOverhead bounds the bytes of a batch's entry in a list
+// answer's JSON besides its texts: the field names, the numbers and the
+// punctuation (about 330 bytes in the API's JSON today).
+const batchInfoOverhead = 512
+
+// batchInfoSize is about the size of a batch's entry in a list answer's
+// JSON, and not less: its texts as JSON strings, and batchInfoOverhead.
+func batchInfoSize(info BatchInfo) int {
+	n := batchInfoOverhead
+	texts := []string{info.ID, info.Query, string(info.Operation), info.Reason, info.Message, info.CreatedBy, info.SignalChannel}
+	if r := info.Reset; r != nil {
+		texts = append(texts, r.ResetType, deref(r.HistoryEventTime), deref(r.StateID), deref(r.StateExecutionID))
 	}
-	return len(b) + 1
+	if st := info.SkipTimer; st != nil {
+		texts = append(texts, st.StateExecutionID, deref(st.TimerCommandID))
+	}
+	for _, s := range texts {
+		n += jsonStringSize(s)
+	}
+	return n
+}
+
+// jsonStringSize is the length of s as a JSON string, quotes and escapes
+// included.
+func jsonStringSize(s string) int {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return 6 * len(s) // never: the longest escape of a byte, \u00XX
+	}
+	return len(b)
+}
+
+// batchPageSize is a requested page size: def when none (0 or less), at
+// most MaxPageSize.
+func batchPageSize(n, def int) int {
+	switch {
+	case n <= 0:
+		return def
+	case n > MaxPageSize:
+		return MaxPageSize
+	}
+	return n
 }
 
 // CancelBatch stops a starting or running batch (POST /api/v1/batch/cancel);
 // runs it processed stay processed. A closed batch is returned as it is.
-func (e *Engine) CancelBatch(ctx context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error) {
-	var out iwfapi.BatchInfo
+func (e *Engine) CancelBatch(ctx context.Context, id string) (BatchInfo, error) {
+	var out BatchInfo
 	msg := "cancelled"
 	if a := ActorOf(ctx); a != "" {
 		msg = "cancelled by " + a
 	}
 	err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
-		if _, err := getBatch(ctx, tx, req.BatchId); err != nil {
+		if _, err := getBatch(ctx, tx, id); err != nil {
 			return err
 		}
-		if _, err := tx.BatchSetState(ctx, req.BatchId, []BatchState{BatchStarting, BatchRunning}, BatchCancelled, msg, e.cfg.Clock.Now()); err != nil {
+		if _, err := tx.BatchSetState(ctx, id, []BatchState{BatchStarting, BatchRunning}, BatchCancelled, msg, e.cfg.Clock.Now()); err != nil {
 			return err
 		}
-		b, err := tx.BatchGet(ctx, req.BatchId)
+		b, err := tx.BatchGet(ctx, id)
 		if err != nil {
 			return err
 		}
@@ -467,36 +507,32 @@ func seqToken(token, name string) (int64, error) {
 	return n, nil
 }
 
-// batchInfo is a stored batch as the API shows it.
-func batchInfo(b *Batch) iwfapi.BatchInfo {
-	out := iwfapi.BatchInfo{BatchId: b.ID, Query: b.Query, Operation: iwfapi.BatchOperation(b.Operation), Rps: b.RPS,
-		State: iwfapi.BatchState(strings.ToUpper(string(b.State))), Matched: b.Matched, Done: b.Done, Failed: b.Failed,
-		Pending: b.Matched - b.Done - b.Failed, CreatedBy: b.CreatedBy, CreatedTimestampMs: b.CreatedAt.UnixMilli(),
-		UpdatedTimestampMs: b.UpdatedAt.UnixMilli()}
-	if b.Reason != "" {
-		out.Reason = ptr(b.Reason)
-	}
-	if b.Message != "" {
-		out.Message = ptr(b.Message)
-	}
-	if !b.ClosedAt.IsZero() {
-		out.ClosedTimestampMs = ptr(b.ClosedAt.UnixMilli())
-	}
+// batchInfo is a stored batch and its progress. Options that do not decode
+// show no parameters (the runner cancels such a batch).
+func batchInfo(b *Batch) BatchInfo {
+	out := BatchInfo{ID: b.ID, Query: b.Query, Operation: BatchOperation(b.Operation), Reason: b.Reason, RPS: b.RPS,
+		State: b.State, Message: b.Message, Matched: b.Matched, Done: b.Done, Failed: b.Failed,
+		Pending: b.Matched - b.Done - b.Failed, CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt, UpdatedAt: b.UpdatedAt, ClosedAt: b.ClosedAt}
 	var opts batchOptions
 	if json.Unmarshal(b.Options, &opts) == nil {
 		if opts.Signal != nil {
-			out.SignalChannelName = ptr(opts.Signal.SignalChannelName)
+			out.SignalChannel = opts.Signal.SignalChannelName
 		}
 		if r := opts.Reset; r != nil {
-			out.Reset = &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetType(r.ResetType), HistoryEventId: r.HistoryEventID,
-				HistoryEventTime: r.HistoryEventTime, StateId: r.StateID, StateExecutionId: r.StateExecutionID,
+			out.Reset = &BatchReset{ResetType: r.ResetType, HistoryEventID: r.HistoryEventID,
+				HistoryEventTime: r.HistoryEventTime, StateID: r.StateID, StateExecutionID: r.StateExecutionID,
 				SkipSignalReapply: r.SkipSignalReapply, SkipUpdateReapply: r.SkipUpdateReapply}
 		}
 		if st := opts.SkipTimer; st != nil {
-			out.SkipTimer = &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: st.WorkflowStateExecutionID, TimerCommandId: st.TimerCommandID, TimerCommandIndex: st.TimerCommandIndex}
+			out.SkipTimer = &BatchSkipTimer{StateExecutionID: st.WorkflowStateExecutionID, TimerCommandID: st.TimerCommandID, TimerCommandIndex: st.TimerCommandIndex}
 		}
 	}
 	return out
+}
+
+// encodedValueIn is a value as the engine stores it.
+func encodedValueIn(v EncodedValue) record.Value {
+	return record.Value{Encoding: v.Encoding, Data: v.Data, ExtPath: v.ExtPath, ExtStoreID: v.ExtStoreID}
 }
 
 // nudgeBatches wakes this node's batch runner.
@@ -737,15 +773,16 @@ func (e *Engine) applyBatchItem(ctx context.Context, b *Batch, opts batchOptions
 		return err
 	}
 	var err error
-	switch iwfapi.BatchOperation(b.Operation) {
-	case iwfapi.BatchOperationTerminate, iwfapi.BatchOperationCancel, iwfapi.BatchOperationFail:
+	switch BatchOperation(b.Operation) {
+	case BatchOpTerminate, BatchOpCancel, BatchOpFail:
+		// The stop types are named as the batch operations.
 		stop := iwfapi.WorkflowStopType(b.Operation)
 		err = e.stopWorkflow(actx, iwfapi.WorkflowStopRequest{WorkflowId: it.WorkflowID, WorkflowRunId: ptr(it.RunID), StopType: &stop, Reason: nonEmptyPtr(b.Reason)}, then)
-	case iwfapi.BatchOperationSignal:
+	case BatchOpSignal:
 		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{Signal: opts.Signal}, then)
-	case iwfapi.BatchOperationSkipTimer:
+	case BatchOpSkipTimer:
 		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{SkipTimer: opts.SkipTimer}, then)
-	case iwfapi.BatchOperationReset:
+	case BatchOpReset:
 		r := opts.Reset
 		_, err = e.resetWorkflow(actx, iwfapi.WorkflowResetRequest{WorkflowId: it.WorkflowID, WorkflowRunId: ptr(it.RunID),
 			ResetType: iwfapi.WorkflowResetType(r.ResetType), HistoryEventId: r.HistoryEventID, HistoryEventTime: r.HistoryEventTime,

@@ -39,16 +39,16 @@ func startTyped(h *harness, typ string, n int) []string {
 }
 
 // batchDone waits until a batch is closed and returns its description.
-func batchDone(h *harness, id string) iwfapi.BatchDescribeResponse {
+func batchDone(h *harness, id string) engine.BatchDescription {
 	h.t.Helper()
-	var d iwfapi.BatchDescribeResponse
+	var d engine.BatchDescription
 	h.eventually("batch "+id+" to close", func() bool {
 		var err error
-		d, err = h.eng.DescribeBatch(context.Background(), iwfapi.BatchDescribeRequest{BatchId: id, FailuresPageSize: ptr(int32(1000))})
+		d, err = h.eng.DescribeBatch(context.Background(), engine.BatchDescribeRequest{ID: id, FailuresPageSize: 1000})
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		return d.Batch.State == iwfapi.BatchStateCompleted || d.Batch.State == iwfapi.BatchStateCancelled
+		return d.Batch.State == engine.BatchCompleted || d.Batch.State == engine.BatchCancelled
 	})
 	return d
 }
@@ -85,16 +85,16 @@ func TestBatchTerminate(t *testing.T) {
 			t.Fatal(err)
 		}
 		query := "IwfWorkflowType = 'Doomed' AND ExecutionStatus = 'Running'"
-		resp, err := h.eng.StartBatch(engine.WithActor(ctx, "oncall"), iwfapi.BatchStartRequest{Query: query, Operation: iwfapi.BatchOperationTerminate, Rps: ptr(2000.0), Reason: ptr("bad deploy")})
+		resp, err := h.eng.StartBatch(engine.WithActor(ctx, "oncall"), engine.BatchRequest{Query: query, Operation: engine.BatchOpTerminate, RPS: 2000.0, Reason: "bad deploy"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if resp.Matched != 39 {
 			t.Fatalf("matched %d, want 39", resp.Matched)
 		}
-		d := batchDone(h, resp.BatchId)
+		d := batchDone(h, resp.ID)
 		b := d.Batch
-		if b.State != iwfapi.BatchStateCompleted || b.Matched != 39 || b.Done+b.Failed != 39 || b.Pending != 0 || b.CreatedBy != "oncall" || b.ClosedTimestampMs == nil {
+		if b.State != engine.BatchCompleted || b.Matched != 39 || b.Done+b.Failed != 39 || b.Pending != 0 || b.CreatedBy != "oncall" || b.ClosedAt.IsZero() {
 			t.Fatalf("batch = %+v", b)
 		}
 		if int64(len(d.Failures)) != b.Failed {
@@ -121,11 +121,11 @@ func TestBatchTerminate(t *testing.T) {
 		if want := fmt.Sprintf("iwf_batch_items_processed_total %d", 39); !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %q", want)
 		}
-		list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{})
+		list, err := h.eng.ListBatches(ctx, engine.BatchListRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(list.Batches) != 1 || list.Batches[0].BatchId != resp.BatchId {
+		if len(list.Batches) != 1 || list.Batches[0].ID != resp.ID {
 			t.Errorf("list = %+v", list)
 		}
 	})
@@ -142,20 +142,20 @@ func TestBatchFailuresHaveReasons(t *testing.T) {
 		h.idle()
 		// A slow batch: one run per 100 s, so nothing but the first is
 		// processed before it is cancelled.
-		resp, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'Slow'", Operation: iwfapi.BatchOperationSignal,
-			SignalChannelName: ptr("go"), Rps: ptr(0.01)})
+		resp, err := h.eng.StartBatch(ctx, engine.BatchRequest{Query: "IwfWorkflowType = 'Slow'", Operation: engine.BatchOpSignal,
+			SignalChannel: "go", RPS: 0.01})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Cancel it: whatever it did, the rest stays pending.
-		info, err := h.eng.CancelBatch(ctx, iwfapi.BatchCancelRequest{BatchId: resp.BatchId})
+		info, err := h.eng.CancelBatch(ctx, resp.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State != iwfapi.BatchStateCancelled || info.Done+info.Failed > 1 || info.Pending < 5 {
+		if info.State != engine.BatchCancelled || info.Done+info.Failed > 1 || info.Pending < 5 {
 			t.Fatalf("cancelled batch = %+v", info)
 		}
-		d := batchDone(h, resp.BatchId)
+		d := batchDone(h, resp.ID)
 		if d.Batch.Done+d.Batch.Failed > 1 {
 			t.Fatalf("the cancelled batch went on: %+v", d.Batch)
 		}
@@ -165,12 +165,12 @@ func TestBatchFailuresHaveReasons(t *testing.T) {
 			}
 		}
 		// A second batch signals all six: three are closed.
-		resp, err = h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'Mixed'", Operation: iwfapi.BatchOperationSignal,
-			SignalChannelName: ptr("go"), Rps: ptr(1000.0)})
+		resp, err = h.eng.StartBatch(ctx, engine.BatchRequest{Query: "IwfWorkflowType = 'Mixed'", Operation: engine.BatchOpSignal,
+			SignalChannel: "go", RPS: 1000.0})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d = batchDone(h, resp.BatchId)
+		d = batchDone(h, resp.ID)
 		if d.Batch.Matched != 6 || d.Batch.Done != 3 || d.Batch.Failed != 3 || len(d.Failures) != 3 {
 			t.Fatalf("batch = %+v, failures %+v", d.Batch, d.Failures)
 		}
@@ -195,38 +195,38 @@ func TestBatchStartRefuses(t *testing.T) {
 		waitingWorkflow(h)
 		startTyped(h, "Many", 4)
 		h.idle()
-		for name, req := range map[string]iwfapi.BatchStartRequest{
-			"no query":       {Operation: iwfapi.BatchOperationTerminate},
-			"bad query":      {Query: "IwfWorkflowType = ", Operation: iwfapi.BatchOperationTerminate},
+		for name, req := range map[string]engine.BatchRequest{
+			"no query":       {Operation: engine.BatchOpTerminate},
+			"bad query":      {Query: "IwfWorkflowType = ", Operation: engine.BatchOpTerminate},
 			"bad operation":  {Query: "IwfWorkflowType = 'Many'", Operation: "EXPLODE"},
-			"signal no name": {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationSignal},
-			"reset no type":  {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationReset},
-			"skip no timer":  {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationSkipTimer, SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "Wait-1"}},
-			"negative rps":   {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(-1.0)},
+			"signal no name": {Query: "IwfWorkflowType = 'Many'", Operation: engine.BatchOpSignal},
+			"reset no type":  {Query: "IwfWorkflowType = 'Many'", Operation: engine.BatchOpReset},
+			"skip no timer":  {Query: "IwfWorkflowType = 'Many'", Operation: engine.BatchOpSkipTimer, SkipTimer: &engine.BatchSkipTimer{StateExecutionID: "Wait-1"}},
+			"negative rps":   {Query: "IwfWorkflowType = 'Many'", Operation: engine.BatchOpCancel, RPS: -1.0},
 			// The rate cases match nothing: the rate alone is refused.
-			"tiny rps":       {Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(1e-300)},
-			"rps below 0.01": {Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(0.0099)},
-			"rps above max":  {Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel, Rps: ptr(10000.5)},
-			"over the limit": {Query: "IwfWorkflowType = 'Many'", Operation: iwfapi.BatchOperationCancel},
+			"tiny rps":       {Query: "IwfWorkflowType = 'None'", Operation: engine.BatchOpCancel, RPS: 1e-300},
+			"rps below 0.01": {Query: "IwfWorkflowType = 'None'", Operation: engine.BatchOpCancel, RPS: 0.0099},
+			"rps above max":  {Query: "IwfWorkflowType = 'None'", Operation: engine.BatchOpCancel, RPS: 10000.5},
+			"over the limit": {Query: "IwfWorkflowType = 'Many'", Operation: engine.BatchOpCancel},
 		} {
 			_, err := h.eng.StartBatch(ctx, req)
 			if engine.CodeOf(err) != engine.CodeInvalidArgument {
 				t.Errorf("%s: err = %v, want invalid argument", name, err)
 			}
 		}
-		if _, err := h.eng.DescribeBatch(ctx, iwfapi.BatchDescribeRequest{BatchId: "nope"}); engine.CodeOf(err) != engine.CodeInvalidArgument {
+		if _, err := h.eng.DescribeBatch(ctx, engine.BatchDescribeRequest{ID: "nope"}); engine.CodeOf(err) != engine.CodeInvalidArgument {
 			t.Errorf("describe unknown: %v", err)
 		}
-		list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{})
+		list, err := h.eng.ListBatches(ctx, engine.BatchListRequest{})
 		if err != nil || len(list.Batches) != 0 {
 			t.Fatalf("list = %+v, %v; want no batch stored", list, err)
 		}
 		// Within the limit, and matching nothing: completed at once.
-		resp, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'None'", Operation: iwfapi.BatchOperationCancel})
+		resp, err := h.eng.StartBatch(ctx, engine.BatchRequest{Query: "IwfWorkflowType = 'None'", Operation: engine.BatchOpCancel})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d := batchDone(h, resp.BatchId); d.Batch.State != iwfapi.BatchStateCompleted || d.Batch.Matched != 0 {
+		if d := batchDone(h, resp.ID); d.Batch.State != engine.BatchCompleted || d.Batch.Matched != 0 {
 			t.Fatalf("empty batch = %+v", d.Batch)
 		}
 	})
@@ -240,12 +240,12 @@ func TestBatchReset(t *testing.T) {
 		waitingWorkflow(h)
 		ids := startTyped(h, "Reset", 5)
 		h.idle()
-		resp, err := h.eng.StartBatch(engine.WithActor(ctx, "fixer"), iwfapi.BatchStartRequest{Query: "IwfWorkflowType = 'Reset' AND ExecutionStatus = 'Running'",
-			Operation: iwfapi.BatchOperationReset, Reset: &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetTypeBeginning}, Rps: ptr(1000.0)})
+		resp, err := h.eng.StartBatch(engine.WithActor(ctx, "fixer"), engine.BatchRequest{Query: "IwfWorkflowType = 'Reset' AND ExecutionStatus = 'Running'",
+			Operation: engine.BatchOpReset, Reset: &engine.BatchReset{ResetType: "BEGINNING"}, RPS: 1000.0})
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := batchDone(h, resp.BatchId)
+		d := batchDone(h, resp.ID)
 		if d.Batch.Done != 5 || d.Batch.Failed != 0 || d.Batch.Reset == nil {
 			t.Fatalf("batch = %+v failures %+v", d.Batch, d.Failures)
 		}
@@ -275,34 +275,34 @@ func TestBatchStartNeedsOperationParameters(t *testing.T) {
 		startTyped(h, "Params", 2)
 		h.idle()
 		q := "IwfWorkflowType = 'Params'"
-		reset := func(rt iwfapi.WorkflowResetType, mod func(*iwfapi.BatchResetOptions)) iwfapi.BatchStartRequest {
-			r := &iwfapi.BatchResetOptions{ResetType: rt}
+		reset := func(rt string, mod func(*engine.BatchReset)) engine.BatchRequest {
+			r := &engine.BatchReset{ResetType: rt}
 			if mod != nil {
 				mod(r)
 			}
-			return iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset, Reset: r}
+			return engine.BatchRequest{Query: q, Operation: engine.BatchOpReset, Reset: r}
 		}
 		cases := []struct {
 			name string
-			req  iwfapi.BatchStartRequest
+			req  engine.BatchRequest
 			want string // in the message
 		}{
-			{"STATE_ID without stateId", reset(iwfapi.WorkflowResetTypeStateId, nil), "reset.stateId"},
-			{"STATE_ID with an empty stateId", reset(iwfapi.WorkflowResetTypeStateId, func(r *iwfapi.BatchResetOptions) { r.StateId = ptr("") }), "reset.stateId"},
-			{"STATE_EXECUTION_ID without stateExecutionId", reset(iwfapi.WorkflowResetTypeStateExecutionId, nil), "reset.stateExecutionId"},
-			{"HISTORY_EVENT_ID without historyEventId", reset(iwfapi.WorkflowResetTypeHistoryEventId, nil), "reset.historyEventId"},
-			{"HISTORY_EVENT_ID 0", reset(iwfapi.WorkflowResetTypeHistoryEventId, func(r *iwfapi.BatchResetOptions) { r.HistoryEventId = ptr(int32(0)) }), "reset.historyEventId"},
-			{"HISTORY_EVENT_TIME without historyEventTime", reset(iwfapi.WorkflowResetTypeHistoryEventTime, nil), "reset.historyEventTime"},
-			{"HISTORY_EVENT_TIME unreadable", reset(iwfapi.WorkflowResetTypeHistoryEventTime, func(r *iwfapi.BatchResetOptions) { r.HistoryEventTime = ptr("yesterday") }), "reset.historyEventTime"},
+			{"STATE_ID without stateId", reset("STATE_ID", nil), "reset.stateId"},
+			{"STATE_ID with an empty stateId", reset("STATE_ID", func(r *engine.BatchReset) { r.StateID = ptr("") }), "reset.stateId"},
+			{"STATE_EXECUTION_ID without stateExecutionId", reset("STATE_EXECUTION_ID", nil), "reset.stateExecutionId"},
+			{"HISTORY_EVENT_ID without historyEventId", reset("HISTORY_EVENT_ID", nil), "reset.historyEventId"},
+			{"HISTORY_EVENT_ID 0", reset("HISTORY_EVENT_ID", func(r *engine.BatchReset) { r.HistoryEventID = ptr(int32(0)) }), "reset.historyEventId"},
+			{"HISTORY_EVENT_TIME without historyEventTime", reset("HISTORY_EVENT_TIME", nil), "reset.historyEventTime"},
+			{"HISTORY_EVENT_TIME unreadable", reset("HISTORY_EVENT_TIME", func(r *engine.BatchReset) { r.HistoryEventTime = ptr("yesterday") }), "reset.historyEventTime"},
 			{"unknown reset type", reset("SOMEWHERE", nil), "reset.resetType"},
-			{"reset without options", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset}, "reset.resetType"},
-			{"signal without channel", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSignal}, "signalChannelName"},
-			{"signal to a reserved channel", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSignal, SignalChannelName: ptr("__IwfSystem_x")}, "reserved"},
-			{"skip timer without options", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer}, "skipTimer.workflowStateExecutionId"},
-			{"skip timer without timer", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer,
-				SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "Wait-1"}}, "timerCommandId"},
-			{"skip timer with a negative index", iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer,
-				SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "Wait-1", TimerCommandIndex: ptr(int32(-1))}}, "timerCommandIndex"},
+			{"reset without options", engine.BatchRequest{Query: q, Operation: engine.BatchOpReset}, "reset.resetType"},
+			{"signal without channel", engine.BatchRequest{Query: q, Operation: engine.BatchOpSignal}, "signalChannelName"},
+			{"signal to a reserved channel", engine.BatchRequest{Query: q, Operation: engine.BatchOpSignal, SignalChannel: "__IwfSystem_x"}, "reserved"},
+			{"skip timer without options", engine.BatchRequest{Query: q, Operation: engine.BatchOpSkipTimer}, "skipTimer.workflowStateExecutionId"},
+			{"skip timer without timer", engine.BatchRequest{Query: q, Operation: engine.BatchOpSkipTimer,
+				SkipTimer: &engine.BatchSkipTimer{StateExecutionID: "Wait-1"}}, "timerCommandId"},
+			{"skip timer with a negative index", engine.BatchRequest{Query: q, Operation: engine.BatchOpSkipTimer,
+				SkipTimer: &engine.BatchSkipTimer{StateExecutionID: "Wait-1", TimerCommandIndex: ptr(int32(-1))}}, "timerCommandIndex"},
 		}
 		for _, c := range cases {
 			_, err := h.eng.StartBatch(ctx, c.req)
@@ -313,7 +313,7 @@ func TestBatchStartNeedsOperationParameters(t *testing.T) {
 				t.Errorf("%s: CheckBatchStart err = %v, StartBatch's %v", c.name, cerr, err)
 			}
 		}
-		list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{})
+		list, err := h.eng.ListBatches(ctx, engine.BatchListRequest{})
 		if err != nil || len(list.Batches) != 0 {
 			t.Fatalf("list = %+v, %v; want no batch stored", list, err)
 		}
@@ -324,15 +324,15 @@ func TestBatchStartNeedsOperationParameters(t *testing.T) {
 			t.Errorf("direct HISTORY_EVENT_ID reset without an id: %v", err)
 		}
 		// Each reset type with its point is accepted.
-		for _, r := range []*iwfapi.BatchResetOptions{
-			{ResetType: iwfapi.WorkflowResetTypeBeginning},
-			{ResetType: iwfapi.WorkflowResetTypeStateId, StateId: ptr("Wait")},
-			{ResetType: iwfapi.WorkflowResetTypeStateExecutionId, StateExecutionId: ptr("Wait-1")},
-			{ResetType: iwfapi.WorkflowResetTypeHistoryEventId, HistoryEventId: ptr(int32(1))},
-			{ResetType: iwfapi.WorkflowResetTypeHistoryEventTime, HistoryEventTime: ptr("2026-01-02T03:04:05Z")},
-			{ResetType: iwfapi.WorkflowResetTypeHistoryEventTime, HistoryEventTime: ptr("15m")},
+		for _, r := range []*engine.BatchReset{
+			{ResetType: "BEGINNING"},
+			{ResetType: "STATE_ID", StateID: ptr("Wait")},
+			{ResetType: "STATE_EXECUTION_ID", StateExecutionID: ptr("Wait-1")},
+			{ResetType: "HISTORY_EVENT_ID", HistoryEventID: ptr(int32(1))},
+			{ResetType: "HISTORY_EVENT_TIME", HistoryEventTime: ptr("2026-01-02T03:04:05Z")},
+			{ResetType: "HISTORY_EVENT_TIME", HistoryEventTime: ptr("15m")},
 		} {
-			if err := engine.CheckBatchStart(iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset, Reset: r}); err != nil {
+			if err := engine.CheckBatchStart(engine.BatchRequest{Query: q, Operation: engine.BatchOpReset, Reset: r}); err != nil {
 				t.Errorf("reset %s: %v", r.ResetType, err)
 			}
 		}
@@ -348,36 +348,36 @@ func TestBatchTextBounds(t *testing.T) {
 		ctx := context.Background()
 		q := "IwfWorkflowType = 'None'"
 		for name, c := range map[string]struct {
-			req  iwfapi.BatchStartRequest
+			req  engine.BatchRequest
 			want string
 		}{
-			"long reason": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate,
-				Reason: ptr(strings.Repeat("r", engine.MaxBatchReasonBytes+1))}, "reason is 1025 bytes long; the limit is 1024"},
-			"4 MB reason": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate,
-				Reason: ptr(strings.Repeat("r", 4<<20))}, "the limit is 1024"},
-			"NUL in reason":    {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate, Reason: ptr("a\x00b")}, "NUL"},
-			"reason not UTF-8": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate, Reason: ptr("a\xffb")}, "UTF-8"},
-			"long query": {iwfapi.BatchStartRequest{Query: "WorkflowId = '" + strings.Repeat("q", search.MaxQueryLength) + "'",
-				Operation: iwfapi.BatchOperationTerminate}, "query"},
-			"long channel": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSignal,
-				SignalChannelName: ptr(strings.Repeat("c", engine.MaxNameBytes+1))}, "signalChannelName"},
-			"long state id": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset,
-				Reset: &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetTypeStateId, StateId: ptr(strings.Repeat("s", engine.MaxNameBytes+1))}}, "reset.stateId"},
-			"long event time": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationReset,
-				Reset: &iwfapi.BatchResetOptions{ResetType: iwfapi.WorkflowResetTypeHistoryEventTime, HistoryEventTime: ptr(strings.Repeat("9", 1<<20))}}, "reset.historyEventTime"},
-			"long timer id": {iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationSkipTimer,
-				SkipTimer: &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: "S-1", TimerCommandId: ptr(strings.Repeat("t", engine.MaxNameBytes+1))}}, "skipTimer.timerCommandId"},
+			"long reason": {engine.BatchRequest{Query: q, Operation: engine.BatchOpTerminate,
+				Reason: strings.Repeat("r", engine.MaxBatchReasonBytes+1)}, "reason is 1025 bytes long; the limit is 1024"},
+			"4 MB reason": {engine.BatchRequest{Query: q, Operation: engine.BatchOpTerminate,
+				Reason: strings.Repeat("r", 4<<20)}, "the limit is 1024"},
+			"NUL in reason":    {engine.BatchRequest{Query: q, Operation: engine.BatchOpTerminate, Reason: "a\x00b"}, "NUL"},
+			"reason not UTF-8": {engine.BatchRequest{Query: q, Operation: engine.BatchOpTerminate, Reason: "a\xffb"}, "UTF-8"},
+			"long query": {engine.BatchRequest{Query: "WorkflowId = '" + strings.Repeat("q", search.MaxQueryLength) + "'",
+				Operation: engine.BatchOpTerminate}, "query"},
+			"long channel": {engine.BatchRequest{Query: q, Operation: engine.BatchOpSignal,
+				SignalChannel: strings.Repeat("c", engine.MaxNameBytes+1)}, "signalChannelName"},
+			"long state id": {engine.BatchRequest{Query: q, Operation: engine.BatchOpReset,
+				Reset: &engine.BatchReset{ResetType: "STATE_ID", StateID: ptr(strings.Repeat("s", engine.MaxNameBytes+1))}}, "reset.stateId"},
+			"long event time": {engine.BatchRequest{Query: q, Operation: engine.BatchOpReset,
+				Reset: &engine.BatchReset{ResetType: "HISTORY_EVENT_TIME", HistoryEventTime: ptr(strings.Repeat("9", 1<<20))}}, "reset.historyEventTime"},
+			"long timer id": {engine.BatchRequest{Query: q, Operation: engine.BatchOpSkipTimer,
+				SkipTimer: &engine.BatchSkipTimer{StateExecutionID: "S-1", TimerCommandID: ptr(strings.Repeat("t", engine.MaxNameBytes+1))}}, "skipTimer.timerCommandId"},
 		} {
 			_, err := h.eng.StartBatch(ctx, c.req)
 			if engine.CodeOf(err) != engine.CodeInvalidArgument || !strings.Contains(err.Error(), c.want) || len(err.Error()) > 4096 {
 				t.Errorf("%s: err = %.300v, want a short invalid argument naming %q", name, err, c.want)
 			}
 		}
-		if list, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{}); err != nil || len(list.Batches) != 0 {
+		if list, err := h.eng.ListBatches(ctx, engine.BatchListRequest{}); err != nil || len(list.Batches) != 0 {
 			t.Fatalf("list = %d batches, %v; want none stored", len(list.Batches), err)
 		}
-		if _, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: q, Operation: iwfapi.BatchOperationTerminate,
-			Reason: ptr(strings.Repeat("é", engine.MaxBatchReasonBytes/2))}); err != nil {
+		if _, err := h.eng.StartBatch(ctx, engine.BatchRequest{Query: q, Operation: engine.BatchOpTerminate,
+			Reason: strings.Repeat("é", engine.MaxBatchReasonBytes/2)}); err != nil {
 			t.Fatalf("a reason of %d bytes: %v", engine.MaxBatchReasonBytes, err)
 		}
 	})
@@ -392,22 +392,22 @@ func TestBatchListBounded(t *testing.T) {
 		ctx := context.Background()
 		start := func(query, reason string) string {
 			t.Helper()
-			resp, err := h.eng.StartBatch(ctx, iwfapi.BatchStartRequest{Query: query, Operation: iwfapi.BatchOperationCancel, Reason: &reason})
+			resp, err := h.eng.StartBatch(ctx, engine.BatchRequest{Query: query, Operation: engine.BatchOpCancel, Reason: reason})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return resp.BatchId
+			return resp.ID
 		}
 		var ids []string // oldest first
 		for i := range engine.MaxBatchListPage + 1 {
 			ids = append(ids, start("IwfWorkflowType = 'None'", fmt.Sprint("small ", i)))
 		}
-		page, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{PageSize: ptr(int32(1000))})
+		page, err := h.eng.ListBatches(ctx, engine.BatchListRequest{PageSize: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(page.Batches) != engine.MaxBatchListPage || page.NextPageToken == nil {
-			t.Fatalf("a page of pageSize 1000 has %d batches (token %v), want %d and a token", len(page.Batches), page.NextPageToken != nil, engine.MaxBatchListPage)
+		if len(page.Batches) != engine.MaxBatchListPage || page.NextPageToken == "" {
+			t.Fatalf("a page of pageSize 1000 has %d batches (token %v), want %d and a token", len(page.Batches), page.NextPageToken != "", engine.MaxBatchListPage)
 		}
 		// Batches with the longest query and reason there may be: a page
 		// of 100 of them would be about 1.7 MB.
@@ -422,7 +422,7 @@ func TestBatchListBounded(t *testing.T) {
 			if pages > 10 {
 				t.Fatal("paging does not end")
 			}
-			page, err := h.eng.ListBatches(ctx, iwfapi.BatchListRequest{PageSize: ptr(int32(1000)), NextPageToken: &token})
+			page, err := h.eng.ListBatches(ctx, engine.BatchListRequest{PageSize: 1000, PageToken: token})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -434,13 +434,13 @@ func TestBatchListBounded(t *testing.T) {
 				t.Fatalf("a page of %d batches", len(page.Batches))
 			}
 			for _, b := range page.Batches {
-				if seen[b.BatchId] {
-					t.Fatalf("batch %s listed twice", b.BatchId)
+				if seen[b.ID] {
+					t.Fatalf("batch %s listed twice", b.ID)
 				}
-				seen[b.BatchId] = true
-				order = append(order, b.BatchId)
+				seen[b.ID] = true
+				order = append(order, b.ID)
 			}
-			if token = deref(page.NextPageToken); token == "" {
+			if token = page.NextPageToken; token == "" {
 				break
 			}
 		}

@@ -24,12 +24,12 @@ import (
 // batchOperations are the operations the console offers, with the labels
 // of the list page's form.
 var batchOperations = []struct{ Value, Label string }{
-	{string(iwfapi.BatchOperationTerminate), "terminate"},
-	{string(iwfapi.BatchOperationCancel), "cancel"},
-	{string(iwfapi.BatchOperationFail), "fail"},
-	{string(iwfapi.BatchOperationSignal), "signal"},
-	{string(iwfapi.BatchOperationSkipTimer), "skip timer"},
-	{string(iwfapi.BatchOperationReset), "reset"},
+	{string(engine.BatchOpTerminate), "terminate"},
+	{string(engine.BatchOpCancel), "cancel"},
+	{string(engine.BatchOpFail), "fail"},
+	{string(engine.BatchOpSignal), "signal"},
+	{string(engine.BatchOpSkipTimer), "skip timer"},
+	{string(engine.BatchOpReset), "reset"},
 }
 
 // offeredOperations are the batch operations the list page's form offers
@@ -60,8 +60,10 @@ const countCap = engine.DefaultMaxBatchRuns + 1
 
 // batchPageData is the data of a batch's page.
 type batchPageData struct {
-	B        iwfapi.BatchInfo
-	Failures []iwfapi.BatchFailure
+	B engine.BatchInfo
+	// State is the batch's state as the API shows it (RUNNING).
+	State    string
+	Failures []engine.BatchFailure
 	// Processed is done + failed; Percent its share of matched.
 	Processed int64
 	Percent   int
@@ -81,10 +83,15 @@ type batchListData struct {
 
 // batchRow is one batch of the list; Query is its query, shortened.
 type batchRow struct {
-	B     iwfapi.BatchInfo
+	B     engine.BatchInfo
+	State string // as the API shows it
 	URL   string
 	Query string
 }
+
+// batchState is a batch's state as the API shows it: STARTING, RUNNING,
+// CANCELLED, COMPLETED.
+func batchState(s engine.BatchState) string { return strings.ToUpper(string(s)) }
 
 // batchRowQuery is how much of a batch's query the batches page shows:
 // the batch's page shows the whole (up to search.MaxQueryLength).
@@ -157,10 +164,10 @@ func (c *console) batchStart(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, status, "batch start failed: "+text)
 		return
 	}
-	c.opts.Logger.Info().Str("batchId", resp.BatchId).Str("operation", string(req.Operation)).Msg("console: batch started")
-	w.Header().Set(audit.BatchHeader, resp.BatchId)
+	c.opts.Logger.Info().Str("batchId", resp.ID).Str("operation", string(req.Operation)).Msg("console: batch started")
+	w.Header().Set(audit.BatchHeader, resp.ID)
 	c.setFlash(w, r, true, fmt.Sprintf("Batch started: %s runs matched.", thousands(int(resp.Matched))))
-	http.Redirect(w, r, c.batchURL(resp.BatchId), http.StatusSeeOther)
+	http.Redirect(w, r, c.batchURL(resp.ID), http.StatusSeeOther)
 }
 
 // confirm renders the confirmation page of a form, which sends the form's
@@ -195,8 +202,8 @@ func (c *console) countMatching(r *http.Request, query string) (n int64, more bo
 // whether the request is complete (each operation's parameters, the rate,
 // the limits) is the engine's to say (engine.CheckBatchStart), and the
 // page shows the engine's answer.
-func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
-	req := iwfapi.BatchStartRequest{Query: strings.TrimSpace(f.Get("q")), Operation: iwfapi.BatchOperation(f.Get("operation"))}
+func batchRequest(f url.Values) (engine.BatchRequest, []string, error) {
+	req := engine.BatchRequest{Query: strings.TrimSpace(f.Get("q")), Operation: engine.BatchOperation(f.Get("operation"))}
 	rps := float64(engine.DefaultBatchRPS)
 	if s := strings.TrimSpace(f.Get("rps")); s != "" {
 		v, err := strconv.ParseFloat(s, 64)
@@ -207,14 +214,14 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 			rps = v
 		}
 	}
-	req.Rps = &rps
+	req.RPS = rps
 	var sum []string
 	switch req.Operation {
-	case iwfapi.BatchOperationTerminate, iwfapi.BatchOperationCancel, iwfapi.BatchOperationFail:
+	case engine.BatchOpTerminate, engine.BatchOpCancel, engine.BatchOpFail:
 		sum = append(sum, "Operation: stop each run with "+string(req.Operation))
-	case iwfapi.BatchOperationSignal:
+	case engine.BatchOpSignal:
 		ch := strings.TrimSpace(f.Get("channel"))
-		req.SignalChannelName = &ch
+		req.SignalChannel = ch
 		sum = append(sum, "Operation: send each run a signal to channel "+strconv.Quote(shorten(ch, 200)))
 		encoding := strings.TrimSpace(f.Get("encoding"))
 		if encoding == "" {
@@ -224,17 +231,17 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 			if encoding == "json" && !json.Valid([]byte(raw)) {
 				return req, nil, fmt.Errorf("the signal value is not valid JSON (choose another encoding to send text)")
 			}
-			req.SignalValue = &iwfapi.EncodedObject{Encoding: ptr(encoding), Data: ptr(raw)}
+			req.SignalValue = &engine.EncodedValue{Encoding: ptr(encoding), Data: ptr(raw)}
 			sum = append(sum, "Value ("+encoding+"): "+shorten(raw, 500))
 		} else {
 			sum = append(sum, "Without a value")
 		}
-	case iwfapi.BatchOperationSkipTimer:
+	case engine.BatchOpSkipTimer:
 		xid := strings.TrimSpace(f.Get("stateExecutionId"))
-		st := &iwfapi.BatchSkipTimerOptions{WorkflowStateExecutionId: xid}
+		st := &engine.BatchSkipTimer{StateExecutionID: xid}
 		timer := strings.TrimSpace(f.Get("timerCommandId"))
 		if timer != "" {
-			st.TimerCommandId = &timer
+			st.TimerCommandID = &timer
 		} else if s := strings.TrimSpace(f.Get("timerIndex")); s != "" {
 			n, err := strconv.ParseInt(s, 10, 32)
 			if err != nil {
@@ -245,9 +252,9 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 		}
 		req.SkipTimer = st
 		sum = append(sum, "Operation: skip timer "+shorten(timer, 200)+" of state execution "+shorten(xid, 200)+" in each run")
-	case iwfapi.BatchOperationReset:
+	case engine.BatchOpReset:
 		rt := iwfapi.WorkflowResetType(f.Get("resetType"))
-		ro := &iwfapi.BatchResetOptions{ResetType: rt}
+		ro := &engine.BatchReset{ResetType: string(rt)}
 		arg := strings.TrimSpace(f.Get("point"))
 		switch {
 		case arg == "":
@@ -256,13 +263,13 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 			if err != nil {
 				return req, nil, fmt.Errorf("HISTORY_EVENT_ID needs a history event id (a number) in the reset point")
 			}
-			ro.HistoryEventId = ptr(int32(n))
+			ro.HistoryEventID = ptr(int32(n))
 		case rt == iwfapi.WorkflowResetTypeHistoryEventTime:
 			ro.HistoryEventTime = &arg
 		case rt == iwfapi.WorkflowResetTypeStateId:
-			ro.StateId = &arg
+			ro.StateID = &arg
 		case rt == iwfapi.WorkflowResetTypeStateExecutionId:
-			ro.StateExecutionId = &arg
+			ro.StateExecutionID = &arg
 		}
 		if f.Get("skipSignalReapply") != "" {
 			ro.SkipSignalReapply = ptr(true)
@@ -276,7 +283,7 @@ func batchRequest(f url.Values) (iwfapi.BatchStartRequest, []string, error) {
 	}
 	sum = append(sum, "Rate: at most "+strconv.FormatFloat(rps, 'f', -1, 64)+" runs per second")
 	if reason := strings.TrimSpace(f.Get("reason")); reason != "" {
-		req.Reason = &reason
+		req.Reason = reason
 		sum = append(sum, "Reason: "+shorten(reason, 500))
 	}
 	if err := engine.CheckBatchStart(req); err != nil {
@@ -302,7 +309,7 @@ func (c *console) batchCancel(w http.ResponseWriter, r *http.Request) {
 			"Runs it processed stay processed; the others are left as they are."}, f)
 		return
 	}
-	b, err := c.be.CancelBatch(r.Context(), iwfapi.BatchCancelRequest{BatchId: id})
+	b, err := c.be.CancelBatch(r.Context(), id)
 	if err != nil {
 		status, text := explain(err)
 		if status == http.StatusInternalServerError {
@@ -312,7 +319,7 @@ func (c *console) batchCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.opts.Logger.Info().Str("batchId", id).Msg("console: batch cancelled")
-	c.setFlash(w, r, true, "Batch "+string(b.State)+".")
+	c.setFlash(w, r, true, "Batch "+batchState(b.State)+".")
 	http.Redirect(w, r, c.batchURL(id), http.StatusSeeOther)
 }
 
@@ -324,21 +331,21 @@ func (c *console) batchPage(w http.ResponseWriter, r *http.Request) {
 	}
 	id := r.PathValue("id")
 	token := r.URL.Query().Get("failures")
-	resp, err := c.be.DescribeBatch(r.Context(), iwfapi.BatchDescribeRequest{BatchId: id,
-		FailuresPageSize: ptr(int32(batchFailuresPage)), FailuresPageToken: &token})
+	resp, err := c.be.DescribeBatch(r.Context(), engine.BatchDescribeRequest{ID: id,
+		FailuresPageSize: batchFailuresPage, FailuresPageToken: token})
 	if err != nil {
 		c.failErr(w, r, err)
 		return
 	}
 	b := resp.Batch
-	d := batchPageData{B: b, Failures: resp.Failures, Processed: b.Done + b.Failed, ListURL: c.opts.Prefix + "batches",
-		Open: b.State == iwfapi.BatchStateStarting || b.State == iwfapi.BatchStateRunning}
+	d := batchPageData{B: b, State: batchState(b.State), Failures: resp.Failures, Processed: b.Done + b.Failed, ListURL: c.opts.Prefix + "batches",
+		Open: b.State == engine.BatchStarting || b.State == engine.BatchRunning}
 	if b.Matched > 0 {
 		d.Percent = int(d.Processed * 100 / b.Matched)
 	} else if !d.Open {
 		d.Percent = 100
 	}
-	if t := deref(resp.FailuresNextPageToken); t != "" {
+	if t := resp.FailuresNextPageToken; t != "" {
 		d.NextURL = c.batchURL(id) + "?" + url.Values{"failures": {t}}.Encode()
 	}
 	if token != "" {
@@ -349,29 +356,29 @@ func (c *console) batchPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // batchDetails describes a batch's operation parameters.
-func batchDetails(b iwfapi.BatchInfo) []string {
+func batchDetails(b engine.BatchInfo) []string {
 	var out []string
-	if ch := deref(b.SignalChannelName); ch != "" {
+	if ch := b.SignalChannel; ch != "" {
 		out = append(out, "signal channel "+strconv.Quote(ch))
 	}
 	if st := b.SkipTimer; st != nil {
-		timer := deref(st.TimerCommandId)
+		timer := deref(st.TimerCommandID)
 		if timer == "" && st.TimerCommandIndex != nil {
 			timer = "#" + strconv.Itoa(int(*st.TimerCommandIndex))
 		}
-		out = append(out, "timer "+timer+" of state execution "+st.WorkflowStateExecutionId)
+		out = append(out, "timer "+timer+" of state execution "+st.StateExecutionID)
 	}
 	if rs := b.Reset; rs != nil {
-		line := "reset to " + string(rs.ResetType)
+		line := "reset to " + rs.ResetType
 		switch {
-		case rs.HistoryEventId != nil:
-			line += " " + strconv.Itoa(int(*rs.HistoryEventId))
+		case rs.HistoryEventID != nil:
+			line += " " + strconv.Itoa(int(*rs.HistoryEventID))
 		case rs.HistoryEventTime != nil:
 			line += " " + *rs.HistoryEventTime
-		case rs.StateId != nil:
-			line += " " + *rs.StateId
-		case rs.StateExecutionId != nil:
-			line += " " + *rs.StateExecutionId
+		case rs.StateID != nil:
+			line += " " + *rs.StateID
+		case rs.StateExecutionID != nil:
+			line += " " + *rs.StateExecutionID
 		}
 		if deref(rs.SkipSignalReapply) {
 			line += ", signals not re-applied"
@@ -387,16 +394,16 @@ func (c *console) batchList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	token := r.URL.Query().Get("next")
-	resp, err := c.be.ListBatches(r.Context(), iwfapi.BatchListRequest{PageSize: ptr(int32(c.opts.PageSize)), NextPageToken: &token})
+	resp, err := c.be.ListBatches(r.Context(), engine.BatchListRequest{PageSize: c.opts.PageSize, PageToken: token})
 	if err != nil {
 		c.failErr(w, r, err)
 		return
 	}
 	d := batchListData{}
 	for _, b := range resp.Batches {
-		d.Batches = append(d.Batches, batchRow{B: b, URL: c.batchURL(b.BatchId), Query: shorten(b.Query, batchRowQuery)})
+		d.Batches = append(d.Batches, batchRow{B: b, State: batchState(b.State), URL: c.batchURL(b.ID), Query: shorten(b.Query, batchRowQuery)})
 	}
-	if t := deref(resp.NextPageToken); t != "" {
+	if t := resp.NextPageToken; t != "" {
 		d.NextURL = c.opts.Prefix + "batches?" + url.Values{"next": {t}}.Encode()
 	}
 	if token != "" {

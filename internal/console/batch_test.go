@@ -18,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
 	iwfserver "github.com/iwf-server/iwf-server/internal/server"
@@ -25,13 +26,13 @@ import (
 )
 
 // waitBatch waits until a batch is closed and returns it.
-func waitBatch(t *testing.T, e *env, id string) iwfapi.BatchInfo {
+func waitBatch(t *testing.T, e *env, id string) engine.BatchInfo {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for {
-		d, err := e.eng.DescribeBatch(ctx, iwfapi.BatchDescribeRequest{BatchId: id})
-		if err == nil && (d.Batch.State == iwfapi.BatchStateCompleted || d.Batch.State == iwfapi.BatchStateCancelled) {
+		d, err := e.eng.DescribeBatch(ctx, engine.BatchDescribeRequest{ID: id})
+		if err == nil && (d.Batch.State == engine.BatchCompleted || d.Batch.State == engine.BatchCancelled) {
 			return d.Batch
 		}
 		select {
@@ -71,7 +72,7 @@ func TestBatchPages(t *testing.T) {
 			if status, _, _ := f.post("batch-start", bad, nil); status != http.StatusForbidden {
 				t.Fatalf("batch start without CSRF token: %d, want 403", status)
 			}
-			if l, err := e.eng.ListBatches(context.Background(), iwfapi.BatchListRequest{}); err != nil || len(l.Batches) != 0 {
+			if l, err := e.eng.ListBatches(context.Background(), engine.BatchListRequest{}); err != nil || len(l.Batches) != 0 {
 				t.Fatalf("a refused form started a batch: %+v %v", l, err)
 			}
 			// The confirmation page states the query, the count, the operation and the rate.
@@ -91,7 +92,7 @@ func TestBatchPages(t *testing.T) {
 				t.Fatalf("batch start: %d %q", status, loc)
 			}
 			id := strings.TrimPrefix(loc, "/ui/batches/")
-			if b := waitBatch(t, e, id); b.State != iwfapi.BatchStateCompleted || b.Done != 3 || b.Failed != 0 || b.Matched != 3 {
+			if b := waitBatch(t, e, id); b.State != engine.BatchCompleted || b.Done != 3 || b.Failed != 0 || b.Matched != 3 {
 				t.Fatalf("batch: %+v", b)
 			}
 			for _, wf := range []string{"bulk-1", "bulk-2", "bulk-3"} {
@@ -117,16 +118,16 @@ func TestBatchPages(t *testing.T) {
 			}
 			// The batches page shows the start of a long query; the
 			// batch's page shows it whole.
-			long, err := e.eng.StartBatch(context.Background(), iwfapi.BatchStartRequest{
-				Query: "WorkflowId = '" + strings.Repeat("z", 10000) + "'", Operation: iwfapi.BatchOperationCancel})
+			long, err := e.eng.StartBatch(context.Background(), engine.BatchRequest{
+				Query: "WorkflowId = '" + strings.Repeat("z", 10000) + "'", Operation: engine.BatchOpCancel})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if body = f.open("/ui/batches"); !strings.Contains(body, `data-batch-id="`+long.BatchId+`"`) ||
+			if body = f.open("/ui/batches"); !strings.Contains(body, `data-batch-id="`+long.ID+`"`) ||
 				!strings.Contains(body, strings.Repeat("z", 150)+"…") || strings.Contains(body, strings.Repeat("z", 300)) {
 				t.Fatalf("batches page with a long query (%d bytes)", len(body))
 			}
-			if body = f.open("/ui/batches/" + long.BatchId); !strings.Contains(body, strings.Repeat("z", 10000)) {
+			if body = f.open("/ui/batches/" + long.ID); !strings.Contains(body, strings.Repeat("z", 10000)) {
 				t.Fatalf("the batch's page lacks its whole query (%d bytes)", len(body))
 			}
 			// A second batch over the now terminated runs: each fails with its reason.
@@ -276,7 +277,7 @@ func TestBatchRoles(t *testing.T) {
 	if apiResp.StatusCode != http.StatusForbidden || !strings.Contains(string(apiBody), "a SIGNAL batch needs the all role") {
 		t.Fatalf("operator's API SIGNAL batch: %d %s", apiResp.StatusCode, apiBody)
 	}
-	if l, err := e.eng.ListBatches(ctx, iwfapi.BatchListRequest{}); err != nil || len(l.Batches) != 0 {
+	if l, err := e.eng.ListBatches(ctx, engine.BatchListRequest{}); err != nil || len(l.Batches) != 0 {
 		t.Fatalf("a refused SIGNAL batch was stored: %+v %v", l, err)
 	}
 	status, _, loc := operator.post("batch-start", form(operator.token), map[string]string{"Origin": hs.URL})
@@ -396,7 +397,7 @@ func TestBatchFormOperations(t *testing.T) {
 					t.Fatalf("%s: batch start: %d %q", c.op, status, loc)
 				}
 				b := waitBatch(t, e, strings.TrimPrefix(loc, "/ui/batches/"))
-				if b.State != iwfapi.BatchStateCompleted || b.Matched != 2 || b.Done != 2 || b.Failed != 0 || string(b.Operation) != c.op {
+				if b.State != engine.BatchCompleted || b.Matched != 2 || b.Done != 2 || b.Failed != 0 || string(b.Operation) != c.op {
 					t.Fatalf("%s: batch %+v", c.op, b)
 				}
 				for _, id := range ids {

@@ -60,10 +60,10 @@ type Backend interface {
 	SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequest) error
 	// The batch operations: the batch pages and the "apply to all
 	// matching" action make the same calls as the API.
-	StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error)
-	DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequest) (iwfapi.BatchDescribeResponse, error)
-	ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error)
-	CancelBatch(ctx context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error)
+	StartBatch(ctx context.Context, req engine.BatchRequest) (engine.BatchStarted, error)
+	DescribeBatch(ctx context.Context, req engine.BatchDescribeRequest) (engine.BatchDescription, error)
+	ListBatches(ctx context.Context, req engine.BatchListRequest) (engine.BatchPage, error)
+	CancelBatch(ctx context.Context, batchID string) (engine.BatchInfo, error)
 }
 
 var _ Backend = (*engine.Engine)(nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 
 	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
@@ -126,12 +127,12 @@ func TestAccessEnforcedAndAudited(t *testing.T) {
 // batchService answers the batch calls of TestBatchAccessAndAudit.
 type batchService struct{ Service }
 
-func (batchService) StartBatch(context.Context, iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
-	return iwfapi.BatchStartResponse{BatchId: "batch-7", Matched: 3}, nil
+func (batchService) StartBatch(context.Context, engine.BatchRequest) (engine.BatchStarted, error) {
+	return engine.BatchStarted{ID: "batch-7", Matched: 3}, nil
 }
 
-func (batchService) CancelBatch(_ context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error) {
-	return iwfapi.BatchInfo{BatchId: req.BatchId, State: iwfapi.BatchStateCancelled}, nil
+func (batchService) CancelBatch(_ context.Context, id string) (engine.BatchInfo, error) {
+	return engine.BatchInfo{ID: id, State: engine.BatchCancelled}, nil
 }
 
 // TestBatchAccessAndAudit: the batch calls need the operator role; a
@@ -284,7 +285,7 @@ type countingBatchService struct {
 	started int
 }
 
-func (s *countingBatchService) StartBatch(context.Context, iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
+func (s *countingBatchService) StartBatch(context.Context, engine.BatchRequest) (engine.BatchStarted, error) {
 	s.started++
-	return iwfapi.BatchStartResponse{BatchId: "batch-1", Matched: 1}, nil
+	return engine.BatchStarted{ID: "batch-1", Matched: 1}, nil
 }

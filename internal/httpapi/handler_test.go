@@ -117,17 +117,17 @@ func (f *fakeService) WaitForStateCompletion(_ context.Context, req iwfapi.Workf
 func (f *fakeService) TriggerContinueAsNew(_ context.Context, req iwfapi.TriggerContinueAsNewRequest) error {
 	return f.record(req)
 }
-func (f *fakeService) StartBatch(_ context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error) {
-	return iwfapi.BatchStartResponse{BatchId: "batch-1"}, f.record(req)
+func (f *fakeService) StartBatch(_ context.Context, req engine.BatchRequest) (engine.BatchStarted, error) {
+	return engine.BatchStarted{ID: "batch-1"}, f.record(req)
 }
-func (f *fakeService) DescribeBatch(_ context.Context, req iwfapi.BatchDescribeRequest) (iwfapi.BatchDescribeResponse, error) {
-	return iwfapi.BatchDescribeResponse{Failures: []iwfapi.BatchFailure{}}, f.record(req)
+func (f *fakeService) DescribeBatch(_ context.Context, req engine.BatchDescribeRequest) (engine.BatchDescription, error) {
+	return engine.BatchDescription{}, f.record(req)
 }
-func (f *fakeService) ListBatches(_ context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error) {
-	return iwfapi.BatchListResponse{Batches: []iwfapi.BatchInfo{}}, f.record(req)
+func (f *fakeService) ListBatches(_ context.Context, req engine.BatchListRequest) (engine.BatchPage, error) {
+	return engine.BatchPage{}, f.record(req)
 }
-func (f *fakeService) CancelBatch(_ context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error) {
-	return iwfapi.BatchInfo{}, f.record(req)
+func (f *fakeService) CancelBatch(_ context.Context, id string) (engine.BatchInfo, error) {
+	return engine.BatchInfo{}, f.record(id)
 }
 func (f *fakeService) Healthy(context.Context) error { return f.healthErr }
 func (f *fakeService) SchemaVersion(context.Context) (int, error) {

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
@@ -205,40 +206,41 @@ func (s *Server) StartBatch(ctx context.Context, req iwfapi.StartBatchRequestObj
 	if err := auth.AllowBatch(ctx, string(req.Body.Operation)); err != nil {
 		return nil, err
 	}
-	resp, err := s.svc.StartBatch(ctx, *req.Body)
+	resp, err := s.svc.StartBatch(ctx, batchRequestIn(*req.Body))
 	if err != nil {
 		return nil, err
 	}
-	infoFrom(ctx).resultBatchID = resp.BatchId
-	return iwfapi.StartBatch200JSONResponse(resp), nil
+	infoFrom(ctx).resultBatchID = resp.ID
+	return iwfapi.StartBatch200JSONResponse{BatchId: resp.ID, Matched: resp.Matched}, nil
 }
 
 // DescribeBatch serves POST /api/v1/batch/describe, an extension of this
 // server.
 func (s *Server) DescribeBatch(ctx context.Context, req iwfapi.DescribeBatchRequestObject) (iwfapi.DescribeBatchResponseObject, error) {
-	resp, err := s.svc.DescribeBatch(ctx, *req.Body)
+	resp, err := s.svc.DescribeBatch(ctx, engine.BatchDescribeRequest{ID: req.Body.BatchId,
+		FailuresPageSize: int(deref(req.Body.FailuresPageSize)), FailuresPageToken: deref(req.Body.FailuresPageToken)})
 	if err != nil {
 		return nil, err
 	}
-	return iwfapi.DescribeBatch200JSONResponse(resp), nil
+	return iwfapi.DescribeBatch200JSONResponse(batchDescriptionOut(resp)), nil
 }
 
 // ListBatches serves POST /api/v1/batch/list, an extension of this server.
 func (s *Server) ListBatches(ctx context.Context, req iwfapi.ListBatchesRequestObject) (iwfapi.ListBatchesResponseObject, error) {
-	resp, err := s.svc.ListBatches(ctx, *req.Body)
+	resp, err := s.svc.ListBatches(ctx, engine.BatchListRequest{PageSize: int(deref(req.Body.PageSize)), PageToken: deref(req.Body.NextPageToken)})
 	if err != nil {
 		return nil, err
 	}
-	return iwfapi.ListBatches200JSONResponse(resp), nil
+	return iwfapi.ListBatches200JSONResponse(batchPageOut(resp)), nil
 }
 
 // CancelBatch serves POST /api/v1/batch/cancel, an extension of this server.
 func (s *Server) CancelBatch(ctx context.Context, req iwfapi.CancelBatchRequestObject) (iwfapi.CancelBatchResponseObject, error) {
-	resp, err := s.svc.CancelBatch(ctx, *req.Body)
+	resp, err := s.svc.CancelBatch(ctx, req.Body.BatchId)
 	if err != nil {
 		return nil, err
 	}
-	return iwfapi.CancelBatch200JSONResponse(resp), nil
+	return iwfapi.CancelBatch200JSONResponse(batchInfoOut(resp)), nil
 }
 
 // WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.

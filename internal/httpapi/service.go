@@ -4,13 +4,15 @@ import (
 	"context"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 )
 
 // Service is what the REST API needs from the engine: one method per
-// endpoint, taking and returning the generated wire types. Errors should be
-// *engine.Error values; their code selects the HTTP status and the iWF
-// subStatus (see errorTable). Any other error is answered as an internal
-// error (500) and logged.
+// endpoint, taking and returning the generated wire types, but for the
+// batch calls, which take and answer the engine's own (mapped from and to
+// the wire in batch.go). Errors should be *engine.Error values; their code
+// selects the HTTP status and the iWF subStatus (see errorTable). Any other
+// error is answered as an internal error (500) and logged.
 type Service interface {
 	// StartWorkflow serves POST /api/v1/workflow/start.
 	StartWorkflow(ctx context.Context, req iwfapi.WorkflowStartRequest) (iwfapi.WorkflowStartResponse, error)
@@ -53,13 +55,13 @@ type Service interface {
 	// TriggerContinueAsNew serves POST /api/v1/workflow/triggerContinueAsNew.
 	TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerContinueAsNewRequest) error
 	// StartBatch serves POST /api/v1/batch/start (our extension).
-	StartBatch(ctx context.Context, req iwfapi.BatchStartRequest) (iwfapi.BatchStartResponse, error)
+	StartBatch(ctx context.Context, req engine.BatchRequest) (engine.BatchStarted, error)
 	// DescribeBatch serves POST /api/v1/batch/describe (our extension).
-	DescribeBatch(ctx context.Context, req iwfapi.BatchDescribeRequest) (iwfapi.BatchDescribeResponse, error)
+	DescribeBatch(ctx context.Context, req engine.BatchDescribeRequest) (engine.BatchDescription, error)
 	// ListBatches serves POST /api/v1/batch/list (our extension).
-	ListBatches(ctx context.Context, req iwfapi.BatchListRequest) (iwfapi.BatchListResponse, error)
+	ListBatches(ctx context.Context, req engine.BatchListRequest) (engine.BatchPage, error)
 	// CancelBatch serves POST /api/v1/batch/cancel (our extension).
-	CancelBatch(ctx context.Context, req iwfapi.BatchCancelRequest) (iwfapi.BatchInfo, error)
+	CancelBatch(ctx context.Context, batchID string) (engine.BatchInfo, error)
 	// Healthy reports whether the store answers (nil when it does); it
 	// serves GET /info/healthcheck.
 	Healthy(ctx context.Context) error
