@@ -145,7 +145,7 @@ func startServer(ctx context.Context, bin, db, logPath string, extraArgs []strin
 	defer timeout.Stop()
 	select {
 	case line := <-lines:
-		// "iwf-server listening on http://127.0.0.1:PORT, data in ..."
+		// "iwf-server RELEASE listening on http://127.0.0.1:PORT, data in ..."
 		rest := line[strings.Index(line, "listening on ")+len("listening on "):]
 		p.url, _, _ = strings.Cut(rest, ",")
 	case <-p.exited:
