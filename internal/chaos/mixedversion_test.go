@@ -35,7 +35,9 @@ import (
 // script says, nothing lost, nothing applied twice. No log line of an old
 // node may be an error (see acceptedErrors). Finally the previous
 // release's PostgreSQL conformance suite runs in its worktree with every
-// store schema laid out by this tree's migrate.
+// store schema laid out by this tree's migrate (a previous release older
+// than pgtest's IWF_TEST_POSTGRES_MIGRATED_BY cannot do that: the line
+// then says the suite was skipped, and steps 2 to 4 are the check).
 //
 // It prints "mixed-version: previous=<commit> workflows=N old_calls=A
 // new_calls=B lost=0 double_applied=0 old_errors=0" and a line for the
@@ -123,6 +125,7 @@ func TestMixedVersion(t *testing.T) {
 	t.Logf("schema version %d (%d migrations) by the previous release, %d by this tree", oldVersion, oldRows, newVersion)
 
 	var oldCalls, newCalls int
+	releases := map[string]map[string]bool{} // workflow -> "old-", "new-"
 	for _, call := range w.Calls(nil) {
 		switch {
 		case strings.HasPrefix(call.Node, "old-"):
@@ -130,7 +133,18 @@ func TestMixedVersion(t *testing.T) {
 		case strings.HasPrefix(call.Node, "new-"):
 			newCalls++
 		}
+		if releases[call.WorkflowID] == nil {
+			releases[call.WorkflowID] = map[string]bool{}
+		}
+		releases[call.WorkflowID][call.Node[:min(4, len(call.Node))]] = true
 	}
+	both := 0
+	for _, r := range releases {
+		if r["old-"] && r["new-"] {
+			both++
+		}
+	}
+	t.Logf("%d of %d workflows had worker calls from nodes of both releases", both, len(releases))
 	var oldErrors []string
 	for _, n := range []*crashtest.Server{oldA, oldB} {
 		for _, line := range errorLines(n.Log()) {
@@ -152,14 +166,23 @@ func TestMixedVersion(t *testing.T) {
 	}
 
 	// The previous release's conformance suite on this tree's schema.
+	if ok, err := prev.CanRunConformance(); err != nil {
+		t.Fatal(err)
+	} else if !ok {
+		// Its suite cannot be pointed at a schema it did not migrate
+		// without a change to its code: the old migrate and the old
+		// nodes above are then what runs its statements on this schema.
+		fmt.Printf("mixed-version conformance: previous=%s skipped: its pgtest predates IWF_TEST_POSTGRES_MIGRATED_BY\n", prev.Short())
+		return
+	}
 	suiteBegan := time.Now()
 	suite, err := prev.Conformance(serverBin)
 	if err != nil {
 		t.Errorf("the previous release's conformance suite on this tree's schema: %v\n%s", err, tail(suite.Output, 200))
 	}
 	if suite.MigratedBy == 0 {
-		t.Errorf("the previous release's pgtest did not lay its schemas out with this tree's migrate " +
-			"(it predates IWF_TEST_POSTGRES_MIGRATED_BY): PREVIOUS_RELEASE names a commit too old for this test")
+		t.Errorf("the previous release's suite ran, but on no schema laid out by this tree's migrate: " +
+			"its pgtest names IWF_TEST_POSTGRES_MIGRATED_BY without honouring it")
 	}
 	fmt.Printf("mixed-version conformance: previous=%s subtests=%d passed=%d failed=%d schemas_migrated_by_this_tree=%d (%s)\n",
 		prev.Short(), suite.Passed+suite.Failed, suite.Passed, suite.Failed, suite.MigratedBy, time.Since(suiteBegan).Round(time.Second))

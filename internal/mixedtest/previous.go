@@ -128,6 +128,22 @@ func (r *Release) BuildServer(dir string) (string, error) {
 	return bin, nil
 }
 
+// envMigratedBy is pgtest's EnvMigratedBy, which the release's tests must
+// know for Conformance to mean anything.
+const envMigratedBy = "IWF_TEST_POSTGRES_MIGRATED_BY"
+
+// CanRunConformance reports whether the release's pgtest lays its schemas
+// out with another binary's migrate (EnvMigratedBy): releases older than
+// that hook cannot run their suite on a schema a later release migrated
+// without a change to their code.
+func (r *Release) CanRunConformance() (bool, error) {
+	b, err := os.ReadFile(filepath.Join(r.Dir, "internal", "store", "postgres", "pgtest", "pgtest.go"))
+	if err != nil {
+		return false, err
+	}
+	return strings.Contains(string(b), envMigratedBy), nil
+}
+
 // ConformanceResult is what the release's conformance suite did.
 type ConformanceResult struct {
 	// Passed and Failed count the suite's subtests (one per store
@@ -149,7 +165,7 @@ type ConformanceResult struct {
 func (r *Release) Conformance(migratedBy string, env ...string) (ConformanceResult, error) {
 	cmd := exec.Command(goBin(), "test", "-trimpath", "-count=1", "-v", "-run", "^TestConformance$", "./internal/store/postgres/")
 	cmd.Dir = r.Dir
-	cmd.Env = append(append(os.Environ(), "GOWORK=off", "IWF_TEST_POSTGRES_MIGRATED_BY="+migratedBy), env...)
+	cmd.Env = append(append(os.Environ(), "GOWORK=off", envMigratedBy+"="+migratedBy), env...)
 	out, err := cmd.CombinedOutput()
 	res := ConformanceResult{Output: string(out)}
 	for _, line := range strings.Split(res.Output, "\n") {

@@ -1,6 +1,8 @@
 package mixedtest
 
 import (
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,4 +79,29 @@ func compare(a, b [3]int) int {
 		}
 	}
 	return 0
+}
+
+// TestCanRunConformance: a release whose pgtest knows the variable can run
+// its suite on a later release's schema; an older one cannot.
+func TestCanRunConformance(t *testing.T) {
+	for _, tc := range []struct {
+		pgtest string
+		want   bool
+	}{
+		{"package pgtest\n\nconst EnvMigratedBy = \"IWF_TEST_POSTGRES_MIGRATED_BY\"\n", true},
+		{"package pgtest\n\nconst EnvURL = \"IWF_TEST_POSTGRES_URL\"\n", false},
+	} {
+		dir := t.TempDir()
+		p := filepath.Join(dir, "internal", "store", "postgres", "pgtest")
+		if err := os.MkdirAll(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(p, "pgtest.go"), []byte(tc.pgtest), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := (&Release{Dir: dir}).CanRunConformance()
+		if err != nil || got != tc.want {
+			t.Errorf("CanRunConformance with %q = %v, %v; want %v", tc.pgtest, got, err, tc.want)
+		}
+	}
 }
