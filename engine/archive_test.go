@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -110,7 +109,7 @@ func TestArchiveBeforeDelete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := stale.Put(ctx, &archive.Run{WorkflowID: id, RunID: runID, Status: "STALE"}, func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error) {
+		if err := stale.Put(ctx, &archive.Run{WorkflowID: id, RunID: runID, Status: "STALE"}, func(context.Context) ([]archive.Event, error) {
 			return nil, nil
 		}); err != nil {
 			t.Fatal(err)
@@ -137,8 +136,8 @@ func TestArchiveBeforeDelete(t *testing.T) {
 		if err != nil || newest != runID || n != 1 {
 			t.Fatalf("Newest: %s (%d runs), %v; want %s", newest, n, err, runID)
 		}
-		var got []iwfapi.WorkflowHistoryEvent
-		run, err := b.Read(ctx, id, runID, func(ev iwfapi.WorkflowHistoryEvent) error {
+		var got []archive.Event
+		run, err := b.Read(ctx, id, runID, func(ev archive.Event) error {
 			got = append(got, ev)
 			return nil
 		})
@@ -149,10 +148,10 @@ func TestArchiveBeforeDelete(t *testing.T) {
 			run.StartedMs == 0 || run.ClosedMs < run.StartedMs || run.StartStateID != "Done" || run.HistoryEvents != len(history) {
 			t.Fatalf("archived summary: %s", mustJSON(run))
 		}
-		if !reflect.DeepEqual(run.Input, input) {
+		if mustJSON(run.Input) != mustJSON(input) {
 			t.Fatalf("archived input %s, want %s", mustJSON(run.Input), mustJSON(input))
 		}
-		if len(run.Results) != 1 || run.Results[0].CompletedStateId != "Done" || deref(run.Results[0].CompletedStateOutput.Data) != `"done"` {
+		if len(run.Results) != 1 || run.Results[0].CompletedStateID != "Done" || deref(run.Results[0].CompletedStateOutput.Data) != `"done"` {
 			t.Fatalf("archived results: %s", mustJSON(run.Results))
 		}
 		if len(run.DataAttributes) != 1 || deref(run.DataAttributes[0].Key) != "customer" || deref(run.DataAttributes[0].Value.Data) != `"c-17"` {
@@ -161,7 +160,8 @@ func TestArchiveBeforeDelete(t *testing.T) {
 		if len(run.SearchAttributes) != 1 || deref(run.SearchAttributes[0].Key) != "CustomerId" || deref(run.SearchAttributes[0].StringValue) != "c-17" {
 			t.Fatalf("archived search attributes: %s", mustJSON(run.SearchAttributes))
 		}
-		// The events as the history API shows them, one for one.
+		// The events as the history API shows them, one for one, byte for
+		// byte.
 		wantJSON, _ := json.Marshal(history)
 		gotJSON, _ := json.Marshal(got)
 		if string(gotJSON) != string(wantJSON) {

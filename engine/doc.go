@@ -5,6 +5,9 @@
 // durable timers and the task queue, and it defines the interfaces it needs
 // from the outside: Store (persistence), WorkerClient (calls to the user's
 // worker) and Clock (time). It imports the generated wire types of
-// api/iwfapi and the pure channel logic of package channels; it never
-// imports a store implementation or the HTTP layer.
+// api/iwfapi (its long-established single-run calls take them; the batch
+// calls and the stored records have types of their own), the pure channel
+// logic of package channels and the archived document's types
+// (internal/archive/archivedoc); it never imports a store implementation,
+// the HTTP layer or a blob store.
 package engine

@@ -6,6 +6,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/internal/archive"
+	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // archiveFlags registers --archived and --archive-url on a subcommand.
@@ -80,13 +82,13 @@ func (c *cli) getArchived(ctx context.Context, fs *flag.FlagSet, rawURL, id, run
 	kb.addIf("Error type", run.ErrorType)
 	kb.addIf("Error message", run.ErrorMessage)
 	if run.Input != nil {
-		kb.add("Input", formatObject(run.Input))
+		kb.add("Input", formatObject(archivedObject(run.Input)))
 	}
 	for _, r := range run.Results {
-		kb.add("Result of "+r.CompletedStateExecutionId, formatObject(r.CompletedStateOutput))
+		kb.add("Result of "+r.CompletedStateExecutionID, formatObject(archivedObject(r.CompletedStateOutput)))
 	}
 	for _, a := range run.DataAttributes {
-		kb.add("Data attribute "+deref(a.Key), formatObject(a.Value))
+		kb.add("Data attribute "+deref(a.Key), formatObject(archivedObject(a.Value)))
 	}
 	for _, a := range run.SearchAttributes {
 		kb.add("Search attribute "+deref(a.Key), searchValue(a))
@@ -125,17 +127,21 @@ func (c *cli) historyArchived(ctx context.Context, fs *flag.FlagSet, rawURL, id,
 		page.Events = page.Events[:0]
 		return err
 	}
-	_, err = b.Read(ctx, id, runID, func(ev iwfapi.WorkflowHistoryEvent) error {
-		if ev.EventId <= after {
+	_, err = b.Read(ctx, id, runID, func(ev archivedoc.Event) error {
+		if ev.EventID <= after {
 			return nil
 		}
 		if !all && printed >= limit {
 			more = true
 			return errEnough
 		}
-		page.Events = append(page.Events, ev)
+		out, err := archivedEvent(ev)
+		if err != nil {
+			return err
+		}
+		page.Events = append(page.Events, out)
 		printed++
-		last = ev.EventId
+		last = ev.EventID
 		if len(page.Events) >= historyPage {
 			return flush()
 		}
@@ -150,8 +156,30 @@ func (c *cli) historyArchived(ctx context.Context, fs *flag.FlagSet, rawURL, id,
 	return out.end(more, id, runID, last)
 }
 
+// archivedObject is an archived value as the API shows values.
+func archivedObject(v *archivedoc.Value) *iwfapi.EncodedObject {
+	if v == nil {
+		return nil
+	}
+	return &iwfapi.EncodedObject{Data: v.Data, Encoding: v.Encoding, ExtPath: v.ExtPath, ExtStoreId: v.ExtStoreID}
+}
+
+// archivedEvent is an archived history event as the history API shows it.
+func archivedEvent(ev archivedoc.Event) (iwfapi.WorkflowHistoryEvent, error) {
+	out := iwfapi.WorkflowHistoryEvent{EventId: ev.EventID, TimestampMs: ev.TimestampMs, EventType: ev.EventType}
+	if ev.ExecutionID != "" {
+		out.StateExecutionId = &ev.ExecutionID
+	}
+	if len(ev.Data) > 0 {
+		if err := json.Unmarshal(ev.Data, &out.Data); err != nil {
+			return out, errors.New("archive: reading the history: the data of event " + strconv.FormatInt(ev.EventID, 10) + " is not an object")
+		}
+	}
+	return out, nil
+}
+
 // searchValue shows a search attribute's value.
-func searchValue(a iwfapi.SearchAttribute) string {
+func searchValue(a archivedoc.SearchAttribute) string {
 	switch {
 	case a.StringValue != nil:
 		return *a.StringValue

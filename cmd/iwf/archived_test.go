@@ -2,16 +2,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/internal/archive"
+	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // putArchived writes an archived run of workflowID with events history
-// events (ids 1..events) to the archive at url.
+// events (ids 1..events) to the archive at url, as the server does
+// (through internal/archive, which the command line does not link).
 func putArchived(t *testing.T, url, workflowID, runID string, closedMs int64, events int) {
 	t.Helper()
 	ctx := context.Background()
@@ -23,16 +26,20 @@ func putArchived(t *testing.T, url, workflowID, runID string, closedMs int64, ev
 	r := &archive.Run{
 		WorkflowID: workflowID, RunID: runID, WorkflowType: "Greet", Status: "COMPLETED",
 		StartedMs: closedMs - 1000, ClosedMs: closedMs, ArchivedMs: closedMs + 1000,
-		Input:            &iwfapi.EncodedObject{Encoding: ptr("json"), Data: ptr(`"Hello"`)},
-		Results:          []iwfapi.StateCompletionOutput{{CompletedStateId: "Greet", CompletedStateExecutionId: "Greet-1", CompletedStateOutput: &iwfapi.EncodedObject{Encoding: ptr("json"), Data: ptr(`"Hello, ` + runID + `"`)}}},
-		DataAttributes:   []iwfapi.KeyValue{{Key: ptr("lang"), Value: &iwfapi.EncodedObject{Encoding: ptr("json"), Data: ptr(`"en"`)}}},
-		SearchAttributes: []iwfapi.SearchAttribute{{Key: ptr("CustomerId"), ValueType: ptr(iwfapi.SearchAttributeValueTypeKeyword), StringValue: ptr("c-17")}},
+		Input:            &archivedoc.Value{Encoding: ptr("json"), Data: ptr(`"Hello"`)},
+		Results:          []archivedoc.StateOutput{{CompletedStateID: "Greet", CompletedStateExecutionID: "Greet-1", CompletedStateOutput: &archivedoc.Value{Encoding: ptr("json"), Data: ptr(`"Hello, ` + runID + `"`)}}},
+		DataAttributes:   []archivedoc.KeyValue{{Key: ptr("lang"), Value: &archivedoc.Value{Encoding: ptr("json"), Data: ptr(`"en"`)}}},
+		SearchAttributes: []archivedoc.SearchAttribute{{Key: ptr("CustomerId"), ValueType: ptr("KEYWORD"), StringValue: ptr("c-17")}},
 	}
 	sent := 0
-	err = b.Put(ctx, r, func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error) {
-		var page []iwfapi.WorkflowHistoryEvent
+	err = b.Put(ctx, r, func(context.Context) ([]archivedoc.Event, error) {
+		var page []archivedoc.Event
 		for ; sent < events && len(page) < 7; sent++ {
-			page = append(page, iwfapi.WorkflowHistoryEvent{EventId: int64(sent + 1), TimestampMs: closedMs - 1000 + int64(sent), EventType: fmt.Sprintf("Event%d", sent+1)})
+			ev := archivedoc.Event{EventID: int64(sent + 1), TimestampMs: closedMs - 1000 + int64(sent), EventType: fmt.Sprintf("Event%d", sent+1)}
+			if sent == 0 {
+				ev.ExecutionID, ev.Data = "Greet-1", json.RawMessage(`{"stateId":"Greet","n":1}`)
+			}
+			page = append(page, ev)
 		}
 		return page, nil
 	})
@@ -95,6 +102,13 @@ func TestArchived(t *testing.T) {
 	if len(page.Events) != 15 || page.Events[0].EventId != 11 || page.Events[14].EventType != "Event25" || deref(page.HasMore) || page.WorkflowRunId != "run-new" {
 		t.Fatalf("second page: %s", out)
 	}
+	// The events as the history API shows them: the first one's
+	// execution and data too.
+	out = ok(env, "workflow", "history", "--archived", "--id", id, "--limit", "1", "--json")
+	if first := decode[iwfapi.WorkflowHistoryResponse](t, out); len(first.Events) != 1 || deref(first.Events[0].StateExecutionId) != "Greet-1" ||
+		first.Events[0].Data == nil || (*first.Events[0].Data)["stateId"] != "Greet" || (*first.Events[0].Data)["n"] != 1.0 {
+		t.Fatalf("the first event: %s", out)
+	}
 	// --all streams every event, several of the printer's pages.
 	defer func(n int) { historyPage = n }(historyPage)
 	historyPage = 4
@@ -114,4 +128,7 @@ func TestArchived(t *testing.T) {
 		t.Fatalf("get --help: exit %d\n%s", r.code, r.stdout)
 	}
 	iwfFails(t, exitUsage, env, "workflow", "get", "--archived", "--wait", "--id", id)
+
+	// An archive whose directory is missing is an error, not an empty one.
+	iwfFails(t, exitServerError, map[string]string{"IWF_ARCHIVE_URL": url + "/missing"}, "workflow", "get", "--archived", "--id", id)
 }

@@ -7,21 +7,15 @@
 // (s3://bucket?region=…&endpoint=…), Google Cloud Storage (gs://bucket)
 // and Azure Blob Storage (azblob://container) are linked in.
 //
-// An archived run is one gzip-compressed JSON object (Run, with the run's
-// whole history as its "history" array) under the key Key(workflowID,
-// runID). The engine writes it (engine/archive.go); the command line reads
-// it back (iwf workflow get|history --archived). The package imports the
-// wire types of api/iwfapi and nothing of the server.
+// An archived run is one gzip-compressed JSON object under the key
+// Key(workflowID, runID): the document of package archivedoc, whose
+// types, encoding and keys this package uses. The engine writes it
+// (engine/archive.go); the console and the command line read it back
+// through a Bucket. The package imports nothing of the server.
 package archive
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -36,44 +30,28 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/iwf-server/iwf-server/api/iwfapi"
-	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
-// ErrNotFound is returned when no archived run matches.
-var ErrNotFound = errors.New("archive: no archived run")
+// ErrNotFound is returned when no archived run matches
+// (archivedoc.ErrNotFound).
+var ErrNotFound = archivedoc.ErrNotFound
 
-// Run is the archived document without its history; the engine owns its
-// shape (engine.ArchivedRun).
-type Run = engine.ArchivedRun
+// ErrStop, returned by Read's onEvent, ends the reading there
+// (archivedoc.ErrStop).
+var ErrStop = archivedoc.ErrStop
+
+// Run is the archived document without its history (archivedoc.Run).
+type Run = archivedoc.Run
+
+// Event is a history event of an archived run (archivedoc.Event).
+type Event = archivedoc.Event
 
 // Format is the version of the archived document this package writes.
-const Format = engine.ArchiveFormat
+const Format = archivedoc.Format
 
-// Key is the object key of a run: workflows/<escaped workflow id>/<run
-// id>.json.gz. The workflow id is path-escaped (a "/" in it becomes %2F,
-// and a "." %2E), so every id yields a valid key of its own; an id whose escaped form is longer than 400 bytes is replaced by
-// "!sha256-" and its SHA-256 in hex, which no escaped id can equal ("!"
-// is always escaped), to stay within the key length of every store.
-func Key(workflowID, runID string) string {
-	return prefix(workflowID) + url.PathEscape(runID) + ".json.gz"
-}
-
-// prefix is the key prefix of a workflow id's runs.
-func prefix(workflowID string) string {
-	// Dots are escaped too: "." and ".." are no names, and a name that
-	// ends in ".." is not what every driver lists under.
-	esc := strings.ReplaceAll(url.PathEscape(workflowID), ".", "%2E")
-	if len(esc) > 400 {
-		sum := sha256.Sum256([]byte(workflowID))
-		esc = "!sha256-" + hex.EncodeToString(sum[:])
-	}
-	return "workflows/" + esc + "/"
-}
-
-// closedMeta is the metadata key that holds a run's close time (unix ms),
-// so that the newest run of an id is found without reading its object.
-const closedMeta = "closed-ms"
+// Key is the object key of a run (archivedoc.Key).
+func Key(workflowID, runID string) string { return archivedoc.Key(workflowID, runID) }
 
 // Bucket is an opened archive.
 type Bucket struct {
@@ -142,17 +120,17 @@ func (b *Bucket) Close() error { return b.b.Close() }
 // error from next or from the store leaves no object behind (and an
 // object written before as it was). r.HistoryEvents is set to the number
 // of events written.
-func (b *Bucket) Put(ctx context.Context, r *Run, next func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error)) error {
+func (b *Bucket) Put(ctx context.Context, r *Run, next func(context.Context) ([]Event, error)) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w, err := b.b.NewWriter(wctx, Key(r.WorkflowID, r.RunID), &blob.WriterOptions{
 		ContentType: "application/gzip",
-		Metadata:    map[string]string{closedMeta: strconv.FormatInt(r.ClosedMs, 10)},
+		Metadata:    map[string]string{archivedoc.ClosedMeta: strconv.FormatInt(r.ClosedMs, 10)},
 	})
 	if err != nil {
 		return err
 	}
-	if err := Encode(ctx, w, r, next); err != nil {
+	if err := archivedoc.Encode(ctx, w, r, next); err != nil {
 		cancel() // abandons the write
 		_ = w.Close()
 		return err
@@ -160,142 +138,9 @@ func (b *Bucket) Put(ctx context.Context, r *Run, next func(context.Context) ([]
 	return w.Close()
 }
 
-// Encode writes the gzip-compressed document of r and the events next
-// returns to w.
-func Encode(ctx context.Context, w io.Writer, r *Run, next func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error)) error {
-	zw := gzip.NewWriter(w)
-	bw := bufio.NewWriterSize(zw, 64<<10)
-	r.Format = Format
-	r.HistoryEvents = 0
-	// The summary's fields without the history's length, which is known
-	// only at the end: every key appears once in the document.
-	head, err := json.Marshal(summary{Run: r})
-	if err != nil {
-		return err
-	}
-	// The summary's fields, then the history, then its length.
-	bw.Write(head[:len(head)-1])
-	bw.WriteString(`,"history":[`)
-	n := 0
-	for {
-		events, err := next(ctx)
-		if err != nil {
-			return err
-		}
-		if len(events) == 0 {
-			break
-		}
-		for _, ev := range events {
-			b, err := json.Marshal(ev)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				bw.WriteByte(',')
-			}
-			bw.WriteByte('\n')
-			bw.Write(b)
-			n++
-		}
-	}
-	r.HistoryEvents = n
-	fmt.Fprintf(bw, "\n],\"historyEvents\":%d}\n", n)
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	return zw.Close()
-}
-
-// summary is the head of a document: Run's fields without
-// "historyEvents" (the outer field, always nil, hides the embedded one).
-type summary struct {
-	*Run
-	HistoryEvents *int `json:"historyEvents,omitempty"`
-}
-
-// ErrStop, returned by Decode's onEvent, ends the reading there: Decode
-// then returns the run as read so far — its summary, which the document
-// holds before the history, with HistoryEvents 0 — and a nil error.
-var ErrStop = errors.New("archive: stop reading")
-
-// Decode reads a document written by Encode from r (gzip-compressed),
-// calling onEvent with each history event in order (nil: the events are
-// skipped), and returns the run. It holds one event at a time. A key
-// that appears twice takes its last value: documents written by earlier
-// releases carry "historyEvents" as 0 before the history and as the
-// count after it.
-func Decode(r io.Reader, onEvent func(iwfapi.WorkflowHistoryEvent) error) (*Run, error) {
-	zr, err := gzip.NewReader(r)
-	if err != nil {
-		return nil, fmt.Errorf("archive: not a gzip object: %w", err)
-	}
-	defer zr.Close()
-	dec := json.NewDecoder(bufio.NewReader(zr))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, fmt.Errorf("archive: not an archived run (%v)", err)
-	}
-	fields := map[string]json.RawMessage{}
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("archive: reading the document: %w", err)
-		}
-		key, _ := t.(string)
-		if key != "history" {
-			var v json.RawMessage
-			if err := dec.Decode(&v); err != nil {
-				return nil, fmt.Errorf("archive: reading %s: %w", key, err)
-			}
-			fields[key] = v
-			continue
-		}
-		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-			return nil, fmt.Errorf("archive: the history is not an array (%v)", err)
-		}
-		for dec.More() {
-			if onEvent == nil {
-				var skip json.RawMessage
-				if err := dec.Decode(&skip); err != nil {
-					return nil, fmt.Errorf("archive: reading the history: %w", err)
-				}
-				continue
-			}
-			var ev iwfapi.WorkflowHistoryEvent
-			if err := dec.Decode(&ev); err != nil {
-				return nil, fmt.Errorf("archive: reading the history: %w", err)
-			}
-			if err := onEvent(ev); errors.Is(err, ErrStop) {
-				return decodeHead(fields)
-			} else if err != nil {
-				return nil, err
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return nil, fmt.Errorf("archive: reading the history: %w", err)
-		}
-	}
-	return decodeHead(fields)
-}
-
-// decodeHead decodes the summary's fields of a document.
-func decodeHead(fields map[string]json.RawMessage) (*Run, error) {
-	head, err := json.Marshal(fields)
-	if err != nil {
-		return nil, err
-	}
-	var run Run
-	if err := json.Unmarshal(head, &run); err != nil {
-		return nil, fmt.Errorf("archive: reading the summary: %w", err)
-	}
-	if run.Format > Format {
-		return nil, fmt.Errorf("archive: the document's format %d is newer than this program's (%d)", run.Format, Format)
-	}
-	return &run, nil
-}
-
-// Read reads the archived run runID of workflowID, as Decode does.
-// ErrNotFound says there is none.
-func (b *Bucket) Read(ctx context.Context, workflowID, runID string, onEvent func(iwfapi.WorkflowHistoryEvent) error) (*Run, error) {
+// Read reads the archived run runID of workflowID, as archivedoc.Decode
+// does. ErrNotFound says there is none.
+func (b *Bucket) Read(ctx context.Context, workflowID, runID string, onEvent func(Event) error) (*Run, error) {
 	rd, err := b.b.NewReader(ctx, Key(workflowID, runID), nil)
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		return nil, fmt.Errorf("%w of workflow %s with run id %s", ErrNotFound, workflowID, runID)
@@ -304,14 +149,14 @@ func (b *Bucket) Read(ctx context.Context, workflowID, runID string, onEvent fun
 		return nil, err
 	}
 	defer rd.Close()
-	return Decode(rd, onEvent)
+	return archivedoc.Decode(rd, onEvent)
 }
 
 // Newest returns the run id of the archived run of workflowID that closed
 // last, and how many runs of it are archived. ErrNotFound says there is
 // none.
 func (b *Bucket) Newest(ctx context.Context, workflowID string) (string, int, error) {
-	p := prefix(workflowID)
+	p := archivedoc.Prefix(workflowID)
 	it := b.b.List(&blob.ListOptions{Prefix: p, Delimiter: "/"})
 	var best string
 	var bestMs int64
@@ -324,7 +169,7 @@ func (b *Bucket) Newest(ctx context.Context, workflowID string) (string, int, er
 		if err != nil {
 			return "", 0, err
 		}
-		name, ok := strings.CutSuffix(strings.TrimPrefix(obj.Key, p), ".json.gz")
+		name, ok := strings.CutSuffix(strings.TrimPrefix(obj.Key, p), archivedoc.KeySuffix)
 		if obj.IsDir || !ok {
 			continue
 		}
@@ -334,7 +179,7 @@ func (b *Bucket) Newest(ctx context.Context, workflowID string) (string, int, er
 		}
 		ms := obj.ModTime.UnixMilli()
 		if a, err := b.b.Attributes(ctx, obj.Key); err == nil {
-			if v, err := strconv.ParseInt(a.Metadata[closedMeta], 10, 64); err == nil {
+			if v, err := strconv.ParseInt(a.Metadata[archivedoc.ClosedMeta], 10, 64); err == nil {
 				ms = v
 			}
 		}

@@ -1,13 +1,10 @@
 package archive_test
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -18,23 +15,23 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
-	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/internal/archive"
+	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 func ptr[T any](v T) *T { return &v }
 
 // pages returns a next function that yields n events, size at a time, and
 // fails with err (when not nil) once it has yielded failAfter.
-func pages(n, size, failAfter int, err error) func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error) {
+func pages(n, size, failAfter int, err error) func(context.Context) ([]archive.Event, error) {
 	sent := 0
-	return func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error) {
+	return func(context.Context) ([]archive.Event, error) {
 		if err != nil && sent >= failAfter {
 			return nil, err
 		}
-		var page []iwfapi.WorkflowHistoryEvent
+		var page []archive.Event
 		for ; sent < n && len(page) < size; sent++ {
-			page = append(page, iwfapi.WorkflowHistoryEvent{EventId: int64(sent + 1), TimestampMs: int64(sent), EventType: "E", Data: &map[string]any{"i": float64(sent)}})
+			page = append(page, archive.Event{EventID: int64(sent + 1), TimestampMs: int64(sent), EventType: "E", Data: json.RawMessage(`{"i":` + strconv.Itoa(sent) + `}`)})
 		}
 		return page, nil
 	}
@@ -48,7 +45,7 @@ func roundTrip(t *testing.T, b *archive.Bucket) {
 	ctx := context.Background()
 	ids := []string{"a/b", "a%2Fb", "a b", ".", "..", "x/../y", "ü?#&=+", strings.Repeat("long/", 200)}
 	for i, id := range ids {
-		r := &archive.Run{WorkflowID: id, RunID: "run-1", Status: "COMPLETED", ClosedMs: 1000, Input: &iwfapi.EncodedObject{Data: ptr(id)}}
+		r := &archive.Run{WorkflowID: id, RunID: "run-1", Status: "COMPLETED", ClosedMs: 1000, Input: &archivedoc.Value{Data: ptr(id)}}
 		if err := b.Put(ctx, r, pages(i+1, 2, 0, nil)); err != nil {
 			t.Fatalf("put %q: %v", id, err)
 		}
@@ -58,11 +55,11 @@ func roundTrip(t *testing.T, b *archive.Bucket) {
 	}
 	for i, id := range ids {
 		var got []int64
-		r, err := b.Read(ctx, id, "run-1", func(ev iwfapi.WorkflowHistoryEvent) error {
-			if (*ev.Data)["i"] != float64(len(got)) {
-				return fmt.Errorf("event %d has data %v", ev.EventId, *ev.Data)
+		r, err := b.Read(ctx, id, "run-1", func(ev archive.Event) error {
+			if want := `{"i":` + strconv.Itoa(len(got)) + `}`; string(ev.Data) != want {
+				return fmt.Errorf("event %d has data %s, want %s", ev.EventID, ev.Data, want)
 			}
-			got = append(got, ev.EventId)
+			got = append(got, ev.EventID)
 			return nil
 		})
 		if err != nil || r.WorkflowID != id || *r.Input.Data != id || r.Format != archive.Format || r.HistoryEvents != i+1 || len(got) != i+1 || got[i] != int64(i+1) {
@@ -169,32 +166,6 @@ func TestRedact(t *testing.T) {
 	}
 }
 
-// TestDecodeStop: an onEvent that returns ErrStop ends the reading with
-// the summary and the events read so far, without an error; another error
-// ends it with that error.
-func TestDecodeStop(t *testing.T) {
-	var buf bytes.Buffer
-	r := &archive.Run{WorkflowID: "w", RunID: "r", Status: "COMPLETED", WorkflowType: "T", ClosedMs: 7}
-	if err := archive.Encode(context.Background(), &buf, r, pages(50, 20, -1, nil)); err != nil {
-		t.Fatal(err)
-	}
-	var seen []int64
-	got, err := archive.Decode(bytes.NewReader(buf.Bytes()), func(ev iwfapi.WorkflowHistoryEvent) error {
-		if len(seen) == 3 {
-			return archive.ErrStop
-		}
-		seen = append(seen, ev.EventId)
-		return nil
-	})
-	if err != nil || got == nil || got.WorkflowType != "T" || got.ClosedMs != 7 || len(seen) != 3 || seen[2] != 3 {
-		t.Fatalf("Decode stopped: %+v, %v, events %v", got, err, seen)
-	}
-	boom := errors.New("boom")
-	if _, err := archive.Decode(bytes.NewReader(buf.Bytes()), func(iwfapi.WorkflowHistoryEvent) error { return boom }); !errors.Is(err, boom) {
-		t.Fatalf("Decode with a failing onEvent: %v", err)
-	}
-}
-
 // TestFileTempNextToObject: a file:// archive does not stage its objects in
 // os.TempDir (a rename from there fails when the archive is a mounted
 // volume on another file system); with TMPDIR pointing nowhere, writes
@@ -221,113 +192,5 @@ func TestFileTempNextToObject(t *testing.T) {
 	defer explicit.Close()
 	if err := explicit.Put(ctx, &archive.Run{WorkflowID: "wf", RunID: "run-2", ClosedMs: 2}, pages(3, 2, 0, nil)); err == nil {
 		t.Fatal("put staged in a missing TMPDIR succeeded: the URL's own no_tmp_dir was not left as given")
-	}
-}
-
-// duplicateKeys returns the keys that appear more than once in one object
-// of the JSON document doc, at any depth, as a strict parser sees them.
-func duplicateKeys(t *testing.T, doc []byte) []string {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	type frame struct {
-		object bool
-		keys   map[string]bool
-		expect bool // the next string token of an object is a key
-	}
-	var stack []*frame
-	var dups []string
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("reading the document: %v", err)
-		}
-		var top *frame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.expect {
-			if d, ok := tok.(json.Delim); ok && d == '}' {
-				stack = stack[:len(stack)-1]
-				if len(stack) > 0 && stack[len(stack)-1].object {
-					stack[len(stack)-1].expect = true
-				}
-				continue
-			}
-			key := tok.(string)
-			if top.keys[key] {
-				dups = append(dups, key)
-			}
-			top.keys[key] = true
-			top.expect = false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &frame{object: true, keys: map[string]bool{}, expect: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, &frame{})
-			continue
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-		// A value ended: the enclosing object expects a key again.
-		if len(stack) > 0 && stack[len(stack)-1].object {
-			stack[len(stack)-1].expect = true
-		}
-	}
-	return dups
-}
-
-// TestEncodeKeysOnce: every key of an archived document appears once, so
-// that a parser that keeps the first of two equal keys reads the same run
-// as one that keeps the last; "historyEvents" holds the count.
-func TestEncodeKeysOnce(t *testing.T) {
-	for _, n := range []int{0, 1, 7} {
-		var buf bytes.Buffer
-		r := &archive.Run{WorkflowID: "w", RunID: "r", Status: "COMPLETED", ClosedMs: 7}
-		if err := archive.Encode(context.Background(), &buf, r, pages(n, 3, -1, nil)); err != nil {
-			t.Fatal(err)
-		}
-		zr, err := gzip.NewReader(&buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if dups := duplicateKeys(t, doc); len(dups) > 0 {
-			t.Fatalf("%d events: keys written twice: %v\n%s", n, dups, doc)
-		}
-		var fields map[string]json.RawMessage
-		if err := json.Unmarshal(doc, &fields); err != nil {
-			t.Fatal(err)
-		}
-		if string(fields["historyEvents"]) != strconv.Itoa(n) {
-			t.Fatalf("%d events: historyEvents %s", n, fields["historyEvents"])
-		}
-	}
-}
-
-// TestDecodeOlderDuplicate: a document of an earlier release, with
-// "historyEvents" 0 in its summary and the count after the history, reads
-// with the count.
-func TestDecodeOlderDuplicate(t *testing.T) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	io.WriteString(zw, `{"format":1,"workflowId":"w","workflowRunId":"r","workflowType":"T","status":"COMPLETED","startedTimestampMs":1,"closedTimestampMs":2,"archivedTimestampMs":3,"historyEvents":0,"history":[
-{"eventId":1,"timestampMs":1,"eventType":"E"},
-{"eventId":2,"timestampMs":2,"eventType":"E"}
-],"historyEvents":2}
-`)
-	zw.Close()
-	var seen int
-	r, err := archive.Decode(bytes.NewReader(buf.Bytes()), func(iwfapi.WorkflowHistoryEvent) error { seen++; return nil })
-	if err != nil || r.HistoryEvents != 2 || seen != 2 || r.WorkflowType != "T" {
-		t.Fatalf("Decode of an older document: %+v, %d events, %v", r, seen, err)
 	}
 }

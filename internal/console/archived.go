@@ -17,6 +17,7 @@ import (
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/archive"
+	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // Archive is where the console reads archived runs; *archive.Bucket
@@ -26,7 +27,7 @@ type Archive interface {
 	// Read reads the archived run runID of workflowID, calling onEvent with
 	// each history event in order; onEvent may end the reading with
 	// archive.ErrStop.
-	Read(ctx context.Context, workflowID, runID string, onEvent func(iwfapi.WorkflowHistoryEvent) error) (*engine.ArchivedRun, error)
+	Read(ctx context.Context, workflowID, runID string, onEvent func(archivedoc.Event) error) (*archivedoc.Run, error)
 	// Newest returns the id of the archived run of workflowID that closed
 	// last, and how many runs of it are archived.
 	Newest(ctx context.Context, workflowID string) (string, int, error)
@@ -78,13 +79,13 @@ func (c *console) renderArchived(w http.ResponseWriter, r *http.Request, id, run
 	size := c.opts.RunPageSize
 	sc := newScan(size, at)
 	read, truncated := 0, false
-	run, err := c.opts.Archive.Read(ctx, id, runID, func(ev iwfapi.WorkflowHistoryEvent) error {
+	run, err := c.opts.Archive.Read(ctx, id, runID, func(ev archivedoc.Event) error {
 		if read >= c.opts.MaxHistoryEvents {
 			truncated = true
 			return archive.ErrStop
 		}
 		read++
-		return sc.add(storedEvent(ev))
+		return sc.add(archivedEvent(ev))
 	})
 	if errors.Is(err, archive.ErrNotFound) {
 		c.fail(w, r, http.StatusNotFound, "workflow "+id+" has no run "+runID+" in the store nor in the archive")
@@ -104,7 +105,14 @@ func (c *console) renderArchived(w http.ResponseWriter, r *http.Request, id, run
 	}
 	p := &runPage{WorkflowID: id, RunParam: runID, D: d, Duration: runDuration(d, c.opts.Now()),
 		Archived: &archivedView{At: time.UnixMilli(run.ArchivedMs), Runs: runs},
-		Input:    run.Input, Results: run.Results, Data: run.DataAttributes, HistoryTruncated: truncated}
+		Input:    archivedObject(run.Input), HistoryTruncated: truncated}
+	for _, o := range run.Results {
+		p.Results = append(p.Results, iwfapi.StateCompletionOutput{CompletedStateExecutionId: o.CompletedStateExecutionID,
+			CompletedStateId: o.CompletedStateID, CompletedStateOutput: archivedObject(o.CompletedStateOutput)})
+	}
+	for _, kv := range run.DataAttributes {
+		p.Data = append(p.Data, iwfapi.KeyValue{Key: kv.Key, Value: archivedObject(kv.Value)})
+	}
 	for _, sa := range run.SearchAttributes {
 		if b, err := json.Marshal(sa); err == nil {
 			p.Search = append(p.Search, b)
@@ -117,6 +125,23 @@ func (c *console) renderArchived(w http.ResponseWriter, r *http.Request, id, run
 	p.view(c, id, q, at, v)
 	p.rows(v, nil)
 	c.render(w, r, http.StatusOK, "run", id+" (archived)", false, p)
+}
+
+// archivedEvent is an archived history event as the store holds one.
+func archivedEvent(ev archivedoc.Event) *engine.HistoryEvent {
+	out := &engine.HistoryEvent{ID: ev.EventID, At: time.UnixMilli(ev.TimestampMs), Type: ev.EventType, ExecutionID: ev.ExecutionID}
+	if len(ev.Data) > 0 && string(ev.Data) != "null" {
+		out.Data = []byte(ev.Data)
+	}
+	return out
+}
+
+// archivedObject is an archived value as the run page shows values.
+func archivedObject(v *archivedoc.Value) *iwfapi.EncodedObject {
+	if v == nil {
+		return nil
+	}
+	return &iwfapi.EncodedObject{Data: v.Data, Encoding: v.Encoding, ExtPath: v.ExtPath, ExtStoreId: v.ExtStoreID}
 }
 
 // idQuery matches a list query that names one workflow id: WorkflowId =

@@ -127,7 +127,7 @@ func TestKillDuringArchivingSweep(t *testing.T) {
 		// A stale object for brief-0 (an empty history, as a write of an
 		// older server could have left): the sweep must replace it.
 		stale := &archive.Run{WorkflowID: "brief-0", RunID: runIDs["brief-0"], WorkflowType: "Brief", Status: "COMPLETED"}
-		if err := bucket.Put(context.Background(), stale, func(context.Context) ([]iwfapi.WorkflowHistoryEvent, error) { return nil, nil }); err != nil {
+		if err := bucket.Put(context.Background(), stale, func(context.Context) ([]archive.Event, error) { return nil, nil }); err != nil {
 			t.Fatal(err)
 		}
 
@@ -136,7 +136,7 @@ func TestKillDuringArchivingSweep(t *testing.T) {
 		archived := func(id, runID string) (int, bool) {
 			t.Helper()
 			n := 0
-			run, err := bucket.Read(Ctx(t, time.Minute), id, runID, func(iwfapi.WorkflowHistoryEvent) error { n++; return nil })
+			run, err := bucket.Read(Ctx(t, time.Minute), id, runID, func(archive.Event) error { n++; return nil })
 			if errors.Is(err, archive.ErrNotFound) {
 				return 0, false
 			}
