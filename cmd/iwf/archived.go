@@ -2,18 +2,21 @@ package main
 
 // Archived runs: iwf workflow get|history --archived read a run that
 // retention deleted from the archive it was written to (the server's
-// --archive-url), opened here directly; the server is not asked.
+// --archive-url), when that is a file:// archive, read here directly
+// (archivedoc.OpenLocal); the server is not asked. The command line links
+// no cloud SDK: an s3://, gs:// or azblob:// archive is read by the server
+// that writes it, whose console shows archived runs.
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
+	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
-	"github.com/iwf-server/iwf-server/internal/archive"
 	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
@@ -22,21 +25,25 @@ func (c *cli) archiveFlags(fs *flag.FlagSet) (archived *bool, archiveURL *string
 	archived = fs.Bool("archived", false, "read the run from the archive (--archive-url) instead of the server")
 	// The environment is read when the flag is absent, not shown as the
 	// flag's default: the URL may carry credentials.
-	archiveURL = fs.String("archive-url", "", "with --archived: the archive's `URL`, as the server's --archive-url (env IWF_ARCHIVE_URL)")
+	archiveURL = fs.String("archive-url", "", "with --archived: the archive's `URL`, as the server's --archive-url, a file:// one (env IWF_ARCHIVE_URL)")
 	return archived, archiveURL
 }
 
 // openArchive opens the archive and resolves the run: runID, or the
 // archived run of id that closed last. It returns the run id and how many
 // runs of id are archived (0 when runID was given).
-func (c *cli) openArchive(ctx context.Context, fs *flag.FlagSet, rawURL, id, runID string) (*archive.Bucket, string, int, error) {
+func (c *cli) openArchive(ctx context.Context, fs *flag.FlagSet, rawURL, id, runID string) (*archivedoc.Local, string, int, error) {
 	if rawURL == "" {
 		rawURL = c.getenv("IWF_ARCHIVE_URL")
 	}
 	if rawURL == "" {
 		return nil, "", 0, usagef("%s: --archived needs --archive-url or IWF_ARCHIVE_URL", fs.Name())
 	}
-	b, err := archive.Open(ctx, rawURL)
+	if u, err := url.Parse(rawURL); err == nil && u.Scheme != "file" {
+		return nil, "", 0, usagef("%s: iwf reads an archive at a file:// URL only, not at %s:// (it links no cloud SDK); "+
+			"the server that writes the archive shows its runs: open %s in its console", fs.Name(), u.Scheme, c.consoleRunURL(id, runID))
+	}
+	b, err := archivedoc.OpenLocal(rawURL)
 	if err != nil {
 		return nil, "", 0, err
 	}
@@ -49,6 +56,16 @@ func (c *cli) openArchive(ctx context.Context, fs *flag.FlagSet, rawURL, id, run
 		return nil, "", 0, err
 	}
 	return b, newest, n, nil
+}
+
+// consoleRunURL is the page of a run, archived ones included, in the
+// server's console (its run named when runID is not "").
+func (c *cli) consoleRunURL(id, runID string) string {
+	u := strings.TrimRight(c.server, "/") + "/ui/workflows/" + url.PathEscape(id)
+	if runID != "" {
+		u += "?run=" + url.QueryEscape(runID)
+	}
+	return u
 }
 
 // getArchived prints an archived run as get prints a run, with its type

@@ -129,6 +129,14 @@ func TestArchived(t *testing.T) {
 	}
 	iwfFails(t, exitUsage, env, "workflow", "get", "--archived", "--wait", "--id", id)
 
+	// A cloud archive is the server's to read: a usage error that names
+	// the run's page in the server's console.
+	for _, u := range []string{"s3://iwf-archive?region=eu-west-1", "gs://iwf-archive", "azblob://iwf-archive"} {
+		e := iwfFails(t, exitUsage, map[string]string{"IWF_ARCHIVE_URL": u, "IWF_SERVER": "http://iwf.example:8801/"}, "workflow", "history", "--archived", "--id", id, "--run-id", "run 1")
+		if want := "http://iwf.example:8801/ui/workflows/greet%2Farchived%201?run=run+1"; !strings.Contains(e, "file://") || !strings.Contains(e, want) {
+			t.Fatalf("%s: stderr %q, want the console's page %s", u, e, want)
+		}
+	}
 	// An archive whose directory is missing is an error, not an empty one.
 	iwfFails(t, exitServerError, map[string]string{"IWF_ARCHIVE_URL": url + "/missing"}, "workflow", "get", "--archived", "--id", id)
 }

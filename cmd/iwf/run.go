@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iwf-server/iwf-server/internal/archive"
+	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // Exit codes, documented in `iwf --help` and docs/cli.md.
@@ -122,7 +122,7 @@ func exitCode(err error) int {
 		return exitUsage
 	case errors.As(err, &ne):
 		return exitUnreachable
-	case errors.As(err, &ae) && ae.notFound(), errors.Is(err, archive.ErrNotFound):
+	case errors.As(err, &ae) && ae.notFound(), errors.Is(err, archivedoc.ErrNotFound):
 		return exitNotFound
 	}
 	return exitServerError

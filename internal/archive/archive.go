@@ -10,8 +10,9 @@
 // An archived run is one gzip-compressed JSON object under the key
 // Key(workflowID, runID): the document of package archivedoc, whose
 // types, encoding and keys this package uses. The engine writes it
-// (engine/archive.go); the console and the command line read it back
-// through a Bucket. The package imports nothing of the server.
+// (engine/archive.go) and the console reads it back through a Bucket; the
+// command line, which links no cloud SDK, reads a file:// archive with
+// archivedoc.OpenLocal. The package imports nothing of the server.
 package archive
 
 import (
