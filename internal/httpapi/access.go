@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -127,7 +126,7 @@ func mutates(r *http.Request, console bool) bool {
 	if !console {
 		return true
 	}
-	f, err := url.ParseQuery(string(infoFrom(r.Context()).body))
+	f, err := url.ParseQuery(string(infoFrom(r.Context()).rawBody()))
 	return err == nil && f.Get("confirm") == "yes"
 }
 
@@ -136,18 +135,13 @@ func mutates(r *http.Request, console bool) bool {
 func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code string, console bool) {
 	ri := infoFrom(r.Context())
 	if console {
-		f, _ := url.ParseQuery(string(ri.body))
+		f, _ := url.ParseQuery(string(ri.rawBody()))
 		e.WorkflowID, e.RunID = strings.TrimSpace(f.Get("workflowId")), strings.TrimSpace(f.Get("runId"))
 		if id := strings.TrimSpace(f.Get("batchId")); id != "" {
 			e.BatchID = id
 		}
 	} else {
-		var v struct {
-			WorkflowID string `json:"workflowId"`
-			RunID      string `json:"workflowRunId"`
-			BatchID    string `json:"batchId"`
-		}
-		_ = json.Unmarshal(ri.body, &v)
+		v := ri.bodyNames()
 		e.WorkflowID, e.RunID, e.BatchID = v.WorkflowID, v.RunID, v.BatchID
 	}
 	if ri.resultBatchID != "" {

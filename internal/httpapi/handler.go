@@ -150,7 +150,7 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 			}
 		})
 	}
-	strict := iwfapi.NewStrictHandlerWithOptions(server, nil, iwfapi.StrictHTTPServerOptions{
+	strict := iwfapi.NewStrictHandlerWithOptions(server, []iwfapi.StrictMiddlewareFunc{releaseDecodedBody}, iwfapi.StrictHTTPServerOptions{
 		RequestErrorHandlerFunc:  h.handleRequestError,
 		ResponseErrorHandlerFunc: h.handleServiceError,
 	})

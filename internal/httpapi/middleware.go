@@ -16,6 +16,8 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+
+	"github.com/iwf-server/iwf-server/api/iwfapi"
 )
 
 // RequestIDHeader carries the request id. The server makes its own for
@@ -39,8 +41,13 @@ type requestInfo struct {
 	// clientID is the X-Request-Id the client sent, bounded
 	// (clientRequestID); "" when it sent none.
 	clientID string
-	body     []byte        // the request body as read by readBody
-	timeout  time.Duration // the deadline the request was given
+	// body is the request body as read by readBody, until a handler
+	// has decoded it (releaseBody); names are the ids it names, read
+	// from it once (bodyNames).
+	body      *heldBody
+	names     bodyNames
+	namesRead bool
+	timeout   time.Duration // the deadline the request was given
 	// errCode is the engine error code of a failed call (for the audit
 	// log); resultRunID is the run a start or reset created,
 	// resultBatchID the batch a batch start created.
@@ -57,6 +64,80 @@ func infoFrom(ctx context.Context) *requestInfo {
 }
 
 func requestIDFrom(ctx context.Context) string { return infoFrom(ctx).id }
+
+// heldBody holds a request body read by readBody. Its readers read
+// through it, so that releasing it (releaseBody) frees the bytes although
+// the request, its readers included, lives on.
+type heldBody struct{ b []byte }
+
+// reader returns a reader of the body from its start.
+func (h *heldBody) reader() io.ReadCloser { return &heldReader{h: h} }
+
+// heldReader reads a heldBody; a released body reads as empty.
+type heldReader struct {
+	h   *heldBody
+	off int
+}
+
+func (r *heldReader) Read(p []byte) (int, error) {
+	if r.off >= len(r.h.b) {
+		return 0, io.EOF
+	}
+	n := copy(p, r.h.b[r.off:])
+	r.off += n
+	return n, nil
+}
+
+func (r *heldReader) Close() error { return nil }
+
+// rawBody returns the request body, nil once released.
+func (ri *requestInfo) rawBody() []byte {
+	if ri.body == nil {
+		return nil
+	}
+	return ri.body.b
+}
+
+// bodyNames are the ids a JSON request body names at its top level, for
+// the access and audit logs.
+type bodyNames struct {
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"workflowRunId"`
+	BatchID    string `json:"batchId"`
+}
+
+// bodyNames returns the ids the body names, read from it on the first
+// call.
+func (ri *requestInfo) bodyNames() bodyNames {
+	if !ri.namesRead {
+		ri.namesRead = true
+		if b := ri.rawBody(); len(b) > 0 && bytes.Contains(b, []byte(`Id"`)) {
+			_ = json.Unmarshal(b, &ri.names)
+		}
+	}
+	return ri.names
+}
+
+// releaseBody lets the request body go once a handler has decoded it: a
+// request then holds its decoded value, not the bytes beside it (with
+// external storage on, a body may be 64 MiB). The ids the logs need are
+// read first.
+func (ri *requestInfo) releaseBody() {
+	ri.bodyNames()
+	if ri.body != nil {
+		ri.body.b = nil
+	}
+}
+
+// releaseDecodedBody is the strict server's middleware that releases
+// the request body: it runs once the body is decoded into the request
+// object, before the operation.
+func releaseDecodedBody(f iwfapi.StrictHandlerFunc, _ string) iwfapi.StrictHandlerFunc {
+	return func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error) {
+		infoFrom(ctx).releaseBody()
+		return f(ctx, w, r, request)
+	}
+}
 
 // clientRequestID returns the id a client sent as the logs keep it: at
 // most maxClientRequestID bytes, each byte outside printable ASCII
@@ -115,7 +196,7 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 				if ri.clientID != "" {
 					ev = ev.Str("clientRequestId", ri.clientID)
 				}
-				if id := workflowIDOf(ri.body); id != "" {
+				if id := ri.bodyNames().WorkflowID; id != "" {
 					ev = ev.Str("workflowId", id)
 				}
 				ev.Msg("request")
@@ -123,20 +204,6 @@ func accessLog(log zerolog.Logger) func(http.Handler) http.Handler {
 			next.ServeHTTP(ww, r)
 		})
 	}
-}
-
-// workflowIDOf extracts the top-level workflowId of a JSON body, if any.
-func workflowIDOf(body []byte) string {
-	if len(body) == 0 || !bytes.Contains(body, []byte(`"workflowId"`)) {
-		return ""
-	}
-	var v struct {
-		WorkflowID string `json:"workflowId"`
-	}
-	if json.Unmarshal(body, &v) != nil {
-		return ""
-	}
-	return v.WorkflowID
 }
 
 // recoverer turns a panic in a handler into a logged 500 ErrorResponse.
@@ -164,8 +231,10 @@ func recoverer(log zerolog.Logger) func(http.Handler) http.Handler {
 }
 
 // readBody reads the whole request body up front, at most limit bytes:
-// larger bodies are answered with 413. The body stays readable for the
-// handlers that follow.
+// larger bodies are answered with 413. A body with a Content-Length is
+// read into a buffer of that size (no growing copies). The body stays
+// readable for the handlers that follow, until one has decoded it
+// (releaseDecodedBody).
 func readBody(limit int64) func(http.Handler) http.Handler {
 	tooLarge := fmt.Sprintf("request body too large: the limit is %d bytes", limit)
 	return func(next http.Handler) http.Handler {
@@ -178,7 +247,7 @@ func readBody(limit int64) func(http.Handler) http.Handler {
 				writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
 				return
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+			body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)
 			if err != nil {
 				var tooBig *http.MaxBytesError
 				if errors.As(err, &tooBig) {
@@ -192,13 +261,30 @@ func readBody(limit int64) func(http.Handler) http.Handler {
 				writeError(w, http.StatusBadRequest, "invalid request: "+err.Error())
 				return
 			}
-			infoFrom(r.Context()).body = body
+			held := &heldBody{b: body}
+			infoFrom(r.Context()).body = held
 			r.ContentLength = int64(len(body))
-			r.Body = io.NopCloser(bytes.NewReader(body))
-			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+			r.Body = held.reader()
+			r.GetBody = func() (io.ReadCloser, error) { return held.reader(), nil }
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// readAll reads a body of size bytes (-1 or 0: unknown) into a buffer of
+// that size, or, its size unknown, as io.ReadAll does.
+func readAll(r io.Reader, size int64) ([]byte, error) {
+	if size <= 0 {
+		return io.ReadAll(r)
+	}
+	b := make([]byte, size)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("the body ended before its Content-Length: %w", err)
+		}
+		return nil, err
+	}
+	return b, nil
 }
 
 // readFailure says why a request body could not be read, without the
