@@ -119,6 +119,11 @@ func (e *Engine) archiveRun(ctx context.Context, runID string) (string, error) {
 	if err != nil {
 		return doc.WorkflowID, err
 	}
+	// The archive outlives the run's external objects: it holds the
+	// payloads themselves.
+	if err := e.inline(ctx, false, doc.WorkflowID, runID, &vals); err != nil {
+		return doc.WorkflowID, err
+	}
 	vals.fill(&doc)
 	var after int64
 	done := false
@@ -138,6 +143,9 @@ func (e *Engine) archiveRun(ctx context.Context, runID string) (string, error) {
 			}
 			return nil
 		})
+		for i := 0; err == nil && i < len(page); i++ {
+			page[i].Data, err = e.inlineRaw(ctx, false, doc.WorkflowID, runID, page[i].Data)
+		}
 		if err != nil {
 			return nil, err
 		}

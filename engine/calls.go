@@ -352,12 +352,18 @@ func workerContext(t *Task, s *apiSnapshot) iwfapi.Context {
 // callWaitUntil calls the worker's waitUntil and applies the answer or
 // the failed attempt. ctx is the task's, callCtx the attempt's.
 func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnapshot) error {
-	begin := time.Now()
-	callCtx, span := e.startWorkerCall(callCtx, "waitUntil", t, s)
-	resp, err := e.worker.WaitUntil(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateStartRequest{
+	req := &iwfapi.WorkflowStateStartRequest{
 		Context: workerContext(t, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
-	})
+	}
+	// Workers see payloads inline; an external store that cannot be read
+	// is store trouble: the task is tried again, no attempt is counted.
+	if err := e.inline(ctx, false, s.run.WorkflowID, s.run.RunID, req); err != nil {
+		return err
+	}
+	begin := time.Now()
+	callCtx, span := e.startWorkerCall(callCtx, "waitUntil", t, s)
+	resp, err := e.worker.WaitUntil(callCtx, s.rd.WorkerURL, req)
 	endSpan(span, err)
 	s.callDone()
 	e.recordCall("waitUntil", begin, err)
@@ -389,13 +395,17 @@ func (e *Engine) callWaitUntil(ctx, callCtx context.Context, t *Task, s *apiSnap
 // callExecute calls the worker's execute and applies the answer or the
 // failed attempt.
 func (e *Engine) callExecute(ctx, callCtx context.Context, t *Task, s *apiSnapshot) error {
-	begin := time.Now()
-	callCtx, span := e.startWorkerCall(callCtx, "execute", t, s)
-	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateDecideRequest{
+	req := &iwfapi.WorkflowStateDecideRequest{
 		Context: workerContext(t, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 		StateLocals: mapSlice(s.xd.StateLocals, kvOut), CommandResults: mapPtr(s.xd.Results, resultsOut),
-	})
+	}
+	if err := e.inline(ctx, false, s.run.WorkflowID, s.run.RunID, req); err != nil {
+		return err
+	}
+	begin := time.Now()
+	callCtx, span := e.startWorkerCall(callCtx, "execute", t, s)
+	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, req)
 	endSpan(span, err)
 	s.callDone()
 	e.recordCall("execute", begin, err)

@@ -42,6 +42,9 @@ func (r *runTxn) chainNext() error {
 				if err != nil {
 					return err
 				}
+				if err := r.linkStartPayloads(next.run.RunID, &req); err != nil {
+					return err
+				}
 				rd.RetriedBy = next.run.RunID
 				r.record(r.event("", "RetriedAsNewRun", map[string]any{"runId": next.run.RunID, "due": due}))
 				return nil
@@ -55,6 +58,9 @@ func (r *runTxn) chainNext() error {
 	due := sched.Next(r.now)
 	next, err := r.createRun(req, runChain{due: due, timeoutAt: deadline(due, req.WorkflowTimeoutSeconds)}, true)
 	if err != nil {
+		return err
+	}
+	if err := r.linkStartPayloads(next.run.RunID, &req); err != nil {
 		return err
 	}
 	r.record(r.event("", "CronNextRun", map[string]any{"runId": next.run.RunID, "due": due}))

@@ -146,6 +146,21 @@ type Config struct {
 	// deletes it; a run whose write fails is not deleted (see Sweep).
 	// nil deletes expired runs without archiving them.
 	Archive Archiver
+
+	// Payloads, when set, is the external store of big payloads (iWF's
+	// external storage, see engine/payloads.go): a payload whose data is
+	// longer than PayloadThreshold bytes is written to it and the rows keep
+	// its reference; references are loaded for workers and API readers.
+	// nil keeps every payload in the rows, and references pass as opaque
+	// values.
+	Payloads PayloadStore
+	// PayloadThreshold is the size above which a payload goes to Payloads.
+	// Default DefaultPayloadThreshold.
+	PayloadThreshold int
+	// PayloadGrace is how long an object written for a transaction that
+	// has not committed is kept before the payload sweep deletes it.
+	// Default DefaultPayloadGrace.
+	PayloadGrace time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -202,6 +217,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Logger = &l
 	}
 	if err := c.validateRetention(); err != nil {
+		return c, err
+	}
+	if err := c.validatePayloads(); err != nil {
 		return c, err
 	}
 	for k, t := range c.SearchAttributeTypes {

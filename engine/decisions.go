@@ -210,6 +210,12 @@ func (r *runTxn) failForInvalidAnswer(err error) error {
 // applyWaitUntil applies a waitUntil answer: its writes, its commands, and
 // whatever of them the buffers and the clock already satisfy.
 func (e *Engine) applyWaitUntil(ctx context.Context, task *Task, s *apiSnapshot, resp *iwfapi.WorkflowStateStartResponse) error {
+	// The answer's big payloads go to the external store first; a store
+	// that cannot take them fails the task, which calls again.
+	off, err := e.offload(ctx, s.run.WorkflowID, s.run.RunID, resp.UpsertDataObjects, resp.UpsertStateLocals, resp.PublishToInterStateChannel)
+	if err != nil {
+		return err
+	}
 	commands := mapPtr(resp.CommandRequest, commandsIn)
 	locals := mapSlice(resp.UpsertStateLocals, kvIn)
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
@@ -219,6 +225,9 @@ func (e *Engine) applyWaitUntil(ctx context.Context, task *Task, s *apiSnapshot,
 		unlock(tt.rd, apiLockHolder(task.ExecutionID, task.Kind))
 		if err := tt.applyUpserts(x.ExecutionID, writes); err != nil {
 			return tt.failForInvalidAnswer(err)
+		}
+		if err := tt.keepPayloads(off, tt.run.RunID); err != nil {
+			return err
 		}
 		xd.Commands, xd.StateLocals = commands, locals
 		req := flatCommands(commands)
@@ -322,11 +331,24 @@ func completionKey(rd *record.Run, x *Execution, xd *record.Execution) string {
 
 // applyExecute applies an execute answer: its writes and its decision.
 func (e *Engine) applyExecute(ctx context.Context, task *Task, s *apiSnapshot, resp *iwfapi.WorkflowStateDecideResponse) error {
+	off, err := e.offload(ctx, s.run.WorkflowID, s.run.RunID, executeStored(resp)...)
+	if err != nil {
+		return err
+	}
 	decision := decisionIn(deref(resp.StateDecision))
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
 	return e.updateTaking(ctx, task, ExecExecute, s, func(tt *taskTxn) error {
+		if err := tt.keepPayloads(off, tt.run.RunID); err != nil {
+			return err
+		}
 		return tt.applyExecuteAnswer(task, decision, writes)
 	})
+}
+
+// executeStored are the parts of an execute answer that hold the payloads
+// the engine stores (its recordEvents and state locals it does not).
+func executeStored(resp *iwfapi.WorkflowStateDecideResponse) []any {
+	return []any{resp.UpsertDataObjects, resp.PublishToInterStateChannel, resp.StateDecision}
 }
 
 // applyExecuteAnswer applies an execute answer to the execution of tt, in

@@ -61,6 +61,9 @@ func (e *Engine) DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescri
 	if err == nil && len(pendingCalls) > 0 {
 		err = e.describeLimitWaits(ctx, resp.PendingStates, pendingCalls)
 	}
+	if err == nil {
+		err = e.inline(ctx, true, req.WorkflowId, resp.WorkflowRunId, &resp)
+	}
 	return resp, err
 }
 

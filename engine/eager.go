@@ -94,13 +94,17 @@ func (e *Engine) callExecuteEager(ctx context.Context, task *Task, idx record.Ti
 	results *record.CommandResults, firedAt time.Time) (bool, error) {
 	callCtx, cancel := context.WithTimeout(ctx, apiTimeout(s.xd.Options, false))
 	defer cancel()
-	begin := time.Now()
-	callCtx, span := e.startWorkerCall(callCtx, "execute", call, s)
-	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, &iwfapi.WorkflowStateDecideRequest{
+	req := &iwfapi.WorkflowStateDecideRequest{
 		Context: workerContext(call, s), WorkflowType: s.run.WorkflowType, WorkflowStateId: s.x.StateID,
 		StateInput: mapPtr(s.xd.Input, valueOut), SearchAttributes: nonEmpty(s.sas), DataObjects: nonEmpty(s.das),
 		StateLocals: mapSlice(s.xd.StateLocals, kvOut), CommandResults: mapPtr(results, resultsOut),
-	})
+	}
+	if err := e.inline(ctx, false, s.run.WorkflowID, s.run.RunID, req); err != nil {
+		return true, err
+	}
+	begin := time.Now()
+	callCtx, span := e.startWorkerCall(callCtx, "execute", call, s)
+	resp, err := e.worker.Execute(callCtx, s.rd.WorkerURL, req)
 	endSpan(span, err)
 	e.recordCall("execute", begin, err)
 	if err == nil {
@@ -115,11 +119,18 @@ func (e *Engine) callExecuteEager(ctx context.Context, task *Task, idx record.Ti
 		e.attemptFailedLog(call, s, "execute", err)
 		return true, e.fireTimerFailed(ctx, task, idx, call, err)
 	}
+	off, err := e.offload(ctx, s.run.WorkflowID, s.run.RunID, executeStored(resp)...)
+	if err != nil {
+		return true, err
+	}
 	decision := decisionIn(deref(resp.StateDecision))
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
 	return true, e.update(WithPriority(ctx, PriorityUrgent), func(t *txn) error {
 		tt, err := t.fireAlone(task, idx, firedAt)
 		if err != nil || tt == nil {
+			return err
+		}
+		if err := tt.keepPayloads(off, tt.run.RunID); err != nil {
 			return err
 		}
 		return tt.applyExecuteAnswer(call, decision, writes)

@@ -36,6 +36,8 @@ type Engine struct {
 	failureLogs logLimiter
 	// limiter keeps the permits of Config.Limits; nil when none are set.
 	limiter *limiter
+	// payloadMetrics count the external store's operations (payloads.go).
+	payloadMetrics *payloadMetrics
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -66,6 +68,8 @@ func New(store Store, cfg Config) (*Engine, error) {
 		searching: make(chan struct{}, cfg.MaxSearches),
 
 		batchNudge: make(chan struct{}, 1),
+
+		payloadMetrics: newPayloadMetrics(),
 	}
 	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)
@@ -134,6 +138,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	if e.cfg.retentionOn() {
 		e.goRun(func() { e.sweeper(runCtx) })
+	}
+	if e.payloadsOn() {
+		e.goRun(func() { e.payloadSweeper(runCtx) })
 	}
 	e.goRun(func() { e.batchRunner(runCtx) })
 	return nil

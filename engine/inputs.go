@@ -25,8 +25,15 @@ func (e *Engine) applyExternal(ctx context.Context, workflowID, runID string, in
 // (see mutateRunThen).
 func (e *Engine) applyExternalThen(ctx context.Context, workflowID, runID string, in record.Input, then func(t *txn) error) error {
 	in.Actor = ActorOf(ctx)
+	off, err := e.offload(ctx, workflowID, runID, &in)
+	if err != nil {
+		return err
+	}
 	return e.mutateRunThen(ctx, workflowID, runID, func(r *runTxn) error {
-		return r.applyInput(in, false)
+		if err := r.applyInput(in, false); err != nil {
+			return err
+		}
+		return r.keepPayloads(off, r.run.RunID)
 	}, then)
 }
 

@@ -103,6 +103,7 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	if e.limiter != nil {
 		e.writeLimitMetrics(&b)
 	}
+	e.payloadMetrics.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_ready Due tasks of this process waiting for a free goroutine (--concurrency).\n# TYPE iwf_tasks_ready gauge\niwf_tasks_ready %d\n", e.disp.backlog())

@@ -106,6 +106,11 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 			return iwfapi.WorkflowRpcResponse{}, Errorf(CodeInvalidArgument, "%v", err)
 		}
 	}
+	// The worker sees payloads inline: the attributes' and an input that
+	// the client sent as a reference.
+	if err := e.resolveRPCInput(ctx, target.run, wreq); err != nil {
+		return iwfapi.WorkflowRpcResponse{}, err
+	}
 	callCtx, cancel := context.WithTimeout(ctx, e.waitBudget(deref(req.TimeoutSeconds)))
 	defer cancel()
 	begin := time.Now()
@@ -125,6 +130,11 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 			return iwfapi.WorkflowRpcResponse{}, &Error{Code: CodeWorkerAPIError, Message: "closing workflow in RPC is not supported yet", Worker: &WorkerErrorInfo{}}
 		}
 	}
+	// The output goes back to the client as it is, not stored: a
+	// reference in it is loaded, as in every answer.
+	if err := e.inline(ctx, true, target.run.WorkflowID, target.run.RunID, resp.Output); err != nil {
+		return iwfapi.WorkflowRpcResponse{}, err
+	}
 	mutates := len(slice(resp.UpsertDataAttributes)) > 0 || len(slice(resp.UpsertSearchAttributes)) > 0 ||
 		len(slice(resp.PublishToInterStateChannel)) > 0 || (resp.StateDecision != nil && len(slice(resp.StateDecision.NextStates)) > 0)
 	if !mutates && holder == "" {
@@ -135,17 +145,43 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 		UpsertDataAttributes: mapSlice(resp.UpsertDataAttributes, kvIn), Publish: mapSlice(resp.PublishToInterStateChannel, publishIn),
 		Decision: mapPtr(resp.StateDecision, decisionIn),
 	}
+	off, err := e.offload(ctx, target.run.WorkflowID, target.run.RunID, mutation)
+	if err != nil {
+		return iwfapi.WorkflowRpcResponse{}, err
+	}
 	err = e.mutateRun(ctx, target.run.WorkflowID, target.run.RunID, func(r *runTxn) error {
 		unlock(r.rd, holder)
 		if !mutates {
 			return nil
 		}
-		return r.applyInput(record.Input{RPC: mutation}, false)
+		if err := r.applyInput(record.Input{RPC: mutation}, false); err != nil {
+			return err
+		}
+		return r.keepPayloads(off, r.run.RunID)
 	})
 	if err != nil {
 		return iwfapi.WorkflowRpcResponse{}, err
 	}
 	return iwfapi.WorkflowRpcResponse{Output: resp.Output}, nil
+}
+
+// resolveRPCInput prepares an RPC's worker request: the client's input is
+// handled as every payload that arrives (a reference is loaded, the
+// reference fields dropped), and the stored attributes are loaded.
+func (e *Engine) resolveRPCInput(ctx context.Context, run *Run, wreq *iwfapi.WorkflowWorkerRpcRequest) error {
+	if !e.payloadsOn() {
+		return nil
+	}
+	if wreq.Input != nil {
+		in := *wreq.Input // the client's request is left as it is
+		wreq.Input = &in
+		if err := eachObject(func(o objectFields) error {
+			return e.resolveSent(ctx, o, run.WorkflowID, run.RunID)
+		}, wreq.Input); err != nil {
+			return err
+		}
+	}
+	return e.inline(ctx, false, run.WorkflowID, run.RunID, wreq)
 }
 
 func isLocking(p *record.LoadingPolicy) bool {
@@ -253,7 +289,8 @@ func (e *Engine) WaitForStateCompletion(ctx context.Context, req iwfapi.Workflow
 			return iwfapi.WorkflowWaitForStateCompletionResponse{}, err
 		}
 		if found != nil {
-			return iwfapi.WorkflowWaitForStateCompletionResponse{StateCompletionOutput: found}, nil
+			err := e.inline(ctx, true, req.WorkflowId, "", found)
+			return iwfapi.WorkflowWaitForStateCompletionResponse{StateCompletionOutput: found}, err
 		}
 		recheck := time.NewTimer(e.cfg.LongPollRecheck)
 		select {
@@ -349,6 +386,9 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 	if err != nil {
 		return iwfapi.WorkflowDumpResponse{}, err
 	}
+	if err := e.inlineDump(ctx, &doc); err != nil {
+		return iwfapi.WorkflowDumpResponse{}, err
+	}
 	data := encode(doc)
 	pageSize := int(req.PageSizeInBytes)
 	if pageSize <= 0 {
@@ -362,6 +402,35 @@ func (e *Engine) DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpReques
 	end := min(start+pageSize, len(data))
 	sum := md5.Sum(data)
 	return iwfapi.WorkflowDumpResponse{JsonData: string(data[start:end]), TotalPages: int32(total), Checksum: hex.EncodeToString(sum[:])}, nil
+}
+
+// inlineDump loads the external objects a dump refers to: in the
+// results and attributes, and in the stored records of the executions and
+// the history.
+func (e *Engine) inlineDump(ctx context.Context, doc *dumpDocument) error {
+	if !e.payloadsOn() {
+		return nil
+	}
+	if err := e.inline(ctx, true, doc.WorkflowID, doc.RunID, doc.Outputs, doc.DataAttributes); err != nil {
+		return err
+	}
+	for i := range doc.Executions {
+		x := &doc.Executions[i]
+		data, err := e.inlineRaw(ctx, true, doc.WorkflowID, doc.RunID, x.Data)
+		if err != nil {
+			return err
+		}
+		x.Data = data
+	}
+	for i := range doc.History {
+		ev := &doc.History[i]
+		data, err := e.inlineRaw(ctx, true, doc.WorkflowID, doc.RunID, ev.Data)
+		if err != nil {
+			return err
+		}
+		ev.Data = data
+	}
+	return nil
 }
 
 // HistoryEventOut is a stored history event as the API shows it.
@@ -404,5 +473,25 @@ func (e *Engine) WorkflowHistory(ctx context.Context, req iwfapi.WorkflowHistory
 		}
 		return nil
 	})
+	if err == nil {
+		err = e.inlineEvents(ctx, true, req.WorkflowId, resp.WorkflowRunId, resp.Events)
+	}
 	return resp, err
+}
+
+// inlineEvents loads the external objects that history events, as the API
+// shows them, refer to.
+func (e *Engine) inlineEvents(ctx context.Context, keepRef bool, workflowID, runID string, events []iwfapi.WorkflowHistoryEvent) error {
+	if !e.payloadsOn() {
+		return nil
+	}
+	for _, ev := range events {
+		if ev.Data == nil {
+			continue
+		}
+		if err := e.inlineJSON(ctx, keepRef, workflowID, runID, *ev.Data); err != nil {
+			return err
+		}
+	}
+	return nil
 }

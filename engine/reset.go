@@ -88,6 +88,11 @@ func (e *Engine) resetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 			return err
 		}
 		newRunID = r.run.RunID
+		// The new run shares the base run's payloads: its external
+		// objects now live as long as either run.
+		if err := t.tx.PayloadCopy(t.ctx, base.RunID, newRunID, t.now); err != nil {
+			return err
+		}
 		data := map[string]any{"resetType": req.ResetType, "newRunId": newRunID}
 		if b.actor != "" {
 			data["actor"] = b.actor

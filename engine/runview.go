@@ -48,6 +48,13 @@ func (e *Engine) HistoryEvents(ctx context.Context, runID string, ids []int64) (
 		out, err = tx.HistoryGet(ctx, runID, ids)
 		return err
 	})
+	if err == nil {
+		for _, ev := range out {
+			if ev.Data, err = e.inlineRaw(ctx, true, "", runID, ev.Data); err != nil {
+				return nil, err
+			}
+		}
+	}
 	return out, err
 }
 
@@ -79,6 +86,11 @@ func (e *Engine) scanHistory(ctx context.Context, workflowID, runID string, maxE
 				return err
 			}
 			for _, ev := range events {
+				// Pages show payloads inline (read within the scan's
+				// snapshot: the scan hands events over as it reads them).
+				if ev.Data, err = e.inlineRaw(ctx, true, workflowID, id, ev.Data); err != nil {
+					return err
+				}
 				if err := fn(ev); err != nil {
 					return err
 				}
@@ -172,5 +184,30 @@ func (e *Engine) InspectRun(ctx context.Context, workflowID, runID string, execu
 		}
 		return nil
 	})
+	if err == nil {
+		err = e.inlineInspection(ctx, workflowID, runID, out)
+	}
 	return out, err
+}
+
+// inlineInspection loads the external objects that the records and the
+// messages of an inspection refer to.
+func (e *Engine) inlineInspection(ctx context.Context, workflowID, runID string, in *RunInspection) error {
+	if !e.payloadsOn() {
+		return nil
+	}
+	var err error
+	for _, x := range in.Executions {
+		if x.Data, err = e.inlineRaw(ctx, true, workflowID, runID, x.Data); err != nil {
+			return err
+		}
+	}
+	for _, msgs := range [][]*Message{in.Signals, in.Internal} {
+		for _, m := range msgs {
+			if m.Value, err = e.inlineRaw(ctx, true, workflowID, runID, m.Value); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

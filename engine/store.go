@@ -281,6 +281,7 @@ type ReadTx interface {
 	SearchAttributeTypeOf(ctx context.Context, key string) (search.ValueType, error)
 
 	batchReadTx
+	payloadReadTx
 }
 
 // Tx is a read-write transaction.
@@ -350,6 +351,7 @@ type Tx interface {
 	HistoryAppend(ctx context.Context, events []*HistoryEvent) error
 
 	batchTx
+	payloadTx
 }
 
 // RunExpiry selects closed runs by close time and workflow type: those

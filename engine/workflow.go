@@ -155,6 +155,12 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 	if err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}
+	// Big payloads go to the external store before the start's
+	// transaction, which keeps them for the new run.
+	off, err := e.offload(ctx, req.WorkflowID, "", &req)
+	if err != nil {
+		return iwfapi.WorkflowStartResponse{}, err
+	}
 	if err := e.admit(ctx); err != nil {
 		return iwfapi.WorkflowStartResponse{}, err
 	}
@@ -208,7 +214,7 @@ func (e *Engine) StartWorkflow(ctx context.Context, wireReq iwfapi.WorkflowStart
 			return err
 		}
 		runID = r.run.RunID
-		return nil
+		return t.keepPayloads(off, runID)
 	}
 	ctx = WithPriority(ctx, PriorityStart)
 	err = e.update(ctx, start)
@@ -418,6 +424,9 @@ func (e *Engine) stopWorkflow(ctx context.Context, req iwfapi.WorkflowStopReques
 // GetWorkflow describes a run (POST /api/v1/workflow/get).
 func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
 	resp, _, _, err := e.describe(ctx, req.WorkflowId, deref(req.WorkflowRunId), deref(req.NeedsResults))
+	if err == nil {
+		err = e.inline(ctx, true, req.WorkflowId, resp.WorkflowRunId, &resp)
+	}
 	return resp, err
 }
 
@@ -444,6 +453,16 @@ func (e *Engine) GetWorkflow(ctx context.Context, req iwfapi.WorkflowGetRequest)
 // read has found which run it waits for: a stale mark then costs at most
 // one re-check interval, never a run that is no longer the workflow's.
 func (e *Engine) GetWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
+	resp, err := e.getWorkflowWithWait(ctx, req)
+	if err == nil {
+		err = e.inline(ctx, true, req.WorkflowId, resp.WorkflowRunId, &resp)
+	}
+	return resp, err
+}
+
+// getWorkflowWithWait is GetWorkflowWithWait without loading the results'
+// external objects.
+func (e *Engine) getWorkflowWithWait(ctx context.Context, req iwfapi.WorkflowGetRequest) (iwfapi.WorkflowGetResponse, error) {
 	wait := e.waitBudget(deref(req.WaitTimeSeconds))
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -617,6 +636,10 @@ func (e *Engine) GetDataAttributes(ctx context.Context, req iwfapi.WorkflowGetDa
 		}
 		return nil
 	})
+	if err == nil {
+		// As in iWF, the reference stays beside the data it names.
+		err = e.inline(ctx, true, req.WorkflowId, deref(req.WorkflowRunId), &resp)
+	}
 	return resp, err
 }
 

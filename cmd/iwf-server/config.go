@@ -22,6 +22,7 @@ import (
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/auth"
+	"github.com/iwf-server/iwf-server/internal/extstore"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
@@ -126,6 +127,64 @@ type Config struct {
 	// SQLiteSynchronous is the durability of the SQLite store's commits:
 	// normal (survives a process crash) or full (survives a power loss).
 	SQLiteSynchronous sqlite.Synchronous
+	// ExternalStorageURL, when set, is the active external payload store
+	// as ID=URL: payloads over ExternalStorageThreshold go to it.
+	ExternalStorageURL string
+	// ExternalStorageReadURLs are older stores (ID=URL) whose payloads
+	// stay readable; given alone, without ExternalStorageURL, nothing new
+	// is offloaded.
+	ExternalStorageReadURLs []string
+	// ExternalStorageThreshold is the size, in bytes of data, above which
+	// a payload goes to the external store.
+	ExternalStorageThreshold int
+	// ExternalStorageMaxBodyBytes replaces MaxBodyBytes while external
+	// storage is on.
+	ExternalStorageMaxBodyBytes int64
+	// ExternalStorageGrace is how long an object written for a
+	// transaction that never committed is kept before it is deleted.
+	ExternalStorageGrace time.Duration
+}
+
+// DefaultExternalStorageMaxBodyBytes is the request body limit while
+// external storage is on.
+const DefaultExternalStorageMaxBodyBytes = 64 << 20
+
+// externalStorageOn reports whether any external store is named.
+func (c Config) externalStorageOn() bool {
+	return c.ExternalStorageURL != "" || len(c.ExternalStorageReadURLs) > 0
+}
+
+// externalStorage returns the stores the settings name.
+func (c Config) externalStorage() (server.ExternalStorage, error) {
+	var x server.ExternalStorage
+	if c.ExternalStorageURL != "" {
+		l, err := extstore.ParseLocation(c.ExternalStorageURL)
+		if err != nil {
+			return x, fmt.Errorf("external-storage-url: %v", err)
+		}
+		x.Active = l
+	}
+	ids := map[string]bool{x.Active.ID: x.Active.ID != ""}
+	for _, e := range c.ExternalStorageReadURLs {
+		l, err := extstore.ParseLocation(e)
+		if err != nil {
+			return x, fmt.Errorf("external-storage-read-url: %v", err)
+		}
+		if ids[l.ID] {
+			return x, fmt.Errorf("external-storage-read-url: the store id %q is given twice (each store needs an id of its own: it is the extStoreId of the references to its payloads)", l.ID)
+		}
+		ids[l.ID] = true
+		x.Reads = append(x.Reads, l)
+	}
+	return x, nil
+}
+
+// maxBodyBytes is the request body limit in force.
+func (c Config) maxBodyBytes() int64 {
+	if c.externalStorageOn() {
+		return c.ExternalStorageMaxBodyBytes
+	}
+	return c.MaxBodyBytes
 }
 
 // DefaultShutdownGrace is how long a SIGTERM waits for in-flight work.
@@ -181,6 +240,10 @@ func DefaultConfig() Config {
 		Retention:         engine.DefaultRetention,
 		RetentionInterval: engine.DefaultSweepInterval,
 		SQLiteSynchronous: sqlite.SyncNormal,
+
+		ExternalStorageThreshold:    engine.DefaultPayloadThreshold,
+		ExternalStorageMaxBodyBytes: DefaultExternalStorageMaxBodyBytes,
+		ExternalStorageGrace:        engine.DefaultPayloadGrace,
 	}
 }
 
@@ -248,6 +311,9 @@ func (c Config) Validate() error {
 	if c.MaxBodyBytes <= 0 {
 		return fmt.Errorf("max-body-bytes must be positive, got %d", c.MaxBodyBytes)
 	}
+	if err := c.validateExternalStorage(); err != nil {
+		return err
+	}
 	if c.Concurrency <= 0 {
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
 	}
@@ -290,6 +356,27 @@ func (c Config) Validate() error {
 			return fmt.Errorf("search-attribute %s: unknown type %q, want one of %s",
 				name, typ, searchAttributeTypesText)
 		}
+	}
+	return nil
+}
+
+// validateExternalStorage checks the external storage settings.
+func (c Config) validateExternalStorage() error {
+	if _, err := c.externalStorage(); err != nil {
+		return err
+	}
+	if c.ExternalStorageThreshold <= 0 {
+		return fmt.Errorf("external-storage-threshold must be a positive number of bytes, got %d", c.ExternalStorageThreshold)
+	}
+	if c.ExternalStorageMaxBodyBytes <= 0 {
+		return fmt.Errorf("external-storage-max-body-bytes must be positive, got %d", c.ExternalStorageMaxBodyBytes)
+	}
+	if c.externalStorageOn() && c.ExternalStorageMaxBodyBytes < c.MaxBodyBytes {
+		return fmt.Errorf("external-storage-max-body-bytes (%d) must be at least max-body-bytes (%d): it replaces max-body-bytes while external storage is on",
+			c.ExternalStorageMaxBodyBytes, c.MaxBodyBytes)
+	}
+	if c.ExternalStorageGrace < time.Minute {
+		return fmt.Errorf("external-storage-grace must be at least 1m (objects younger than it may still be claimed by a transaction under way), got %s", c.ExternalStorageGrace)
 	}
 	return nil
 }
@@ -661,6 +748,55 @@ var retentionSettings = []setting{
 		func(c *Config) *string { return &c.ArchiveURL }),
 }
 
+// externalStorageSettings are iWF's external storage of big payloads
+// (docs/configuration.md, "External storage").
+var externalStorageSettings = []setting{
+	{
+		key: "external-storage-url", env: "IWF_EXTERNAL_STORAGE_URL",
+		usage: "keep payloads over external-storage-threshold in this blob store, `ID=URL`: ID (letters, digits, - _ .) is the extStoreId of the references the rows keep; URL is file:///dir, s3://bucket?region=R[&endpoint=URL&use_path_style=true], gs://bucket or azblob://container (default: off)",
+		// Checked by Validate, whose errors do not echo the URL (the
+		// flag package's would, and a URL may hold a secret).
+		apply: func(c *Config, e []string) error { c.ExternalStorageURL = strings.TrimSpace(e[0]); return nil },
+		def:   func(Config) string { return "" },
+	},
+	{
+		key: "external-storage-read-url", env: "IWF_EXTERNAL_STORAGE_READ_URLS", multi: true, file: "external-storage-read-urls",
+		usage:    "an older external store, `ID=URL`, whose payloads stay readable (repeatable; alone, without external-storage-url, payloads are read but none is written)",
+		splitEnv: func(s string) []string { return splitList(s, "\n ") },
+		joinKV:   func(k, v string) string { return k + "=" + v },
+		apply:    func(c *Config, e []string) error { c.ExternalStorageReadURLs = append([]string(nil), e...); return nil },
+		def:      func(Config) string { return "" },
+	},
+	{
+		key: "external-storage-threshold", env: "IWF_EXTERNAL_STORAGE_THRESHOLD",
+		usage: "a payload whose data is longer than this many `bytes` goes to the external store",
+		apply: func(c *Config, e []string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(e[0]))
+			if err != nil {
+				return fmt.Errorf("invalid byte count %q", e[0])
+			}
+			c.ExternalStorageThreshold = n
+			return nil
+		},
+		def: func(c Config) string { return strconv.Itoa(c.ExternalStorageThreshold) },
+	},
+	{
+		key: "external-storage-max-body-bytes", env: "IWF_EXTERNAL_STORAGE_MAX_BODY_BYTES",
+		usage: "largest request body accepted while external storage is on, in `bytes` (replaces max-body-bytes then)",
+		apply: func(c *Config, e []string) error {
+			n, err := strconv.ParseInt(strings.TrimSpace(e[0]), 10, 64)
+			if err != nil {
+				return fmt.Errorf("invalid byte count %q", e[0])
+			}
+			c.ExternalStorageMaxBodyBytes = n
+			return nil
+		},
+		def: func(c Config) string { return strconv.FormatInt(c.ExternalStorageMaxBodyBytes, 10) },
+	},
+	durationSetting("external-storage-grace", "IWF_EXTERNAL_STORAGE_GRACE", "how long an object written for a request or worker answer whose transaction never committed is kept before the payload sweep deletes it",
+		func(c *Config) *time.Duration { return &c.ExternalStorageGrace }),
+}
+
 // limitSetting is a repeatable KEY=VALUE setting of a limit: a mapping or
 // a list of KEY=VALUE in the file, entries separated by commas in the
 // environment.
@@ -742,6 +878,7 @@ var limitSettings = []setting{
 func init() {
 	settings = append(settings, limitSettings...)
 	settings = append(settings, retentionSettings...)
+	settings = append(settings, externalStorageSettings...)
 	settings = append(settings, securitySettings...)
 	settings = append(settings, durationSetting("shutdown-grace", "IWF_SHUTDOWN_GRACE",
 		"on SIGTERM, how long in-flight requests and worker calls may take to finish before they are cancelled and their work handed to other nodes",

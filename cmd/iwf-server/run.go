@@ -144,6 +144,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.tracing, err = tracing.FromEnv(ctx, m.getenv); err != nil {
 		return err
 	}
+	payloads, err := m.Config.externalStorage()
+	if err != nil {
+		return err
+	}
 	m.srv, err = server.Open(ctx, m.Config.DB, server.Options{
 		Tracer: m.tracing.Tracer(),
 		Engine: engine.Config{
@@ -158,7 +162,10 @@ func (m *Main) Run(ctx context.Context) error {
 			RetentionByType:      m.Config.RetentionFor,
 			SweepInterval:        m.Config.RetentionInterval,
 			Limits:               m.Config.Limits,
+			PayloadThreshold:     m.Config.ExternalStorageThreshold,
+			PayloadGrace:         m.Config.ExternalStorageGrace,
 		},
+		ExternalStorage:   payloads,
 		WorkerHeaders:     m.Config.WorkerHeaders,
 		WorkerURLAllow:    m.Config.WorkerURLAllow,
 		Auth:              m.tokens,
@@ -168,7 +175,7 @@ func (m *Main) Run(ctx context.Context) error {
 		SecureCookies:     m.tls != nil,
 		NoUI:              !m.Config.UI,
 		Logger:            &m.logger,
-		MaxBodyBytes:      m.Config.MaxBodyBytes,
+		MaxBodyBytes:      m.Config.maxBodyBytes(),
 		ConnectTimeout:    m.Config.DBConnectTimeout,
 		DBLivenessTimeout: m.Config.DBLivenessTimeout,
 		SQLiteSynchronous: m.Config.SQLiteSynchronous,
@@ -235,6 +242,16 @@ func (m *Main) Run(ctx context.Context) error {
 	if m.Config.ArchiveURL != "" {
 		ev = ev.Str("archive", archive.Redact(m.Config.ArchiveURL))
 	}
+	if payloads.Active.ID != "" {
+		ev = ev.Str("externalStorage", payloads.Active.String()).Int("externalStorageThreshold", m.Config.ExternalStorageThreshold)
+	}
+	if len(payloads.Reads) > 0 {
+		reads := make([]string, len(payloads.Reads))
+		for i, l := range payloads.Reads {
+			reads[i] = l.String()
+		}
+		ev = ev.Strs("externalStorageRead", reads)
+	}
 	if auth.IsLoopbackAddr(m.Config.Addr) || len(m.Config.AllowedHosts) > 0 {
 		ev = ev.Strs("allowedHosts", append([]string{"localhost", "loopback addresses"}, m.Config.AllowedHosts...))
 	}
@@ -252,6 +269,9 @@ func (m *Main) Run(ctx context.Context) error {
 	}
 	if m.Config.ArchiveURL != "" {
 		fmt.Fprintf(m.Stdout, "expired workflows are archived to %s before they are deleted\n", archive.Redact(m.Config.ArchiveURL))
+	}
+	if payloads.Active.ID != "" {
+		fmt.Fprintf(m.Stdout, "payloads over %d bytes are kept in the external store %s\n", m.Config.ExternalStorageThreshold, payloads.Active)
 	}
 	if m.Config.UI {
 		fmt.Fprintf(m.Stdout, "web console: %s://%s%s\n", scheme, consoleHost(m.Addr()), server.ConsolePrefix)

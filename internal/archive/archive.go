@@ -2,8 +2,9 @@
 // retention deletes them, and reads them back.
 //
 // It is the one seam between the server and object storage: a bucket is
-// opened by URL through gocloud.dev/blob, whose drivers for the local file
-// system (file:///dir), Amazon S3 and S3-compatible stores
+// opened by URL (OpenBucket, which the external payload store of
+// internal/extstore uses too) through gocloud.dev/blob, whose drivers for
+// the local file system (file:///dir), Amazon S3 and S3-compatible stores
 // (s3://bucket?region=…&endpoint=…), Google Cloud Storage (gs://bucket)
 // and Azure Blob Storage (azblob://container) are linked in.
 //
@@ -69,11 +70,23 @@ type Bucket struct {
 // link" whenever the archive is on another file system than /tmp (a
 // mounted volume), and every run would stay unarchived and undeleted.
 func Open(ctx context.Context, rawURL string) (*Bucket, error) {
-	b, err := blob.OpenBucket(ctx, withLocalTemp(rawURL))
+	b, err := OpenBucket(ctx, rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("archive: opening %s: %w", Redact(rawURL), err)
+		return nil, fmt.Errorf("archive: %w", err)
 	}
 	return &Bucket{b: b}, nil
+}
+
+// OpenBucket opens the gocloud.dev/blob bucket at rawURL as Open does (a
+// file:// bucket writes its temporary files next to its objects): the one
+// opener of the server's buckets, which internal/extstore uses too. The
+// error names the URL redacted.
+func OpenBucket(ctx context.Context, rawURL string) (*blob.Bucket, error) {
+	b, err := blob.OpenBucket(ctx, withLocalTemp(rawURL))
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", Redact(rawURL), err)
+	}
+	return b, nil
 }
 
 // withLocalTemp adds no_tmp_dir=1 to a file:// URL that does not set it.

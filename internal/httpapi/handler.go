@@ -28,7 +28,8 @@ const DefaultMaxBodyBytes = 4 << 20
 // HelloText is the plain-text answer of GET /, as in iWF.
 const HelloText = "Hello World from iWF server!"
 
-// encodedObjectLoadPath is in the spec but not served, as in iWF.
+// encodedObjectLoadPath is in the spec but, as in iWF, not served without
+// external storage.
 const encodedObjectLoadPath = "/api/v1/workflow/encodedobject/load"
 
 // Options configure NewHandler.
@@ -39,6 +40,10 @@ type Options struct {
 	// MaxBodyBytes limits the size of request bodies; larger ones are
 	// answered with 413. Zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// ExternalStorage serves POST /api/v1/workflow/encodedobject/load
+	// (Service.LoadEncodedObject): the engine has an external payload
+	// store. Without it the path answers 404, as in iWF.
+	ExternalStorage bool
 	// Metrics, when set, serves GET /metrics (Prometheus text format).
 	Metrics func(w io.Writer) error
 	// Guard, when set, wraps every route after the request id and access
@@ -132,7 +137,11 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 		return nil, err
 	}
 	r.Use(readBody(opts.MaxBodyBytes), access(policy, opts.Guard != nil, opts.Audit, uiPrefix),
-		deadline(opts.RequestTimeout, opts.LongPollTimeout), unrouted, h.validate)
+		deadline(opts.RequestTimeout, opts.LongPollTimeout))
+	if !opts.ExternalStorage {
+		r.Use(unrouted)
+	}
+	r.Use(h.validate)
 	if opts.Extra != nil && opts.ExtraPrefix != "" {
 		r.Mount(strings.TrimSuffix(opts.ExtraPrefix, "/"), opts.Extra)
 	}

@@ -114,6 +114,12 @@ func (f *fakeService) DescribeWorkflow(_ context.Context, req iwfapi.WorkflowDes
 func (f *fakeService) WaitForStateCompletion(_ context.Context, req iwfapi.WorkflowWaitForStateCompletionRequest) (iwfapi.WorkflowWaitForStateCompletionResponse, error) {
 	return iwfapi.WorkflowWaitForStateCompletionResponse{}, f.record(req)
 }
+func (f *fakeService) LoadEncodedObject(_ context.Context, obj iwfapi.EncodedObject) (iwfapi.EncodedObject, error) {
+	if obj.Data == nil && obj.ExtPath != nil {
+		obj.Data = ptrTo("loaded " + *obj.ExtPath)
+	}
+	return obj, f.record(obj)
+}
 func (f *fakeService) TriggerContinueAsNew(_ context.Context, req iwfapi.TriggerContinueAsNewRequest) error {
 	return f.record(req)
 }

@@ -98,11 +98,17 @@ func (s *Server) SetWorkflowSearchAttributes(ctx context.Context, req iwfapi.Set
 	return iwfapi.SetWorkflowSearchAttributes200JSONResponse(emptyResponse), nil
 }
 
-// LoadEncodedObject serves POST /api/v1/workflow/encodedobject/load, which
-// iWF does not route either: it always answers 404. (NewHandler answers this
-// path before validation; this method keeps the interface complete.)
-func (s *Server) LoadEncodedObject(context.Context, iwfapi.LoadEncodedObjectRequestObject) (iwfapi.LoadEncodedObjectResponseObject, error) {
-	return iwfapi.LoadEncodedObject404JSONResponse{Detail: ptr(encodedObjectLoadDetail)}, nil
+// LoadEncodedObject serves POST /api/v1/workflow/encodedobject/load: the
+// encoded object with its data, loaded from the external store when it
+// refers to one. iWF does not route this path; without external storage
+// (Options.ExternalStorage) NewHandler answers it 404 before validation,
+// as iWF does.
+func (s *Server) LoadEncodedObject(ctx context.Context, req iwfapi.LoadEncodedObjectRequestObject) (iwfapi.LoadEncodedObjectResponseObject, error) {
+	obj, err := s.svc.LoadEncodedObject(ctx, *req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.LoadEncodedObject200JSONResponse(obj), nil
 }
 
 // encodedObjectLoadDetail explains the 404 of encodedobject/load.

@@ -52,6 +52,9 @@ type Service interface {
 	DumpWorkflow(ctx context.Context, req iwfapi.WorkflowDumpRequest) (iwfapi.WorkflowDumpResponse, error)
 	// WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.
 	WaitForStateCompletion(ctx context.Context, req iwfapi.WorkflowWaitForStateCompletionRequest) (iwfapi.WorkflowWaitForStateCompletionResponse, error)
+	// LoadEncodedObject serves POST /api/v1/workflow/encodedobject/load
+	// when Options.ExternalStorage is set.
+	LoadEncodedObject(ctx context.Context, obj iwfapi.EncodedObject) (iwfapi.EncodedObject, error)
 	// TriggerContinueAsNew serves POST /api/v1/workflow/triggerContinueAsNew.
 	TriggerContinueAsNew(ctx context.Context, req iwfapi.TriggerContinueAsNewRequest) error
 	// StartBatch serves POST /api/v1/batch/start (our extension).

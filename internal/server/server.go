@@ -30,6 +30,7 @@ import (
 	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/console"
 	"github.com/iwf-server/iwf-server/internal/dbclock"
+	"github.com/iwf-server/iwf-server/internal/extstore"
 	"github.com/iwf-server/iwf-server/internal/httpapi"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
 	"github.com/iwf-server/iwf-server/internal/store/sqlite"
@@ -134,7 +135,23 @@ type Options struct {
 	Tracer trace.Tracer
 	// TraceDB names the database in store spans ("sqlite", "postgresql").
 	TraceDB string
+	// ExternalStorage, when it names a store and Engine.Payloads is not
+	// set, is the external payload store (extstore.Open) that payloads
+	// over Engine.PayloadThreshold go to; Close closes it. The API then
+	// serves encodedobject/load.
+	ExternalStorage ExternalStorage
 }
+
+// ExternalStorage names the external payload stores: the active one,
+// which new payloads are written to (none: the stores are only read), and
+// older ones that stay readable.
+type ExternalStorage struct {
+	Active extstore.Location
+	Reads  []extstore.Location
+}
+
+// on reports whether any store is named.
+func (x ExternalStorage) on() bool { return x.Active.ID != "" || len(x.Reads) > 0 }
 
 // ConsolePrefix is where the web console is served.
 const ConsolePrefix = "/ui/"
@@ -151,6 +168,7 @@ type Server struct {
 	started  bool
 	ownStore bool
 	archive  *archive.Bucket // opened from Options.ArchiveURL
+	payloads *extstore.Store // opened from Options.ExternalStorage
 }
 
 // New builds a server on a store whose migrations have been applied. It
@@ -185,9 +203,22 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		}
 		ec.Archive = bucket
 	}
+	var payloads *extstore.Store
+	if ec.Payloads == nil && opts.ExternalStorage.on() {
+		if payloads, err = extstore.Open(context.Background(), opts.ExternalStorage.Active, opts.ExternalStorage.Reads); err != nil {
+			if bucket != nil {
+				bucket.Close()
+			}
+			return nil, err
+		}
+		ec.Payloads = payloads
+	}
 	closeBucket := func() {
 		if bucket != nil {
 			bucket.Close()
+		}
+		if payloads != nil {
+			payloads.Close()
 		}
 	}
 	if opts.Tracer != nil {
@@ -213,6 +244,7 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		MaxBodyBytes:    opts.MaxBodyBytes,
 		RequestTimeout:  requestTimeout,
 		LongPollTimeout: maxWait + requestTimeout,
+		ExternalStorage: ec.Payloads != nil,
 	}
 	if opts.RestrictHosts || len(opts.AllowedHosts) > 0 {
 		if ho.Hosts, err = auth.NewHostPolicy(opts.AllowedHosts); err != nil {
@@ -249,7 +281,7 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		return nil, err
 	}
 	handler = tracing.Handler(opts.Tracer, handler)
-	return &Server{Engine: eng, Handler: handler, archive: bucket}, nil
+	return &Server{Engine: eng, Handler: handler, archive: bucket, payloads: payloads}, nil
 }
 
 // Open opens the store a database setting names (see ParseDB), applies its
@@ -377,6 +409,12 @@ func (s *Server) Close(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("close archive: %w", err))
 		}
 		s.archive = nil
+	}
+	if s.payloads != nil {
+		if err := s.payloads.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close external storage: %w", err))
+		}
+		s.payloads = nil
 	}
 	return errors.Join(errs...)
 }

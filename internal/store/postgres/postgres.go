@@ -270,7 +270,9 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 // raised by iwf_expect) and WorkflowCreateExpecting's insert of a taken id
 // (a unique violation of workflows_pkey: every other insert into workflows
 // says ON CONFLICT) as engine.ErrUnexpected, and a write that found no row
-// to change (IW002, raised by iwf_found) as engine.ErrNotFound.
+// to change (IW002, raised by iwf_found) as engine.ErrNotFound, and
+// external objects the payload sweep gave up (IW003, raised by iwf_kept)
+// as engine.ErrPayloadGone.
 func unexpected(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -279,6 +281,8 @@ func unexpected(err error) error {
 			return fmt.Errorf("%w: %s", engine.ErrUnexpected, pgErr.Message)
 		case "IW002":
 			return fmt.Errorf("%w: %s", engine.ErrNotFound, pgErr.Message)
+		case "IW003":
+			return fmt.Errorf("%w: %s", engine.ErrPayloadGone, pgErr.Message)
 		case "23505":
 			if pgErr.ConstraintName == "workflows_pkey" {
 				return fmt.Errorf("%w: workflow id taken", engine.ErrUnexpected)
