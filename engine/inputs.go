@@ -25,6 +25,11 @@ func (e *Engine) applyExternal(ctx context.Context, workflowID, runID string, in
 // (see mutateRunThen).
 func (e *Engine) applyExternalThen(ctx context.Context, workflowID, runID string, in record.Input, then func(t *txn) error) error {
 	in.Actor = ActorOf(ctx)
+	if e.payloadsOn() {
+		// offload replaces references in place: the caller's input (a
+		// batch's, given to run after run) is left as it was.
+		in = copyValues(in)
+	}
 	off, err := e.offload(ctx, workflowID, runID, &in)
 	if err != nil {
 		return err

@@ -311,6 +311,56 @@ func typeHolds(t reflect.Type, open map[reflect.Type]bool) (holds, provisional b
 	return holds, provisional
 }
 
+// copyValues returns a copy of v that shares no pointer, slice or map
+// with it (strings are shared: they never change), so that the encoded
+// objects of the copy can be replaced without touching v's.
+func copyValues[T any](v T) T {
+	var out T
+	copyValue(reflect.ValueOf(&out).Elem(), reflect.ValueOf(v))
+	return out
+}
+
+func copyValue(dst, src reflect.Value) {
+	switch src.Kind() {
+	case reflect.Pointer:
+		if src.IsNil() {
+			return
+		}
+		p := reflect.New(src.Type().Elem())
+		copyValue(p.Elem(), src.Elem())
+		dst.Set(p)
+	case reflect.Struct:
+		for i := range src.NumField() {
+			if src.Type().Field(i).IsExported() {
+				copyValue(dst.Field(i), src.Field(i))
+			}
+		}
+	case reflect.Slice:
+		if src.IsNil() {
+			return
+		}
+		s := reflect.MakeSlice(src.Type(), src.Len(), src.Len())
+		for i := range src.Len() {
+			copyValue(s.Index(i), src.Index(i))
+		}
+		dst.Set(s)
+	case reflect.Map:
+		if src.IsNil() {
+			return
+		}
+		m := reflect.MakeMapWithSize(src.Type(), src.Len())
+		it := src.MapRange()
+		for it.Next() {
+			e := reflect.New(src.Type().Elem()).Elem()
+			copyValue(e, it.Value())
+			m.SetMapIndex(it.Key(), e)
+		}
+		dst.Set(m)
+	default:
+		dst.Set(src)
+	}
+}
+
 // ---- writing ----
 
 // offloaded are the objects one offload wrote: the transaction that
