@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
@@ -862,4 +867,128 @@ func TestExternalStorageBatchSignal(t *testing.T) {
 			t.Fatalf("%d objects for 3 runs, %d executes", len(paths), seen.Load())
 		}
 	})
+}
+
+// flakyS3 wraps an in-process S3 (gofakes3): while failing is set, a PUT
+// fails after part of its body has arrived (a store that breaks mid-write)
+// and every other request fails at once, with a 503.
+type flakyS3 struct {
+	next       http.Handler
+	failing    atomic.Bool
+	failedPuts atomic.Int64
+}
+
+func (f *flakyS3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !f.failing.Load() {
+		f.next.ServeHTTP(w, r)
+		return
+	}
+	if r.Method == http.MethodPut {
+		_, _ = io.CopyN(io.Discard, r.Body, 16)
+		f.failedPuts.Add(1)
+	}
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, `<?xml version="1.0" encoding="UTF-8"?><Error><Code>ServiceUnavailable</Code><Message>down</Message></Error>`)
+}
+
+// TestExternalStorageS3: the engine on an s3:// store (gofakes3 in
+// process): payloads go out and come back inline; while the store fails
+// mid-write, an API write answers 503 and stores nothing, and a worker's
+// answer is taken again once the store is back.
+func TestExternalStorageS3(t *testing.T) {
+	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
+		backend := s3mem.New()
+		if err := backend.CreateBucket("iwf-payloads"); err != nil {
+			t.Fatal(err)
+		}
+		s3 := &flakyS3{next: gofakes3.New(backend).Server()}
+		srv := httptest.NewServer(s3)
+		t.Cleanup(srv.Close)
+		// Anonymous requests: no credentials from the environment, which
+		// parallel tests cannot set.
+		store, err := extstore.Open(context.Background(), extstore.Location{ID: "s3",
+			URL: "s3://iwf-payloads?endpoint=" + srv.URL + "&region=us-east-1&use_path_style=true&anonymous=true"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		h := newHarness(t, st, func(c *engine.Config) { c.Payloads, c.PayloadThreshold = store, payloadThreshold })
+		ctx := context.Background()
+		var s1 atomic.Int64
+		h.worker.state("S1", stateHandlers{Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+			inline(t, "S1's input", req.StateInput, big("s3 input"))
+			if s1.Add(1) == 1 {
+				// The store breaks as the answer arrives, and is back
+				// once the engine has given up writing (the SDK's own
+				// retries included).
+				s3.failing.Store(true)
+				go func() {
+					for !strings.Contains(metrics(t, h), `iwf_external_storage_errors_total{op="put"}`) {
+						time.Sleep(time.Millisecond)
+					}
+					s3.failing.Store(false)
+				}()
+			}
+			return decide(next("S2", obj(big("s3 next")))), 200
+		}})
+		h.worker.state("S2", stateHandlers{
+			WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
+				inline(t, "S2's input", req.StateInput, big("s3 next"))
+				return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
+					CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
+					SignalCommands:     &[]iwfapi.SignalCommand{{SignalChannelName: "go", CommandId: ptr("go")}},
+				}}, 200
+			},
+			Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
+				inline(t, "S2's signal", deref(req.CommandResults.SignalResults)[0].SignalValue, big("s3 signal"))
+				return decide(next(engine.GracefulCompletingState, obj(big("s3 result")))), 200
+			},
+		})
+		runID := h.start("ext/s3", "S1", obj(big("s3 input")), func(r *iwfapi.WorkflowStartRequest) {
+			r.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
+		})
+		h.eventually("S2 to wait", func() bool { return h.worker.count("S2.waitUntil") == 1 })
+		if n := s1.Load(); n < 2 {
+			t.Fatalf("S1's answer was applied although its payload could not be written (%d calls)", n)
+		}
+		s3.failing.Store(true)
+		err = h.eng.SignalWorkflow(ctx, iwfapi.WorkflowSignalRequest{WorkflowId: "ext/s3", SignalChannelName: "go", SignalValue: obj(big("s3 signal"))})
+		if engine.CodeOf(err) != engine.CodeUnavailable {
+			t.Fatalf("a signal while the store fails: %v, want unavailable (503)", err)
+		}
+		if strings.Contains(storedBytes(t, h, runID), "ExternalInput") {
+			t.Fatal("the refused signal was stored")
+		}
+		s3.failing.Store(false)
+		if err := h.eng.SignalWorkflow(ctx, iwfapi.WorkflowSignalRequest{WorkflowId: "ext/s3", SignalChannelName: "go", SignalValue: obj(big("s3 signal"))}); err != nil {
+			t.Fatal(err)
+		}
+		got := h.result("ext/s3")
+		if got.WorkflowStatus != iwfapi.WorkflowStatusCompleted || len(deref(got.Results)) != 1 {
+			t.Fatalf("ext/s3: %s", mustJSON(got))
+		}
+		if out := deref(got.Results)[0].CompletedStateOutput; deref(out.Data) != big("s3 result") || deref(out.ExtStoreId) != "s3" {
+			t.Fatalf("the result: %s", mustJSON(out))
+		}
+		if strings.Contains(storedBytes(t, h, runID), big("s3")[:10]+"x") {
+			t.Fatal("a payload is stored inline")
+		}
+		// Every object the run keeps is in the bucket; the failed writes
+		// left none behind that the run refers to.
+		for _, r := range payloadList(t, h, runID) {
+			if _, err := backend.HeadObject("iwf-payloads", r.Path); err != nil {
+				t.Errorf("object %s: %v", r.Path, err)
+			}
+		}
+	})
+}
+
+// metrics returns the engine's metrics as they are now.
+func metrics(t *testing.T, h *harness) string {
+	var b strings.Builder
+	if err := h.eng.WriteMetrics(&b); err != nil {
+		t.Error(err)
+	}
+	return b.String()
 }
