@@ -223,6 +223,10 @@ func (f *feed) take() (payloads []string, gen uint64, closed bool) {
 	closed, gen = f.closed, f.queued
 	if len(keys) > 0 {
 		f.keys = map[string]struct{}{}
+	} else {
+		// The empty map stays f's: PublishChanges writes into it once
+		// the lock is let go, so it must not be read below.
+		keys = nil
 	}
 	f.tasks, f.missed = false, false
 	if f.hello || f.here {
