@@ -26,7 +26,7 @@ import (
 // kind of option on at once — tokens with roles, TLS with client
 // certificates, tracing, all three kinds of limits, an allow-list of worker
 // URLs, worker headers, retention with an archive, the audit log, a config
-// file — and runs the chaos workload through them with kills, a pause and
+// file, external storage for payloads — and runs the chaos workload through them with kills, a pause and
 // cut connections: it starts, serves, and loses nothing. An option that
 // cannot be combined with the others (tracing once hid the store's
 // permits, so limits refused to start) fails here first. Every new option
@@ -71,6 +71,13 @@ func TestAllOptions(t *testing.T) {
 	if err := os.Mkdir(archiveDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	// External storage with a threshold so low that most of the
+	// workload's payloads (inputs, attributes, signal values, results) go
+	// to the blob store and come back inline.
+	payloadDir := filepath.Join(dir, "payloads")
+	if err := os.Mkdir(payloadDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	// Some settings come from a config file, the rest from flags.
 	config := filepath.Join(dir, "iwf.yaml")
 	writeFile(t, config, fmt.Sprintf("retention: 30d\nretention-for:\n  Ephemeral: 1s\nretention-interval: 1s\narchive-url: file://%s\nmax-wait: 30s\n", archiveDir))
@@ -92,6 +99,7 @@ func TestAllOptions(t *testing.T) {
 				"--type-concurrency", "Chaos=64",
 				"--worker-url-allow", "http://127.0.0.1:*",
 				"--console-session-ttl", "1h", "--max-searches", "8",
+				"--external-storage-url", "local=file://" + payloadDir, "--external-storage-threshold", "4",
 			}})
 	}
 	a, b := node("a"), node("b")
@@ -137,8 +145,11 @@ func TestAllOptions(t *testing.T) {
 		}
 	}
 	waitUntil(t, time.Minute, "spans exported", func() bool { return traceExports.Load() > 0 })
-	fmt.Printf("all-options: workflows=%d lost=%d double_applied=%d trace_exports=%d archived=%d\n",
-		res.workflows, res.lost, res.double, traceExports.Load(), archived(archiveDir))
+	if archived(payloadDir) == 0 {
+		t.Errorf("no payload went to the external store under %s", payloadDir)
+	}
+	fmt.Printf("all-options: workflows=%d lost=%d double_applied=%d trace_exports=%d archived=%d external_objects=%d\n",
+		res.workflows, res.lost, res.double, traceExports.Load(), archived(archiveDir), archived(payloadDir))
 }
 
 // apiCall posts body to url with the test's client certificate and token
