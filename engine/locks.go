@@ -12,7 +12,9 @@ import (
 // across all its retries, and releases them in the transaction that applies
 // its answer (or ends it). A locking RPC does not wait: it answers 450.
 // Locks live in the run's data, so they survive restarts; an RPC's locks
-// carry an expiry in case its server process dies while holding them.
+// carry an expiry in case its server process dies while holding them, and
+// an RPC that outlives its locks, taken over by another call, applies
+// nothing (invokeRPC).
 
 // lockRetry is how soon a state API blocked by a lock tries again.
 const lockRetry = 50 * time.Millisecond

@@ -93,3 +93,52 @@ func TestLockingRPCFailsFastWhileAStateHoldsTheLock(t *testing.T) {
 		}
 	})
 }
+
+// TestLockingRPCWhoseLockExpiredAppliesNothing: an RPC's locks expire (its
+// timeout plus the lease after it took them) so that a node that died
+// holding them does not block the keys for ever. When the RPC itself is
+// still alive past that moment and another locking RPC has taken the keys
+// and applied its answer, the first one's answer — computed from the value
+// it loaded before — must not be applied: that would be a lost update (two
+// increments both returning 1). It is refused with the locked error, and
+// only the second increment counts.
+func TestLockingRPCWhoseLockExpiredAppliesNothing(t *testing.T) {
+	forEachStoreWith(t, func(c *engine.Config) { c.Clock = &shiftClock{} }, func(t *testing.T, h *harness) {
+		ctx := context.Background()
+		clock := h.clock.(*shiftClock)
+		h.worker.state("Park", parkState())
+		h.start("wf-lock-expired", "Park", nil, func(r *iwfapi.WorkflowStartRequest) { r.WorkflowTimeoutSeconds = 3600 })
+		rpc := func(who string) iwfapi.WorkflowRpcRequest {
+			return iwfapi.WorkflowRpcRequest{WorkflowId: "wf-lock-expired", RpcName: "inc", Input: obj(who),
+				TimeoutSeconds: ptr(int32(1)), DataAttributesLoadingPolicy: counterPolicy()}
+		}
+		var second error
+		h.worker.rpc("inc", func(req iwfapi.WorkflowWorkerRpcRequest) (iwfapi.WorkflowWorkerRpcResponse, int) {
+			c := readCounter(deref(req.DataAttributes))
+			if deref(req.Input.Data) == "first" {
+				// The first RPC stalls past its lock's expiry (1 s + the
+				// lease), and a second one takes the lock and applies.
+				clock.offset.Add(int64(time.Minute))
+				_, second = h.eng.InvokeRPC(ctx, rpc("second"))
+			}
+			up := obj(strconv.Itoa(c + 1))
+			return iwfapi.WorkflowWorkerRpcResponse{UpsertDataAttributes: &[]iwfapi.KeyValue{{Key: ptr("counter"), Value: up}}, Output: up}, 200
+		})
+		_, first := h.eng.InvokeRPC(ctx, rpc("first"))
+		if second != nil {
+			t.Fatalf("the second RPC, once the first one's lock expired: %v", second)
+		}
+		if engine.CodeOf(first) != engine.CodeLocked {
+			t.Fatalf("the first RPC, whose lock was taken over: %v, want locked", first)
+		}
+		das, err := h.eng.GetDataAttributes(ctx, iwfapi.WorkflowGetDataObjectsRequest{WorkflowId: "wf-lock-expired"})
+		if c := readCounter(deref(das.Objects)); err != nil || c != 1 {
+			t.Fatalf("counter %d (%v), want 1: only the second increment applied", c, err)
+		}
+		// The keys are free again: the second RPC released them, and the
+		// refused one took nothing with it.
+		if _, err := h.eng.InvokeRPC(ctx, rpc("third")); err != nil {
+			t.Fatalf("a third RPC: %v", err)
+		}
+	})
+}

@@ -150,6 +150,13 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 		return iwfapi.WorkflowRpcResponse{}, err
 	}
 	err = e.mutateRun(ctx, target.run.WorkflowID, target.run.RunID, func(r *runTxn) error {
+		// Locks expire, for a node that dies holding them. An RPC that
+		// outlived its locks while another locking call took them over
+		// answered from values that call may have changed since: its
+		// writes are refused, not applied (a lost update otherwise).
+		if holder != "" && mutates && !holdsAll(r.rd, lockKeys(daPolicy, saPolicy), holder) {
+			return Errorf(CodeLocked, "the RPC's locks expired and were taken by another operation before its answer could be applied; nothing was applied")
+		}
 		unlock(r.rd, holder)
 		if !mutates {
 			return nil
