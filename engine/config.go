@@ -139,9 +139,26 @@ type Config struct {
 	// a time. 0 deletes each batch in one transaction.
 	SweepHold time.Duration
 	// Limits are the concurrency and rate limits on worker calls (see
-	// Limits); the zero value sets none, and the engine then does no work
-	// for them. They need a store that keeps permits (PermitStore).
+	// Limits) that a start stores in the store's limit table for the keys
+	// it has no row of: the starting set. The limits in force are the
+	// table's (limitset.go), set at run time through SetLimit and
+	// DeleteLimit; with none, the engine does no work for them. They need
+	// a store that keeps permits (PermitStore).
 	Limits Limits
+	// LimitRefresh is how often a node whose store has a change feed
+	// (several nodes share it) reads the limit table without being told
+	// of a change: the safety net for a lost announcement. Default
+	// DefaultLimitRefresh.
+	LimitRefresh time.Duration
+	// OnLimits, when set, is called with the limits in force each time
+	// they change on this node (their first reading at start included).
+	// It must not block or call the engine. Tests use it to wait for a
+	// change to be applied.
+	OnLimits func(Limits)
+	// StateMetricsRuns bounds the open runs, the oldest, whose live state
+	// executions the gauge iwf_state_executions counts (read on a scrape,
+	// at most every 30s; see statestats.go). 0 turns the gauge off.
+	StateMetricsRuns int
 	// Archive, when set, receives every expired run before a sweep
 	// deletes it; a run whose write fails is not deleted (see Sweep).
 	// nil deletes expired runs without archiving them.
@@ -190,6 +207,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.LongPollRecheck < 0 {
 		return c, fmt.Errorf("engine: LongPollRecheck must be positive, got %s", c.LongPollRecheck)
+	}
+	if c.LimitRefresh == 0 {
+		c.LimitRefresh = DefaultLimitRefresh
+	}
+	if c.LimitRefresh < 0 {
+		return c, fmt.Errorf("engine: LimitRefresh must be positive, got %s", c.LimitRefresh)
 	}
 	if c.MaxBatchRuns == 0 {
 		c.MaxBatchRuns = DefaultMaxBatchRuns

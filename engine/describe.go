@@ -50,7 +50,7 @@ func (e *Engine) DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescri
 			}
 			resp.PendingStates = append(resp.PendingStates, describeExecution(x, xd, calls[x.ExecutionID]))
 		}
-		if e.limiter != nil {
+		if e.limiter.active() {
 			pendingCalls = calls
 		}
 		sort.SliceStable(resp.PendingStates, func(i, j int) bool {

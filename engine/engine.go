@@ -34,8 +34,13 @@ type Engine struct {
 	batchNudge chan struct{}
 	// failureLogs rate-limits the warn lines of failed worker calls.
 	failureLogs logLimiter
-	// limiter keeps the permits of Config.Limits; nil when none are set.
+	// limiter keeps the permits of the limits in force; nil when the store
+	// keeps none.
 	limiter *limiter
+	// limitsAtStart is what Start did with the flags' limits.
+	limitsAtStart LimitsAtStart
+	// stateMetrics is the last reading of iwf_state_executions.
+	stateMetrics stateMetrics
 	// payloadMetrics count the external store's operations (payloads.go).
 	payloadMetrics *payloadMetrics
 
@@ -122,6 +127,21 @@ func (e *Engine) Start(ctx context.Context) error {
 			}
 		}
 	}
+	// The limits in force before the first claim: the flags fill the keys
+	// the store's limit table never held, and the table decides.
+	if e.limiter != nil {
+		at, err := e.limiter.seedAndLoad(ctx)
+		if err != nil {
+			return err
+		}
+		e.limitsAtStart = at
+		if s := at.String(); s != "" {
+			e.log.Info().Str("flags", s).Msg("the stored limits decide; flags only fill keys never stored")
+		}
+		if sum := at.InForce.Summary(); sum != "" {
+			e.log.Info().Str("limits", sum).Msg("limits on worker calls in force")
+		}
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.started = true
@@ -129,6 +149,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.goRun(func() { e.disp.poll(runCtx) })
 	if e.limiter != nil {
 		e.goRun(func() { e.limiter.renewLoop(runCtx) })
+		if e.feed != nil {
+			// Other nodes change the limits too.
+			e.goRun(func() { e.limiter.refreshLoop(runCtx) })
+		}
 	}
 	if e.feed != nil {
 		e.goRun(func() { e.feed.ListenChanges(runCtx, e.changedElsewhere) })
@@ -236,6 +260,7 @@ func (e *Engine) changedElsewhere(c Changes) {
 	}
 	if c.Missed {
 		if e.limiter != nil {
+			e.limiter.refreshSoon()
 			for _, k := range e.limiter.allKeys() {
 				e.limiter.woke(k)
 			}
@@ -245,6 +270,10 @@ func (e *Engine) changedElsewhere(c Changes) {
 		return
 	}
 	for _, k := range c.Keys {
+		if e.limiter != nil && k == limitSettingsHint {
+			e.limiter.refreshSoon()
+			continue
+		}
 		if e.limiter != nil && strings.HasPrefix(k, limitHintPrefix) {
 			e.limiter.woke(strings.TrimPrefix(k, limitHintPrefix))
 			continue

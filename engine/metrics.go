@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,9 +101,10 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.storeUnavailable.write(&b)
 	m.batchItems.write(&b)
 	m.batchItemsFailed.write(&b)
-	if e.limiter != nil {
+	if e.limiter.active() {
 		e.writeLimitMetrics(&b)
 	}
+	e.writeStateMetrics(&b)
 	e.payloadMetrics.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
@@ -316,11 +318,16 @@ func truncateLabel(s string) string {
 	return s[:i]
 }
 
-// writeLimitMetrics writes the limits' gauges and wait times; each
-// configured limit is a series (the keys come from the configuration, so
-// their number is bounded).
+// writeLimitMetrics writes the limits' gauges and wait times; each limit
+// in force is a series (the store keeps at most MaxLimits).
 func (e *Engine) writeLimitMetrics(b *strings.Builder) {
 	waiting, held := e.limiter.waiting(), e.limiter.heldCounts()
+	cur := e.limiter.limits()
+	b.WriteString("# HELP iwf_limit_value A concurrency (calls in flight) or rate (calls per second) limit in force on worker calls, by limit; 0 means paused.\n# TYPE iwf_limit_value gauge\n")
+	for _, k := range cur.keys() {
+		v, _ := cur.value(k)
+		fmt.Fprintf(b, "iwf_limit_value%s %s\n", labelText([]string{"limit"}, k, ""), strconv.FormatFloat(v, 'g', -1, 64))
+	}
 	b.WriteString("# HELP iwf_limit_waiting Calls of this process waiting for a permit of a concurrency or rate limit (the limit's queue depth here), by limit.\n# TYPE iwf_limit_waiting gauge\n")
 	for _, k := range e.limiter.allKeys() {
 		fmt.Fprintf(b, "iwf_limit_waiting%s %d\n", labelText([]string{"limit"}, k, ""), waiting[k])

@@ -65,9 +65,9 @@ func TestParkedCallsInStoreOrder(t *testing.T) {
 	}
 	ps := &refusingPermits{since: map[int64]time.Time{}}
 	e := &Engine{cfg: Config{Clock: &steppingClock{times: times}, NodeID: "n", LeaseDuration: time.Minute}}
-	l := &limiter{e: e, ps: ps, limits: Limits{WorkerConcurrency: map[string]int{"w.example:80": 5}},
-		queues: map[string]*permitQueue{}, held: map[int64]*heldPermits{}, waitSince: map[int64]map[string]time.Time{},
-		stats: map[string]*limitStats{}}
+	l := &limiter{e: e, ps: ps, queues: map[string]*permitQueue{}, held: map[int64]*heldPermits{},
+		waitSince: map[int64]map[string]time.Time{}, stats: map[string]*limitStats{}}
+	l.cur.Store(&Limits{WorkerConcurrency: map[string]int{"w.example:80": 5}})
 	s := &apiSnapshot{run: &Run{WorkflowType: "T"}, rd: &record.Run{WorkerURL: "http://w.example/"}}
 	for id := int64(6); id >= 1; id-- {
 		if _, _, err := l.acquire(context.Background(), &Task{ID: id}, s); err != errLimitWait {

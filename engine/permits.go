@@ -17,8 +17,12 @@ package engine
 // rate limit's next token is due, or by a bounded back-off re-check, the
 // safety net for lost announcements and for the permits of a dead node.
 //
-// With no limits configured the engine has no limiter and the hot path
-// does nothing more (TestStatementCounts).
+// The limits in force are those of the store's limit table (limitset.go):
+// set, changed and removed at run time, on every node within seconds. A
+// limit of 0 pauses the calls it applies to: they wait in its queue, as
+// for any limit, until it is raised or removed. With no limit in force
+// the hot path does nothing more than look at an empty set
+// (TestStatementCounts).
 
 import (
 	"context"
@@ -31,12 +35,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
 // Limits are the concurrency and rate limits on worker calls. Keys of the
 // worker maps are HOST:PORT as the worker URL names them (lower case, the
-// scheme's port when the URL has none).
+// scheme's port when the URL has none). A value of 0 (possible in the
+// limits in force, set at run time; the server's flags are positive)
+// pauses the calls the limit applies to.
 type Limits struct {
 	// WorkerConcurrency bounds the waitUntil and execute calls in flight
 	// to one worker host, across all nodes.
@@ -89,16 +96,24 @@ func (l Limits) Validate() error {
 func (l Limits) Summary() string {
 	var lines []string
 	for h, n := range l.WorkerConcurrency {
-		lines = append(lines, fmt.Sprintf("worker %s: at most %d calls in flight", h, n))
+		lines = append(lines, fmt.Sprintf("worker %s: %s", h, pausedOr(n == 0, fmt.Sprintf("at most %d calls in flight", n))))
 	}
 	for h, r := range l.WorkerRate {
-		lines = append(lines, fmt.Sprintf("worker %s: at most %s calls per second", h, strconv.FormatFloat(r, 'g', -1, 64)))
+		lines = append(lines, fmt.Sprintf("worker %s: %s", h, pausedOr(r == 0, fmt.Sprintf("at most %s calls per second", strconv.FormatFloat(r, 'g', -1, 64)))))
 	}
 	for typ, n := range l.TypeConcurrency {
-		lines = append(lines, fmt.Sprintf("workflow type %s: at most %d state executions in waitUntil/execute", typ, n))
+		lines = append(lines, fmt.Sprintf("workflow type %s: %s", typ, pausedOr(n == 0, fmt.Sprintf("at most %d state executions in waitUntil/execute", n))))
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// pausedOr is what Summary says of a limit: paused when its value is 0.
+func pausedOr(paused bool, text string) string {
+	if paused {
+		return "paused (limit 0: no waitUntil/execute calls until it is raised or removed)"
+	}
+	return text
 }
 
 // checkHostPort accepts HOST:PORT with a port number.
@@ -184,6 +199,9 @@ type PermitRequest struct {
 	Concurrency int
 	Rate        float64
 	Burst       float64
+	// Paused: the limit is 0. The waiter is queued as for any limit and
+	// never granted; a rate limit's bucket is left as it is.
+	Paused bool
 }
 
 // PermitGrant is PermitAcquire's answer.
@@ -216,6 +234,9 @@ type PermitWait struct {
 // from the millisecond it was stored at, so that no part of a millisecond
 // is counted twice, and RetryAfter is rounded up to a millisecond.
 func (r PermitRequest) Decide(held, ahead int, tokens float64, updated time.Time) (PermitGrant, float64, time.Time) {
+	if r.Paused {
+		return PermitGrant{Ahead: ahead}, tokens, updated
+	}
 	if r.Concurrency > 0 {
 		if held+ahead < r.Concurrency {
 			return PermitGrant{Granted: true, Free: r.Concurrency - held - ahead - 1, Ahead: ahead}, tokens, updated
@@ -247,6 +268,7 @@ type permitKey struct {
 	key         string
 	concurrency int
 	rate        float64
+	paused      bool // the limit is 0
 }
 
 // Limit keys, as the store and the metrics' limit label name them.
@@ -261,9 +283,21 @@ const limitHintPrefix = "limit:"
 // limiter takes, holds and releases the permits of this process's calls,
 // and parks the calls that wait.
 type limiter struct {
-	e      *Engine
-	ps     PermitStore
-	limits Limits
+	e  *Engine
+	ps PermitStore
+	// seed is the server's flags: the limits a start stores for the keys
+	// the store has no row of (limitset.go).
+	seed Limits
+	// cur is the limits in force (normalised), as the store's limit table
+	// last read held them (the flags until Start reads it); never nil.
+	cur atomic.Pointer[Limits]
+	// refreshNow asks refreshLoop to read the limit table at once.
+	refreshNow chan struct{}
+	// refreshMu serialises reads of the limit table and their application.
+	refreshMu sync.Mutex
+	// used: this process took or awaited a permit (it releases them all
+	// when it stops).
+	used atomic.Bool
 
 	mu sync.Mutex
 	// queues holds the parked tasks per key, oldest waiter first.
@@ -315,42 +349,64 @@ const (
 // lease could not be renewed.
 var errPermitLost = errors.New("the call's concurrency permit could not be renewed; cancelled so that the limit holds")
 
-func newLimiter(e *Engine, limits Limits) (*limiter, error) {
-	if limits.Empty() {
-		return nil, nil
-	}
-	if err := limits.Validate(); err != nil {
+// newLimiter returns the limiter of e, with the server's flags as the
+// seed of the limit table; nil when the store keeps no permits (and no
+// flag sets a limit: then it is an error).
+func newLimiter(e *Engine, seed Limits) (*limiter, error) {
+	if err := seed.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: %w", err)
 	}
 	ps, ok := e.store.(PermitStore)
 	if !ok {
-		return nil, errors.New("engine: limits are configured but the store keeps no permits")
+		if !seed.Empty() {
+			return nil, errors.New("engine: limits are configured but the store keeps no permits")
+		}
+		return nil, nil
 	}
-	n := Limits{WorkerConcurrency: map[string]int{}, WorkerRate: map[string]float64{}, TypeConcurrency: limits.TypeConcurrency}
-	for h, v := range limits.WorkerConcurrency {
-		n.WorkerConcurrency[NormalizeHostPort(h)] = v
-	}
-	for h, v := range limits.WorkerRate {
-		n.WorkerRate[NormalizeHostPort(h)] = v
-	}
-	l := &limiter{e: e, ps: ps, limits: n, queues: map[string]*permitQueue{}, held: map[int64]*heldPermits{},
-		waitSince: map[int64]map[string]time.Time{}, stats: map[string]*limitStats{}, lastRenew: e.cfg.Clock.Now()}
-	for _, k := range l.allKeys() {
-		l.stats[k] = &limitStats{}
-	}
+	l := &limiter{e: e, ps: ps, seed: seed.normalized(), refreshNow: make(chan struct{}, 1), queues: map[string]*permitQueue{},
+		held: map[int64]*heldPermits{}, waitSince: map[int64]map[string]time.Time{}, stats: map[string]*limitStats{},
+		lastRenew: e.cfg.Clock.Now()}
+	// Until Start reads the store's limit table, the flags are the limits
+	// (what the metrics show of a server opened but not started).
+	l.cur.Store(&l.seed)
 	return l, nil
 }
 
-// allKeys lists the configured limit keys, sorted.
-func (l *limiter) allKeys() []string {
+// normalized is l with its worker hosts in the form limits are keyed by,
+// and no nil map.
+func (l Limits) normalized() Limits {
+	n := Limits{WorkerConcurrency: map[string]int{}, WorkerRate: map[string]float64{}, TypeConcurrency: map[string]int{}}
+	for h, v := range l.WorkerConcurrency {
+		n.WorkerConcurrency[NormalizeHostPort(h)] = v
+	}
+	for h, v := range l.WorkerRate {
+		n.WorkerRate[NormalizeHostPort(h)] = v
+	}
+	for t, v := range l.TypeConcurrency {
+		n.TypeConcurrency[t] = v
+	}
+	return n
+}
+
+// limits returns the limits in force.
+func (l *limiter) limits() *Limits { return l.cur.Load() }
+
+// active reports whether a limit is in force (nil-safe).
+func (l *limiter) active() bool { return l != nil && !l.limits().Empty() }
+
+// allKeys lists the keys of the limits in force, sorted.
+func (l *limiter) allKeys() []string { return l.limits().keys() }
+
+// keys lists the limit keys of l, sorted.
+func (l *Limits) keys() []string {
 	var keys []string
-	for t := range l.limits.TypeConcurrency {
+	for t := range l.TypeConcurrency {
 		keys = append(keys, typeLimitKey(t))
 	}
-	for h := range l.limits.WorkerConcurrency {
+	for h := range l.WorkerConcurrency {
 		keys = append(keys, workerLimitKey(h))
 	}
-	for h := range l.limits.WorkerRate {
+	for h := range l.WorkerRate {
 		keys = append(keys, rateLimitKey(h))
 	}
 	sort.Strings(keys)
@@ -360,19 +416,20 @@ func (l *limiter) allKeys() []string {
 // keysFor lists the limits a call of a run is subject to, in the order
 // they are taken.
 func (l *limiter) keysFor(workflowType, workerURL string) []permitKey {
+	cur := l.limits()
 	var keys []permitKey
-	if n, ok := l.limits.TypeConcurrency[workflowType]; ok {
-		keys = append(keys, permitKey{key: typeLimitKey(workflowType), concurrency: n})
+	if n, ok := cur.TypeConcurrency[workflowType]; ok {
+		keys = append(keys, permitKey{key: typeLimitKey(workflowType), concurrency: n, paused: n == 0})
 	}
-	if len(l.limits.WorkerConcurrency) == 0 && len(l.limits.WorkerRate) == 0 {
+	if len(cur.WorkerConcurrency) == 0 && len(cur.WorkerRate) == 0 {
 		return keys
 	}
 	hp := workerHostPort(workerURL)
-	if n, ok := l.limits.WorkerConcurrency[hp]; ok {
-		keys = append(keys, permitKey{key: workerLimitKey(hp), concurrency: n})
+	if n, ok := cur.WorkerConcurrency[hp]; ok {
+		keys = append(keys, permitKey{key: workerLimitKey(hp), concurrency: n, paused: n == 0})
 	}
-	if r, ok := l.limits.WorkerRate[hp]; ok {
-		keys = append(keys, permitKey{key: rateLimitKey(hp), rate: r})
+	if r, ok := cur.WorkerRate[hp]; ok {
+		keys = append(keys, permitKey{key: rateLimitKey(hp), rate: r, paused: r == 0})
 	}
 	return keys
 }
@@ -393,6 +450,7 @@ func (l *limiter) acquire(ctx context.Context, t *Task, s *apiSnapshot) (fence f
 	if len(keys) == 0 {
 		return nil, release, nil
 	}
+	l.used.Store(true)
 	now := l.e.cfg.Clock.Now()
 	for _, k := range keys {
 		l.mu.Lock()
@@ -407,7 +465,7 @@ func (l *limiter) acquire(ctx context.Context, t *Task, s *apiSnapshot) (fence f
 			continue
 		}
 		g, err := l.ps.PermitAcquire(ctx, PermitRequest{Key: k.key, Waiter: t.ID, Owner: l.e.cfg.NodeID, WaitingSince: since,
-			Now: now, LeaseDuration: l.e.cfg.LeaseDuration, Concurrency: k.concurrency, Rate: k.rate, Burst: PermitBurst})
+			Now: now, LeaseDuration: l.e.cfg.LeaseDuration, Concurrency: k.concurrency, Rate: k.rate, Burst: PermitBurst, Paused: k.paused})
 		if err != nil {
 			return nil, release, err
 		}
@@ -466,9 +524,12 @@ func (l *limiter) granted(t *Task, k permitKey, since, now time.Time, g PermitGr
 			l.held[t.ID] = hp
 		}
 		hp.keys = append(hp.keys, k.key)
-		if st := l.stats[k.key]; st != nil {
-			st.held++
+		st := l.stats[k.key]
+		if st == nil {
+			st = &limitStats{}
+			l.stats[k.key] = st
 		}
+		st.held++
 	}
 	l.mu.Unlock()
 	if (k.concurrency > 0 && g.Free > 0) || k.rate > 0 {
@@ -727,9 +788,6 @@ func (l *limiter) waiting() map[string]int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	out := map[string]int{}
-	for k := range l.stats {
-		out[k] = 0
-	}
 	for k, q := range l.queues {
 		out[k] = len(q.tasks)
 	}
@@ -748,8 +806,11 @@ func (l *limiter) heldCounts() map[string]int {
 }
 
 // releaseAll gives back every permit of this process (shutdown) and tells
-// the other nodes.
+// the other nodes; nothing when it never took or awaited one.
 func (l *limiter) releaseAll(ctx context.Context) {
+	if !l.used.Load() {
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	keys, err := l.ps.PermitRelease(ctx, l.e.cfg.NodeID, nil)

@@ -282,6 +282,8 @@ type ReadTx interface {
 
 	batchReadTx
 	payloadReadTx
+	limitReadTx
+	statsReadTx
 }
 
 // Tx is a read-write transaction.
@@ -352,6 +354,7 @@ type Tx interface {
 
 	batchTx
 	payloadTx
+	limitTx
 }
 
 // RunExpiry selects closed runs by close time and workflow type: those

@@ -298,6 +298,27 @@ func (e IDReusePolicy) Valid() bool {
 	}
 }
 
+// Defines values for LimitKind.
+const (
+	LimitKindTypeConcurrency   LimitKind = "TYPE_CONCURRENCY"
+	LimitKindWorkerConcurrency LimitKind = "WORKER_CONCURRENCY"
+	LimitKindWorkerRate        LimitKind = "WORKER_RATE"
+)
+
+// Valid indicates whether the value is a known member of the LimitKind enum.
+func (e LimitKind) Valid() bool {
+	switch e {
+	case LimitKindTypeConcurrency:
+		return true
+	case LimitKindWorkerConcurrency:
+		return true
+	case LimitKindWorkerRate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PendingCommandKind.
 const (
 	PendingCommandKindINTERNALCHANNEL PendingCommandKind = "INTERNAL_CHANNEL"
@@ -412,6 +433,51 @@ func (e StartApiFailurePolicy) Valid() bool {
 	case StartApiFailurePolicyFailWorkflowOnStartApiFailure:
 		return true
 	case StartApiFailurePolicyProceedToDecideOnStartApiFailure:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StateCommandWaitKind.
+const (
+	StateCommandWaitKindInternalChannel StateCommandWaitKind = "INTERNAL_CHANNEL"
+	StateCommandWaitKindSignal          StateCommandWaitKind = "SIGNAL"
+	StateCommandWaitKindTimer           StateCommandWaitKind = "TIMER"
+)
+
+// Valid indicates whether the value is a known member of the StateCommandWaitKind enum.
+func (e StateCommandWaitKind) Valid() bool {
+	switch e {
+	case StateCommandWaitKindInternalChannel:
+		return true
+	case StateCommandWaitKindSignal:
+		return true
+	case StateCommandWaitKindTimer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StatePhase.
+const (
+	StatePhaseExecute         StatePhase = "EXECUTE"
+	StatePhaseRetrying        StatePhase = "RETRYING"
+	StatePhaseWaitUntil       StatePhase = "WAIT_UNTIL"
+	StatePhaseWaitingCommands StatePhase = "WAITING_COMMANDS"
+)
+
+// Valid indicates whether the value is a known member of the StatePhase enum.
+func (e StatePhase) Valid() bool {
+	switch e {
+	case StatePhaseExecute:
+		return true
+	case StatePhaseRetrying:
+		return true
+	case StatePhaseWaitUntil:
+		return true
+	case StatePhaseWaitingCommands:
 		return true
 	default:
 		return false
@@ -1002,6 +1068,76 @@ type KeyValue struct {
 	Value *EncodedObject `json:"value,omitempty"`
 }
 
+// Limit A concurrency or rate limit on worker calls in force (extension of this server).
+type Limit struct {
+	// Kind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+	// the waitUntil and execute calls in flight to one worker host;
+	// WORKER_RATE, those started per second to one worker host;
+	// TYPE_CONCURRENCY, the state executions of one workflow type in
+	// waitUntil or execute. Each holds across all nodes.
+	Kind LimitKind `json:"kind"`
+
+	// Paused The value is 0.
+	Paused bool `json:"paused"`
+
+	// Source "flag" when a start stored it from the server's flags, "api" when set through limit/set.
+	Source string `json:"source"`
+
+	// Target The worker host as HOST:PORT (lower case; the scheme's port when the worker URL has none), or the workflow type.
+	Target string `json:"target"`
+
+	// UpdatedBy Who set it through the API.
+	UpdatedBy          *string `json:"updatedBy,omitempty"`
+	UpdatedTimestampMs int64   `json:"updatedTimestampMs"`
+
+	// Value Calls in flight (a whole number) or calls per second; 0 pauses the calls.
+	Value float64 `json:"value"`
+}
+
+// LimitDeleteRequest defines model for LimitDeleteRequest.
+type LimitDeleteRequest struct {
+	// Kind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+	// the waitUntil and execute calls in flight to one worker host;
+	// WORKER_RATE, those started per second to one worker host;
+	// TYPE_CONCURRENCY, the state executions of one workflow type in
+	// waitUntil or execute. Each holds across all nodes.
+	Kind   LimitKind `json:"kind"`
+	Target string    `json:"target"`
+}
+
+// LimitKind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+// the waitUntil and execute calls in flight to one worker host;
+// WORKER_RATE, those started per second to one worker host;
+// TYPE_CONCURRENCY, the state executions of one workflow type in
+// waitUntil or execute. Each holds across all nodes.
+type LimitKind string
+
+// LimitListRequest Lists the limits in force (no parameters).
+type LimitListRequest = map[string]interface{}
+
+// LimitListResponse defines model for LimitListResponse.
+type LimitListResponse struct {
+	Limits []Limit `json:"limits"`
+}
+
+// LimitSetRequest defines model for LimitSetRequest.
+type LimitSetRequest struct {
+	// Kind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+	// the waitUntil and execute calls in flight to one worker host;
+	// WORKER_RATE, those started per second to one worker host;
+	// TYPE_CONCURRENCY, the state executions of one workflow type in
+	// waitUntil or execute. Each holds across all nodes.
+	Kind LimitKind `json:"kind"`
+
+	// Target The worker host as HOST:PORT (matched without regard to case), or the workflow type.
+	Target string `json:"target"`
+
+	// Value Calls in flight (a whole number) or calls per second (a fraction
+	// is allowed), at most 1000000; 0 pauses the calls the limit
+	// applies to.
+	Value float64 `json:"value"`
+}
+
 // PendingCommand One command a state execution awaits or has completed.
 type PendingCommand struct {
 	// ChannelName The channel of a signal or internal channel command.
@@ -1166,6 +1302,21 @@ type SignalResult struct {
 // StartApiFailurePolicy Legacy spelling of `WaitUntilApiFailurePolicy`; takes precedence when present.
 type StartApiFailurePolicy string
 
+// StateCommandWait defines model for StateCommandWait.
+type StateCommandWait struct {
+	// Executions Executions waiting for it, among those read.
+	Executions int32 `json:"executions"`
+
+	// Kind SIGNAL, INTERNAL_CHANNEL or TIMER.
+	Kind StateCommandWaitKind `json:"kind"`
+
+	// Name The channel's name (absent for a timer).
+	Name *string `json:"name,omitempty"`
+}
+
+// StateCommandWaitKind SIGNAL, INTERNAL_CHANNEL or TIMER.
+type StateCommandWaitKind string
+
 // StateCompletionOutput Output recorded by a state execution that closed the workflow.
 type StateCompletionOutput struct {
 	CompletedStateExecutionId string `json:"completedStateExecutionId"`
@@ -1209,6 +1360,45 @@ type StateMovement struct {
 
 	// WaitForKey Key under which the new execution publishes its completion for `waitForStateCompletion`.
 	WaitForKey *string `json:"waitForKey,omitempty"`
+}
+
+// StatePhase WAIT_UNTIL: the waitUntil call is pending; WAITING_COMMANDS: waiting
+// for commands; EXECUTE: the execute call is pending; RETRYING: a
+// waitUntil or execute call is pending again after a failed or
+// interrupted attempt.
+type StatePhase string
+
+// StatePhaseCount defines model for StatePhaseCount.
+type StatePhaseCount struct {
+	Count int32 `json:"count"`
+
+	// OldestSinceTimestampMs When that execution began.
+	OldestSinceTimestampMs int64  `json:"oldestSinceTimestampMs"`
+	OldestStateExecutionId string `json:"oldestStateExecutionId"`
+
+	// OldestWorkflowId The workflow of the execution in this phase that began first.
+	OldestWorkflowId    string `json:"oldestWorkflowId"`
+	OldestWorkflowRunId string `json:"oldestWorkflowRunId"`
+
+	// Phase WAIT_UNTIL: the waitUntil call is pending; WAITING_COMMANDS: waiting
+	// for commands; EXECUTE: the execute call is pending; RETRYING: a
+	// waitUntil or execute call is pending again after a failed or
+	// interrupted attempt.
+	Phase StatePhase `json:"phase"`
+}
+
+// StateUse defines model for StateUse.
+type StateUse struct {
+	// Executions Live executions of the state.
+	Executions int32             `json:"executions"`
+	Phases     []StatePhaseCount `json:"phases"`
+
+	// Runs Open runs with a live execution of the state.
+	Runs    int32  `json:"runs"`
+	StateId string `json:"stateId"`
+
+	// Waits What its executions waiting for commands wait for, among those read.
+	Waits []StateCommandWait `json:"waits"`
 }
 
 // TimerCommand Waits until a point in time. `durationSeconds` is relative to the moment waitUntil returned.
@@ -1942,6 +2132,32 @@ type WorkflowStateStartResponse struct {
 	UpsertStateLocals *[]KeyValue `json:"upsertStateLocals,omitempty"`
 }
 
+// WorkflowStatsRequest Asks where the open runs of a workflow type stand (extension of this server).
+type WorkflowStatsRequest struct {
+	// MaxRuns Open runs read at most, the oldest first; absent or 0 means 10000, at most 100000.
+	MaxRuns      *int32 `json:"maxRuns,omitempty"`
+	WorkflowType string `json:"workflowType"`
+}
+
+// WorkflowStatsResponse defines model for WorkflowStatsResponse.
+type WorkflowStatsResponse struct {
+	// Runs Open runs read.
+	Runs int32 `json:"runs"`
+
+	// States The states with live executions, by state id.
+	States []StateUse `json:"states"`
+
+	// Truncated The type has more open runs than were read; the answer is for the oldest.
+	Truncated bool `json:"truncated"`
+
+	// WaitingRead Executions waiting for commands whose commands were read (at most 1000).
+	WaitingRead int32 `json:"waitingRead"`
+
+	// WaitingTruncated More executions waited for commands than were read; waits counts those read.
+	WaitingTruncated bool   `json:"waitingTruncated"`
+	WorkflowType     string `json:"workflowType"`
+}
+
 // WorkflowStatus Status of a workflow run.
 type WorkflowStatus string
 
@@ -2038,6 +2254,15 @@ type ListBatchesJSONRequestBody = BatchListRequest
 // StartBatchJSONRequestBody defines body for StartBatch for application/json ContentType.
 type StartBatchJSONRequestBody = BatchStartRequest
 
+// DeleteLimitJSONRequestBody defines body for DeleteLimit for application/json ContentType.
+type DeleteLimitJSONRequestBody = LimitDeleteRequest
+
+// ListLimitsJSONRequestBody defines body for ListLimits for application/json ContentType.
+type ListLimitsJSONRequestBody = LimitListRequest
+
+// SetLimitJSONRequestBody defines body for SetLimit for application/json ContentType.
+type SetLimitJSONRequestBody = LimitSetRequest
+
 // UpdateWorkflowConfigJSONRequestBody defines body for UpdateWorkflowConfig for application/json ContentType.
 type UpdateWorkflowConfigJSONRequestBody = WorkflowConfigUpdateRequest
 
@@ -2088,6 +2313,9 @@ type SignalWorkflowJSONRequestBody = WorkflowSignalRequest
 
 // StartWorkflowJSONRequestBody defines body for StartWorkflow for application/json ContentType.
 type StartWorkflowJSONRequestBody = WorkflowStartRequest
+
+// GetWorkflowStatsJSONRequestBody defines body for GetWorkflowStats for application/json ContentType.
+type GetWorkflowStatsJSONRequestBody = WorkflowStatsRequest
 
 // StopWorkflowJSONRequestBody defines body for StopWorkflow for application/json ContentType.
 type StopWorkflowJSONRequestBody = WorkflowStopRequest
@@ -2273,6 +2501,90 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
 	StartBatch(ctx context.Context, body StartBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteLimitWithBody Remove a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Removes
+	// the limit on every node within seconds; the calls waiting for it go
+	// ahead. The removal is stored: a server flag naming the same key does
+	// not bring the limit back at the next start. Needs the operator
+	// role; written to the audit log.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+	DeleteLimitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeleteLimit Remove a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Removes
+	// the limit on every node within seconds; the calls waiting for it go
+	// ahead. The removal is stored: a server flag naming the same key does
+	// not bring the limit back at the next start. Needs the operator
+	// role; written to the audit log.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+	DeleteLimit(ctx context.Context, body DeleteLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLimitsWithBody The concurrency and rate limits on worker calls in force (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists
+	// the limits on waitUntil and execute calls that every node applies,
+	// as the store holds them: those set through limit/set and those a
+	// start stored from the server's flags (--worker-concurrency,
+	// --worker-rate, --type-concurrency) for keys never stored. Needs the
+	// operator role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+	ListLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListLimits The concurrency and rate limits on worker calls in force (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists
+	// the limits on waitUntil and execute calls that every node applies,
+	// as the store holds them: those set through limit/set and those a
+	// start stored from the server's flags (--worker-concurrency,
+	// --worker-rate, --type-concurrency) for keys never stored. Needs the
+	// operator role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+	ListLimits(ctx context.Context, body ListLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetLimitWithBody Set or change a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Stores
+	// the limit; every node applies it within seconds (the node that
+	// answers, before it answers). A value of 0 pauses the calls the
+	// limit applies to: they wait in its queue, as for any limit, until
+	// it is raised or deleted; calls in flight finish. A stored limit
+	// overrides the server's flag for the same key, across restarts.
+	// Needs the operator role; written to the audit log.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+	SetLimitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetLimit Set or change a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Stores
+	// the limit; every node applies it within seconds (the node that
+	// answers, before it answers). A value of 0 pauses the calls the
+	// limit applies to: they wait in its queue, as for any limit, until
+	// it is raised or deleted; calls in flight finish. A stored limit
+	// overrides the server's flag for the same key, across restarts.
+	// Needs the operator role; written to the audit log.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+	SetLimit(ctx context.Context, body SetLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWorkflowConfigWithBody Change the configuration of a running workflow
 	//
@@ -2656,6 +2968,38 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/workflow/start (the `StartWorkflow` operationId).
 	StartWorkflow(ctx context.Context, body StartWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetWorkflowStatsWithBody Where the open runs of a workflow type stand, state by state (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. For a
+	// workflow type, the live state executions of its open runs by state
+	// and phase (waitUntil pending, waiting for commands, execute pending,
+	// retrying after a failed attempt), the one in each phase that has
+	// been there longest, and the signal and internal channels (and
+	// timers) the waiting ones wait for. It reads at most maxRuns open
+	// runs, the oldest first (truncated says the type has more), and the
+	// commands of at most 1000 waiting executions. Needs the reader role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+	GetWorkflowStatsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetWorkflowStats Where the open runs of a workflow type stand, state by state (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. For a
+	// workflow type, the live state executions of its open runs by state
+	// and phase (waitUntil pending, waiting for commands, execute pending,
+	// retrying after a failed attempt), the one in each phase that has
+	// been there longest, and the signal and internal channels (and
+	// timers) the waiting ones wait for. It reads at most maxRuns open
+	// runs, the oldest first (truncated says the type has more), and the
+	// commands of at most 1000 waiting executions. Needs the reader role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+	GetWorkflowStats(ctx context.Context, body GetWorkflowStatsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// StopWorkflowWithBody Stop a running workflow
 	//
 	// Ends the run as CANCELED (`CANCEL`, the default), TERMINATED
@@ -2997,6 +3341,150 @@ func (c *Client) StartBatchWithBody(ctx context.Context, contentType string, bod
 // Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
 func (c *Client) StartBatch(ctx context.Context, body StartBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewStartBatchRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLimitWithBody Remove a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Removes
+// the limit on every node within seconds; the calls waiting for it go
+// ahead. The removal is stored: a server flag naming the same key does
+// not bring the limit back at the next start. Needs the operator
+// role; written to the audit log.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+func (c *Client) DeleteLimitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLimitRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteLimit Remove a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Removes
+// the limit on every node within seconds; the calls waiting for it go
+// ahead. The removal is stored: a server flag naming the same key does
+// not bring the limit back at the next start. Needs the operator
+// role; written to the audit log.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+func (c *Client) DeleteLimit(ctx context.Context, body DeleteLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteLimitRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLimitsWithBody The concurrency and rate limits on worker calls in force (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists
+// the limits on waitUntil and execute calls that every node applies,
+// as the store holds them: those set through limit/set and those a
+// start stored from the server's flags (--worker-concurrency,
+// --worker-rate, --type-concurrency) for keys never stored. Needs the
+// operator role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+func (c *Client) ListLimitsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLimitsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListLimits The concurrency and rate limits on worker calls in force (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists
+// the limits on waitUntil and execute calls that every node applies,
+// as the store holds them: those set through limit/set and those a
+// start stored from the server's flags (--worker-concurrency,
+// --worker-rate, --type-concurrency) for keys never stored. Needs the
+// operator role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+func (c *Client) ListLimits(ctx context.Context, body ListLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListLimitsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetLimitWithBody Set or change a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Stores
+// the limit; every node applies it within seconds (the node that
+// answers, before it answers). A value of 0 pauses the calls the
+// limit applies to: they wait in its queue, as for any limit, until
+// it is raised or deleted; calls in flight finish. A stored limit
+// overrides the server's flag for the same key, across restarts.
+// Needs the operator role; written to the audit log.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+func (c *Client) SetLimitWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetLimitRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetLimit Set or change a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Stores
+// the limit; every node applies it within seconds (the node that
+// answers, before it answers). A value of 0 pauses the calls the
+// limit applies to: they wait in its queue, as for any limit, until
+// it is raised or deleted; calls in flight finish. A stored limit
+// overrides the server's flag for the same key, across restarts.
+// Needs the operator role; written to the audit log.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+func (c *Client) SetLimit(ctx context.Context, body SetLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetLimitRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3729,6 +4217,58 @@ func (c *Client) StartWorkflow(ctx context.Context, body StartWorkflowJSONReques
 	return c.Client.Do(req)
 }
 
+// GetWorkflowStatsWithBody Where the open runs of a workflow type stand, state by state (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. For a
+// workflow type, the live state executions of its open runs by state
+// and phase (waitUntil pending, waiting for commands, execute pending,
+// retrying after a failed attempt), the one in each phase that has
+// been there longest, and the signal and internal channels (and
+// timers) the waiting ones wait for. It reads at most maxRuns open
+// runs, the oldest first (truncated says the type has more), and the
+// commands of at most 1000 waiting executions. Needs the reader role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+func (c *Client) GetWorkflowStatsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowStatsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetWorkflowStats Where the open runs of a workflow type stand, state by state (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. For a
+// workflow type, the live state executions of its open runs by state
+// and phase (waitUntil pending, waiting for commands, execute pending,
+// retrying after a failed attempt), the one in each phase that has
+// been there longest, and the signal and internal channels (and
+// timers) the waiting ones wait for. It reads at most maxRuns open
+// runs, the oldest first (truncated says the type has more), and the
+// commands of at most 1000 waiting executions. Needs the reader role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+func (c *Client) GetWorkflowStats(ctx context.Context, body GetWorkflowStatsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWorkflowStatsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // StopWorkflowWithBody Stop a running workflow
 //
 // Ends the run as CANCELED (`CANCEL`, the default), TERMINATED
@@ -4210,6 +4750,126 @@ func NewStartBatchRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/batch/start")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDeleteLimitRequest calls the generic DeleteLimit builder with application/json body
+func NewDeleteLimitRequest(server string, body DeleteLimitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeleteLimitRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDeleteLimitRequestWithBody constructs an http.Request for the DeleteLimit method, with any body, and a specified content type
+func NewDeleteLimitRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/limit/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListLimitsRequest calls the generic ListLimits builder with application/json body
+func NewListLimitsRequest(server string, body ListLimitsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewListLimitsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewListLimitsRequestWithBody constructs an http.Request for the ListLimits method, with any body, and a specified content type
+func NewListLimitsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/limit/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSetLimitRequest calls the generic SetLimit builder with application/json body
+func NewSetLimitRequest(server string, body SetLimitJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetLimitRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetLimitRequestWithBody constructs an http.Request for the SetLimit method, with any body, and a specified content type
+func NewSetLimitRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/limit/set")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -4909,6 +5569,46 @@ func NewStartWorkflowRequestWithBody(server string, contentType string, body io.
 	return req, nil
 }
 
+// NewGetWorkflowStatsRequest calls the generic GetWorkflowStats builder with application/json body
+func NewGetWorkflowStatsRequest(server string, body GetWorkflowStatsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewGetWorkflowStatsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewGetWorkflowStatsRequestWithBody constructs an http.Request for the GetWorkflowStats method, with any body, and a specified content type
+func NewGetWorkflowStatsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/workflow/stats")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewStopWorkflowRequest calls the generic StopWorkflow builder with application/json body
 func NewStopWorkflowRequest(server string, body StopWorkflowJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5377,6 +6077,90 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/batch/start (the `StartBatch` operationId).
 	StartBatchWithResponse(ctx context.Context, body StartBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*StartBatchResponse, error)
 
+	// DeleteLimitWithBodyWithResponse Remove a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Removes
+	// the limit on every node within seconds; the calls waiting for it go
+	// ahead. The removal is stored: a server flag naming the same key does
+	// not bring the limit back at the next start. Needs the operator
+	// role; written to the audit log.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+	DeleteLimitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteLimitResponse, error)
+
+	// DeleteLimitWithResponse Remove a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Removes
+	// the limit on every node within seconds; the calls waiting for it go
+	// ahead. The removal is stored: a server flag naming the same key does
+	// not bring the limit back at the next start. Needs the operator
+	// role; written to the audit log.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+	DeleteLimitWithResponse(ctx context.Context, body DeleteLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteLimitResponse, error)
+
+	// ListLimitsWithBodyWithResponse The concurrency and rate limits on worker calls in force (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists
+	// the limits on waitUntil and execute calls that every node applies,
+	// as the store holds them: those set through limit/set and those a
+	// start stored from the server's flags (--worker-concurrency,
+	// --worker-rate, --type-concurrency) for keys never stored. Needs the
+	// operator role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+	ListLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListLimitsResponse, error)
+
+	// ListLimitsWithResponse The concurrency and rate limits on worker calls in force (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists
+	// the limits on waitUntil and execute calls that every node applies,
+	// as the store holds them: those set through limit/set and those a
+	// start stored from the server's flags (--worker-concurrency,
+	// --worker-rate, --type-concurrency) for keys never stored. Needs the
+	// operator role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+	ListLimitsWithResponse(ctx context.Context, body ListLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*ListLimitsResponse, error)
+
+	// SetLimitWithBodyWithResponse Set or change a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Stores
+	// the limit; every node applies it within seconds (the node that
+	// answers, before it answers). A value of 0 pauses the calls the
+	// limit applies to: they wait in its queue, as for any limit, until
+	// it is raised or deleted; calls in flight finish. A stored limit
+	// overrides the server's flag for the same key, across restarts.
+	// Needs the operator role; written to the audit log.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+	SetLimitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetLimitResponse, error)
+
+	// SetLimitWithResponse Set or change a concurrency or rate limit on worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Stores
+	// the limit; every node applies it within seconds (the node that
+	// answers, before it answers). A value of 0 pauses the calls the
+	// limit applies to: they wait in its queue, as for any limit, until
+	// it is raised or deleted; calls in flight finish. A stored limit
+	// overrides the server's flag for the same key, across restarts.
+	// Needs the operator role; written to the audit log.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+	SetLimitWithResponse(ctx context.Context, body SetLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetLimitResponse, error)
+
 	// UpdateWorkflowConfigWithBodyWithResponse Change the configuration of a running workflow
 	//
 	// Every field set in `workflowConfig` overwrites the run's current value.
@@ -5758,6 +6542,38 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /api/v1/workflow/start (the `StartWorkflow` operationId).
 	StartWorkflowWithResponse(ctx context.Context, body StartWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*StartWorkflowResponse, error)
+
+	// GetWorkflowStatsWithBodyWithResponse Where the open runs of a workflow type stand, state by state (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. For a
+	// workflow type, the live state executions of its open runs by state
+	// and phase (waitUntil pending, waiting for commands, execute pending,
+	// retrying after a failed attempt), the one in each phase that has
+	// been there longest, and the signal and internal channels (and
+	// timers) the waiting ones wait for. It reads at most maxRuns open
+	// runs, the oldest first (truncated says the type has more), and the
+	// commands of at most 1000 waiting executions. Needs the reader role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+	GetWorkflowStatsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GetWorkflowStatsResponse, error)
+
+	// GetWorkflowStatsWithResponse Where the open runs of a workflow type stand, state by state (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. For a
+	// workflow type, the live state executions of its open runs by state
+	// and phase (waitUntil pending, waiting for commands, execute pending,
+	// retrying after a failed attempt), the one in each phase that has
+	// been there longest, and the signal and internal channels (and
+	// timers) the waiting ones wait for. It reads at most maxRuns open
+	// runs, the oldest first (truncated says the type has more), and the
+	// commands of at most 1000 waiting executions. Needs the reader role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+	GetWorkflowStatsWithResponse(ctx context.Context, body GetWorkflowStatsJSONRequestBody, reqEditors ...RequestEditorFn) (*GetWorkflowStatsResponse, error)
 
 	// StopWorkflowWithBodyWithResponse Stop a running workflow
 	//
@@ -6186,6 +7002,192 @@ func (r StartBatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r StartBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type DeleteLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limit
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeleteLimitResponse) GetJSON200() *Limit {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeleteLimitResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeleteLimitResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeleteLimitResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteLimitResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListLimitsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LimitListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListLimitsResponse) GetJSON200() *LimitListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListLimitsResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListLimitsResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListLimitsResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListLimitsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListLimitsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListLimitsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListLimitsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetLimitResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Limit
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetLimitResponse) GetJSON200() *Limit {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetLimitResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetLimitResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetLimitResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetLimitResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetLimitResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetLimitResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetLimitResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -7155,6 +8157,75 @@ func (r StartWorkflowResponse) ContentType() string {
 	return ""
 }
 
+type GetWorkflowStatsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *WorkflowStatsResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+	// JSON504 the response for an HTTP 504 `application/json` response
+	JSON504 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetWorkflowStatsResponse) GetJSON200() *WorkflowStatsResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetWorkflowStatsResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r GetWorkflowStatsResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetWorkflowStatsResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetJSON504 returns the response for an HTTP 504 `application/json` response
+func (r GetWorkflowStatsResponse) GetJSON504() *ErrorResponse {
+	return r.JSON504
+}
+
+// GetBody returns the raw response body bytes
+func (r GetWorkflowStatsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetWorkflowStatsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetWorkflowStatsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetWorkflowStatsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type StopWorkflowResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7767,6 +8838,126 @@ func (c *ClientWithResponses) StartBatchWithResponse(ctx context.Context, body S
 	return ParseStartBatchResponse(rsp)
 }
 
+// DeleteLimitWithBodyWithResponse Remove a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Removes
+// the limit on every node within seconds; the calls waiting for it go
+// ahead. The removal is stored: a server flag naming the same key does
+// not bring the limit back at the next start. Needs the operator
+// role; written to the audit log.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+func (c *ClientWithResponses) DeleteLimitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeleteLimitResponse, error) {
+	rsp, err := c.DeleteLimitWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLimitResponse(rsp)
+}
+
+// DeleteLimitWithResponse Remove a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Removes
+// the limit on every node within seconds; the calls waiting for it go
+// ahead. The removal is stored: a server flag naming the same key does
+// not bring the limit back at the next start. Needs the operator
+// role; written to the audit log.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/limit/delete (the `DeleteLimit` operationId).
+func (c *ClientWithResponses) DeleteLimitWithResponse(ctx context.Context, body DeleteLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*DeleteLimitResponse, error) {
+	rsp, err := c.DeleteLimit(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteLimitResponse(rsp)
+}
+
+// ListLimitsWithBodyWithResponse The concurrency and rate limits on worker calls in force (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists
+// the limits on waitUntil and execute calls that every node applies,
+// as the store holds them: those set through limit/set and those a
+// start stored from the server's flags (--worker-concurrency,
+// --worker-rate, --type-concurrency) for keys never stored. Needs the
+// operator role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+func (c *ClientWithResponses) ListLimitsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListLimitsResponse, error) {
+	rsp, err := c.ListLimitsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLimitsResponse(rsp)
+}
+
+// ListLimitsWithResponse The concurrency and rate limits on worker calls in force (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists
+// the limits on waitUntil and execute calls that every node applies,
+// as the store holds them: those set through limit/set and those a
+// start stored from the server's flags (--worker-concurrency,
+// --worker-rate, --type-concurrency) for keys never stored. Needs the
+// operator role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/limit/list (the `ListLimits` operationId).
+func (c *ClientWithResponses) ListLimitsWithResponse(ctx context.Context, body ListLimitsJSONRequestBody, reqEditors ...RequestEditorFn) (*ListLimitsResponse, error) {
+	rsp, err := c.ListLimits(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListLimitsResponse(rsp)
+}
+
+// SetLimitWithBodyWithResponse Set or change a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Stores
+// the limit; every node applies it within seconds (the node that
+// answers, before it answers). A value of 0 pauses the calls the
+// limit applies to: they wait in its queue, as for any limit, until
+// it is raised or deleted; calls in flight finish. A stored limit
+// overrides the server's flag for the same key, across restarts.
+// Needs the operator role; written to the audit log.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+func (c *ClientWithResponses) SetLimitWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetLimitResponse, error) {
+	rsp, err := c.SetLimitWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetLimitResponse(rsp)
+}
+
+// SetLimitWithResponse Set or change a concurrency or rate limit on worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Stores
+// the limit; every node applies it within seconds (the node that
+// answers, before it answers). A value of 0 pauses the calls the
+// limit applies to: they wait in its queue, as for any limit, until
+// it is raised or deleted; calls in flight finish. A stored limit
+// overrides the server's flag for the same key, across restarts.
+// Needs the operator role; written to the audit log.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
+func (c *ClientWithResponses) SetLimitWithResponse(ctx context.Context, body SetLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetLimitResponse, error) {
+	rsp, err := c.SetLimit(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetLimitResponse(rsp)
+}
+
 // UpdateWorkflowConfigWithBodyWithResponse Change the configuration of a running workflow
 //
 // Every field set in `workflowConfig` overwrites the run's current value.
@@ -8353,6 +9544,50 @@ func (c *ClientWithResponses) StartWorkflowWithResponse(ctx context.Context, bod
 	return ParseStartWorkflowResponse(rsp)
 }
 
+// GetWorkflowStatsWithBodyWithResponse Where the open runs of a workflow type stand, state by state (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. For a
+// workflow type, the live state executions of its open runs by state
+// and phase (waitUntil pending, waiting for commands, execute pending,
+// retrying after a failed attempt), the one in each phase that has
+// been there longest, and the signal and internal channels (and
+// timers) the waiting ones wait for. It reads at most maxRuns open
+// runs, the oldest first (truncated says the type has more), and the
+// commands of at most 1000 waiting executions. Needs the reader role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+func (c *ClientWithResponses) GetWorkflowStatsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GetWorkflowStatsResponse, error) {
+	rsp, err := c.GetWorkflowStatsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowStatsResponse(rsp)
+}
+
+// GetWorkflowStatsWithResponse Where the open runs of a workflow type stand, state by state (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. For a
+// workflow type, the live state executions of its open runs by state
+// and phase (waitUntil pending, waiting for commands, execute pending,
+// retrying after a failed attempt), the one in each phase that has
+// been there longest, and the signal and internal channels (and
+// timers) the waiting ones wait for. It reads at most maxRuns open
+// runs, the oldest first (truncated says the type has more), and the
+// commands of at most 1000 waiting executions. Needs the reader role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/stats (the `GetWorkflowStats` operationId).
+func (c *ClientWithResponses) GetWorkflowStatsWithResponse(ctx context.Context, body GetWorkflowStatsJSONRequestBody, reqEditors ...RequestEditorFn) (*GetWorkflowStatsResponse, error) {
+	rsp, err := c.GetWorkflowStats(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetWorkflowStatsResponse(rsp)
+}
+
 // StopWorkflowWithBodyWithResponse Stop a running workflow
 //
 // Ends the run as CANCELED (`CANCEL`, the default), TERMINATED
@@ -8790,6 +10025,147 @@ func ParseStartBatchResponse(rsp *http.Response) (*StartBatchResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest BatchStartResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseDeleteLimitResponse parses an HTTP response from a DeleteLimitWithResponse call
+func ParseDeleteLimitResponse(rsp *http.Response) (*DeleteLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limit
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListLimitsResponse parses an HTTP response from a ListLimitsWithResponse call
+func ParseListLimitsResponse(rsp *http.Response) (*ListLimitsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListLimitsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LimitListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetLimitResponse parses an HTTP response from a SetLimitWithResponse call
+func ParseSetLimitResponse(rsp *http.Response) (*SetLimitResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetLimitResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Limit
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -9529,6 +10905,60 @@ func ParseStartWorkflowResponse(rsp *http.Response) (*StartWorkflowResponse, err
 	return response, nil
 }
 
+// ParseGetWorkflowStatsResponse parses an HTTP response from a GetWorkflowStatsWithResponse call
+func ParseGetWorkflowStatsResponse(rsp *http.Response) (*GetWorkflowStatsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetWorkflowStatsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest WorkflowStatsResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 504:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON504 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseStopWorkflowResponse parses an HTTP response from a StopWorkflowWithResponse call
 func ParseStopWorkflowResponse(rsp *http.Response) (*StopWorkflowResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -9873,280 +11303,314 @@ func ParseGetVersionResponse(rsp *http.Response) (*GetVersionResponse, error) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs50ij4KgjuRliapS52d3/xHekXLVE2p2VJQ1Lt6XPYoYKqQBKjIlBTQInmTDhiH2KfcJ/kBDIB",
-	"1IVVZFGWbPcc/+m2WLgjM5H3/HcnlItECia06pz8u6PCOVtQ+GdPa7ZI9AXlcZYy80vEVJjyRHMpOied",
-	"8ZyRmCpNppTHLCJLmT6wlIQ0jomcEkqUppoR9omFmely2Ol2klQmLNWcwQw04eZ/TGSLzsn/6nzsDcZ3",
-	"t1fjwWWn2+n/vX92O+53/uh29CphnZOO0ikXs87nbofiykzfqUwXVHdOOlzon950fGMuNJux1LRmaSrT",
-	"9eV/nFNNlkxoskylmHWJmstUM8EioiWhmiyk0uR19/j4mNyvNFOHnZqlzLVORprqTNUfEB7KK0Xej8c3",
-	"cCKZOiX0XsHEcyaIkIQKtYSTWzCyp/mCyUx3ScqmmWIRCaUQLDRj7psltNixGUJpukg+qOoZ/dfPNT0+",
-	"dzsp+2fGUxaZezDXkh9yeTh3nPm1yPt/sFCbad9SHc7PqAhZPGT/zJiCGypf+b1pM4jMPytnWVmEa9g4",
-	"0Tmc9T17wlTdzhSBWt3QGRvxf9VAtwV7RRKWkoTOmL81mZJjsmBUKPL6+Libg8rx8XHLCypOP5YPTDzr",
-	"eahECsUaDsT84/9O2bRz0vm/jnLcP7KIfwRjDcRUFtdpOnHNFqpVb0cxPvul0jSlq+KAV+yTLm2+fPgj",
-	"ZpFDz1nKCE0ZWciUEde9BhXrjqtT2EHjuRXoW/m4UkaVFLXgY7B6GstlA3S5z8NMtAH1wmjVvl23isbl",
-	"w1WtHWCPwAEQsx9qfiNURIRrRZJUzlKmFNljnzQTynyTU6LnXBHF0keW7q8T6k2oFMZSsWi8I8npdsKU",
-	"Uc2it6t6wklDLVOynEtDNFPNzOoNTQxlGpk/BGE0nJM0E68UmXOlZbqqpdB2nt0XGEnBWjbFF7Bl44U5",
-	"zPatmVJ0xurerxWh9pqXVJEQCK95iO9XBm/sbdaeiQeLVvh87Vt/7nYSJiIzSrvV/zNj6aoWbDZgV8oU",
-	"061WNjQtr+FEFPRMypcbyew+ZvnKRLa4x4UpPhM0PptTIVh8RResdiXqgScGcNJWqxm51oUVAQ/Urje0",
-	"/NztZEn0FIBteC/cHRQv3S0LDyyHSAvzHp7z2y6iay1K1S67kWhdcqUb321RfRvWriVpfLVh9B0f7UPS",
-	"g7aEiUhNBKNpzFnaJUuu54SS0nK6RIqQASG9x6lekb+Orq9IaqgRU4Tey0xPxGvygb89nIg27MDnzae0",
-	"8TXf9Wl2D3v1Xd525nXAtelRvS4SmBq+2xGuSDJl2G1Hy7e8Sk5SGPeHHwZXvXG/0+2c9a7O+kZiuOiB",
-	"4DAavLvqmX8M+6P+2Pzw6+Dmbjz40B+uCxPdzqcDM+jBI00FXZjj/F+dMUsXXCCCIDtrRqfc/G8EdMOM",
-	"DkSq2/FI3/nDbb5ElWofN6Bw+aZTFjL+yNQp0O0pZ3GkUITChimiyiExfRPJhZ4I7YYZrxJGYO2EK+Ju",
-	"iezZN7H/yIQeRGQqU/J+MBpfD3+/6//WvxrfDc67E1FsZbZR084cXReFOTvOaNwb97E//Nx3Il7pO0pw",
-	"g+uru8H5/kn+VnE9l5kmXBOuJsJJOYBtPx8fI9/HNT77CnGoDPnlnbWUAqsbbX55xvDrZmT66Lg038G+",
-	"FggfQ0aTJC4+fPdSxowK1+wWiOXmZpWTrX+g8Fa2Y2y+s0acXXu+akHXCIMpMXtIymzYOvCaRgfY3kHw",
-	"2l3C5zO5WFARNeyx1ERE7FPLG3ec9Gj7QTYw5Gs9m8/OAGvhRauIMwDKHgNypnwXHvwLeDbPhVWFBMVo",
-	"Gs4JfO8SqsgRTfjR4+sjdwJHtoWmD4a+aLLnH87/Ir/yt/u17GXO262xrAgl2AD3zIjSMlFdkFDUXC4F",
-	"0gLzBc7rkPT8Y/3mZ9TFdAmLFTP0omEBX8hBltc9zAQITiFThlQZ5kKxUIrIsRFdMk3lghwfHr8me1Iw",
-	"oOrskaUrw2BMBLZW++ape318fHxcx5f8YjgRsSLSCL0kpZoZgk5hk2VOYke2tqLYMAQa3sgunHGIjWvP",
-	"EYf7jcbZVorYF6GMWHTt8eJLeecKTq5zsduQcSPj1EBrCrJZ+dTeyyVZULEyN6vg3GBBxHao6n1249Dd",
-	"rJt2pGuucjTuDceDq3dkOecxg1XBUFzMcJ00BexKWdQlw9urK9M2E5rHSLWXVE2Eh2sAB0HOrj/cXPbH",
-	"/fNTgqzVZf8cH+VcwtwD0Rz1Mwa6DckCNDZvAi4GXnAz8/qy9hGcHTPndmGYKlyj5+ou++fm325FLfk3",
-	"uH/8OsyEwH+ducWbf8tFEjNtTvxzt2OxpV6RYn411woqFMPbE+ow5pUi99l0yswerZSu1sm2qpVTrgBj",
-	"DQF0Q3RJJkIpVLaoDPck+cHuyb5ITQpqACv7VgOmG3Jkxk0FjQ/sNkmIT6+/cLKkXBthCcG+qL23t9g/",
-	"6w9+a31dHyl3t4V8sL0WnPZMLu4NM14rS/RIzJU2O3CL5JEie/B+LLJY8yTmIderfaKN1LHIlCY0jsk9",
-	"Mx0QBtavLHTsSFm4WmdMSkJU7TXgSI2MgWGo7GzKG0zM8Srgo+lUsxSETfPbLSBu72bQuOLCWal6wh/0",
-	"rn6/O7v+8NZIT4Y197gV2NegMET1XOEMFdVcTVceEMxiWsmfNfdZI4ja+SxMtGHFz9Z7fO52IhbyiKXj",
-	"lM9mLG0zzvl6j89dwLIU8MSilJ2uvdw9aBihbvf2+d51ilGxW924RRa6/bDjQq8d4V1lsa4BwetMh3LB",
-	"HOOXQ3Uyp4p1yZwaqgIKAeC6GYq8KYwHuK4mwjxqieHwDPsk4hWgis4xiTxw4aB1yVLmhA9DYw1vxoRO",
-	"VxNhuDgP3cI1IjKNWFonda5BQmGXTwMEHKAZDnadYFToVTuqmRsex17CR1kYMhbV8ToX1PDWQO7zG7JG",
-	"XnNayLMbUgW8gxmEULFa0qICvirJfnQjXXhdeYUWptlzTgogv+sJjvNOOwF8hVxVpR77bnpKDy9uvksD",
-	"0ObpN+SHRZbC8vLr2ru8zGl1p9uxdLz69zpdb/kI9+I454q6nZ5Yrf/p6HaFfZJCs081j9sgYkLzKWfI",
-	"LxuRyF2ktS2bUyg4DdyzWIqZIlrWuArkJv/yLK89+k95ap53bNglXIQpWzChrcSWMp2uyB7CUO9moIB4",
-	"tDWpw+DWI8KruDfcdWkxXriHbS6pIgbgoiw2JIkLciv4JytRWh2gooZKOhmy5dIbbDB1iqR1NqTirEHu",
-	"mWHXuXiUD4bhr5v7uc2iJZVNWrQlNKhU3DuSZmLtHJ8ikW00xDaurU5qO69lP8pbuGQzGq6ISlgcm7OW",
-	"UxKs05PglIB+FF46II/BOo8UgKYANAo1ROND7+q8jlhs+/0LiYnl9ipEZOOv9RSmv0j0qijP0yjiphmN",
-	"bwpEYmqerW4NaN/LaEWCf38ODCJlqUATqVckWFZhTh8ZEdIyGwX4trdqdjqTB/n2s1D/+7O57LLqY11I",
-	"EUQm9J8ZIwldxZJGJySIqKYBUSzlNOYqt9mOzn99pQjOSBiMmxqqifp+QR3vRDUJ4DMXswCZpFwKT5kC",
-	"SjuV6ZKmEejtrNZ9IiKGvQ5JwD7pkWk9iIKjAAxAeh6gzoDpAsCZqe3SScwfmZoILgj7hHIizEhnrI5n",
-	"MtusJze4t8iNW0tO3AZrxGeaM5GuFaKJeQzs6e6xQ7PLfygpgnp6Zfdcg5oyRJHfzuF2z+GRxmmL22dN",
-	"w9vz3fA4pn4fpQHJXMawq+L0uCMqyOgnbLVf7wizRo76aSrTIgaVFwOfEU2KGJI7EcCx4lskpDh4c3zs",
-	"fNacCheb1QqnEdOUxzUqtWxBxUHKaETvY0YKH/2RmHXVOzCkfMYFjT8C+wDrP2+Yxoi9w5szx2k4hyAU",
-	"dwNcXOAlEueux/yRtJ2/Scmycf6CV2Bhfnu4ziq2d1x0hjLsg/cZbMu+1Ky3/lHafFrMddz5wFR2nx/Q",
-	"Rj0ynKVv3QzOo+KI5U18oOGcC5bDVkg1m8l0BZy3IEEJH4Lik3l7ddYb999dDwf/s39+N7p9ezca98a3",
-	"o0638/F6+OvF5fXHu97lsN87//0OFJeNra6ux3f9vw9G49F6g/7wrnczuOsPh9fDTrdzeX317u7m+vIS",
-	"bK1317fjYpd2b+6tsJvk/4J31Vkoe7E5hZXlWgofrqTufzIStf2Npb2Ew8GYFUkxu5FxbLic60zjMwym",
-	"01qo+ZWLyJ3tYDmFlqVjLVqE+3e98bj/4WZ8d9EbXKKRudNtaDK6PTtraNLve8akucWGKfp9vMHK59wL",
-	"edM6a1rVLLXQqnm15Uab51pbswe3tcH9l9KI/tfyMMObs4K9Hn9trWx30gUreIybxa9/GWVhWPnSZ47Z",
-	"W/tQM04f9RfuV69UqJm5+q04t/+2PnvhU+1o+QocIhVGcD/Znh+LIoM55ST0chiilD2dhFsv1BsZ83DV",
-	"4DQzp0nChMLHwEiSVrxUFvWszgylTFSdHJJbYZg5tDAGAAoeBMxNO3S7GQCc3A77Jbxt06HT7dwMr8/6",
-	"/fO78fXd2fXVxeDd7dDQRQO9LcHI7N8d17VYOxczB6p9xvJMiimfZSmL0CyWHyQXsxE6RHyQUa0mhqOv",
-	"gjCcVUXiRWtZzJVGvwZga1ZKs4U1k08E1Trl9+aIgcpV5lRB6bQnIuhf9d5e9s/vLq6HeBiju4+D8fsC",
-	"QgdlU1ixQ+8SwiC2DtHpds4HI2jV8qz7wjyK0YVMe7EB0/xv2In6yPXcw7sZnitoACf9ntFYN3gd4zeS",
-	"skTmwnnuhlq1WQiU4mokpnhJV4oE178GuQRiWUzke+qDMaKsyelshEoBI2yD1hhGnONywzkLH1ryUXOp",
-	"tKg1q7+XShcENGYXCoDW5Ihbx9sMzocsU42EwCoNeHSQmmYkgXaHBBRPTivOtXXYSFIWsoiJkBH5yNKJ",
-	"CLyKozhNcEjeSj33qgjl9jDp0HthTiWOV5MOeaRxBt74E0HDkCUGU/ZybZcUhvakKTfyp/XJ5iGNiV4l",
-	"smL07V0agjK4uLsZ9n8bXN+OHK/Ue3t1PfzQu7z8vdOtb9XY6Or6LjcgG5yAD8P+7ajvm3nPQdPBtW6t",
-	"1ZDLwfQmZY9cZgqZp54/HzPFWov6Blcyt0sb5IrBkyxTzDXxHoiDqWtpcK/RlLRO6bwN0VyKNScTCAPw",
-	"Bt6i50dV2XrJaJ29sudu3YxsmHeq+T2PuV6dkjnKJWw6ZaEme9QbV6xVWxH2iYY6XhWX1FZ+ofqD/KIF",
-	"tZwn3OIQHm7wVKsoE4tD1akI1y7zJruPuZrXKjyuC7cIluH1azwl1DdxPpbUoqzSPI5JKDOha1wUtm36",
-	"8Qn+P196GNYIs8mCaMCoyVlh902WbrbRSv9KER6dEsN1rbyn6pxGREjBGlzRKi4YG23ZdW4bz3QDfn9l",
-	"KK+usPZ2rEhX74AxZeEqjBlhj/C2Tq1Vx7wy1m2Y9G4GuS0EFAxdwhZcazD2TgQVRN6bZ5Ii8pK5lA+H",
-	"5MI6k4JDnJ5TYZ0HrYuzFEw5deVElEzBuBazEdCrrAg42hIt67SUTOTa/IFoHR/k40o3Gn3t0aFgbXoV",
-	"peiN1+kbglti2BykAtxpz/GmO9iLyx0bTMapfsrhfKH38jPaktxZb6bW+bVUenY3WYU2IUu/PuwYda1U",
-	"axrObaix07Ih1DYpUDf5IP27DWf5K1t5T84qFj+wVa6M7+aq9IhqSrzYoxw+xzKkMRoZfEQeLL7mdXlg",
-	"q+d8Vda2dYMhSo2skHk6HSuyFpNOKHpbyRTYhU1OYZt8ase5H22TOx2peaF2Yi/ygMQavwmISir6wKzt",
-	"Zt1DYsrNwJUwsxpzNrU+/1OeMtXS5vzA8Sp8wA6E3xSCcwZX4/7wqnd5d/a+d3XVv6yJ869gKAxpD+GP",
-	"Zjgo++zXg0MVCLjwYbE7eB6MC44Mwvtzgp2OfdIlz4a9ipdCW7b3ubzhwoLr1wYPxIJLinpACtDFy1e4",
-	"busibKEbPafqwVu19gus4G9d0Hid70UjuDZ4XzASZmlquALvhBFlrCU4x1QV82Bs2k4la4aNrdtp9QA+",
-	"bvEc1kn2uCYLuiL3zOuvhFy2dQEB97qaGb0SCe7S6vbQvxekjCIQnxLr4etcBEZVxzsFHjzLqlOwV1NV",
-	"+2/J8vHlLAQiwYVML/mCN7rfCgSMcGXINYRdxKY5Wc6lYiQxoriuR+vcU3ePokG8NpbnBBjRk/HvN/2u",
-	"7X/y/no0Prm5Ho7dpIVf9iIZqqPcP+FwEe0fkl4hZwgcenkFQuKy6x1zyicx4iJkG2ERWjTOVRnOAKci",
-	"SUxD5hSnsJRXilwMLq7JPzOWsf2nOOSsgUB+4Q6o65+CVHGlmQjZpaSGujSq0/Czub/IcDUPXMz2rVIt",
-	"Z4Bk6iKlclbokPSEdbmZCNvBME8K7eQaoh2cHG5HrhM+YvqvlV3FJU1n7JxqWublv0Djsf7o25X8ylY1",
-	"Y5tfYa2GnfsUxpnij6wgVdnOVq7aQ8EqZbBv4GXlfonsb/GY73YSmmpOY7v/DYvSEibxK7Ed4Ue/oh3n",
-	"XgOSNu/rTX2vz91OptivbNVTNymb8k/PfHGfW0F5k/8pD+fNgGwlaCMuy5zi924GGJG3hN4P5hI4ArIq",
-	"EvjL6975Xe/yEqwS17fju8vrs19RAwufbnrD8aDX6vNd/+9nl7ejwW99aOWaXF1f9d2/3US+HzRsp741",
-	"Z9SL44+IkpcIymDqptENgtO2b32HE6aF/XyFGRMKo984oA4fQGtr9XpjObC8UlnLU5PEQEbgqRAkDT2D",
-	"dS7VRQw93Ru9oH6swZZdxfG1AEqArigyPLbTnxkOAx81NE8WmbQ0E9uT/BQWVfcMDJlOV02UHz46Su+V",
-	"VuBA5zRWezk/LFNnXd0/JH1D4CfCSe0Qda9TziL/SNsoaE0fUCqL2JRmsVYn5DVRhAtuAGQigHl+pHGX",
-	"hJJNpzzkpvObLnl9fEwUWdBPfJEtSN4sE/CwssibfrsTkf/o7F9178w9DR/kdHqWT1TjN2NDplgK+jKO",
-	"+gkMxIXeNiIJggftCkrP+jSWVNfFpdotD+xOrDmuLn8HznPPpjJl1u5nI23Xp2sWnOzRWba77hl1pnPD",
-	"sEhtDjcXHLgI4yxi0amPzfVn/LT5z+3FNO4bUi/cZ9GMWc67aN3H5Zhnzl7DKTiAWQFB2eByGytGWEwT",
-	"ZWDxC9e+9a5uk4Sl5F5m6PtTAJMnhy1WNZI1mirTB7zmI/YJ8cCa5EuK50PSLxib0Agyl3FkjkhNRAbh",
-	"rqFh8AW5X5EAWoBj2wkJkNqAriyA2/i1//vH6+F5l4z7fx+jO+55b9zHxBiB3VGh/eBq3CUBRmkXfj6/",
-	"vn172e9ORGDe9cKHt9fXKIHZqXuG6q7Pf9cbDnu/H+aT48bwBV+mXGsmCFVkeHFGfvrpp/+B3oNyOlVM",
-	"Q3Q/JREL+cKQHpzIHBo4zQsqpHWc7wJdVpB8JKaaPzISTLLj45/CK/gfwz8ywTX+HZC9SeeKmB/URNCZ",
-	"nHT2aymQ23R9vovCcbXM4VQ8+JZq6SZlZPXcdwn8dL2re6uoOttwlxX4/833a4MthvsUUT0PeAX5Yega",
-	"9+cjcszgELM9l1kcgZqB0YjQXRW6L77L34qzVIio2QOqXyvbPIWtsZiFGtmMEkWA1xoYrspcJVcoi4Sd",
-	"bsdQgU6347AQtZnmB8DvTrdj8LnT7ZTQtiWX+itbLWVqxNsx+2Se0nOqmeZgqBsI+MHhw1sp407X9QDY",
-	"BX6zHA26g2uA0+v98AtoUsQ2KaFaJJOrajbWutRxsKWIzm22cHd7jRbwF7Jwt0ylZ7fyDNbwp2cl2WAT",
-	"X99F/Zprr8nG1G5x4qwL+Mq9VCvdg9N1H65lwclro5cmOvc2+mie988G5/36hk9x16zsv+isiYFw603+",
-	"+Gwda633LJfiOtNJVg/mSaZzQ+P9qsaOByFRmIrUxyVMrTJ6DQ3QKjZqo18ut27VKN/HF0FmedruhnU3",
-	"gKRm5vBVQxI+yKvrj4nMJHMyhD3cV8o7FIMwjF5Hw5uz/Q2+nDQ+M3fQNn3aWbWfNZegH2p7RwbT/IN8",
-	"hHDfdoHb5S41csZCPjLUiIHaH47kkAwZ6PQxH4ayeWaQzw7uRr+P7gIEQkyM409XpoQ5RmtuGKsT2/zd",
-	"sHfWv7j1sd2Dq3cekQMjKUCri+vhWb++CSm2MDhcP8J5v3d+1786D+oY8002FPwmdgdo27WQS64NQIyK",
-	"fazh4kKmv7JVrWKYZMIwcKijRBPNskAUrP4MMpd5c7j5AFGCduwKFQq2q53cedXhXSlnRgPvhRmYKGZy",
-	"BAUEX7BDEkRlLUGAmiUrg1lFzEIuwArkNVMuYG/Le9/oK10Q79skOgafASMyevNRo37APnf0XsnYUBHs",
-	"C5t9crR2/Xm3ZJDQjeGr80cwbTuOZ1xouolZKQ7ZCIUtsj6VTqQ2wRMZ2UyP1g2ApowEF4Nh/7wc33X2",
-	"vn9+i+m64Gvb6CGXB8H0g50axsCGzZ9JobnIWE9dseV2bbmu6VWjKf8zarJ/Y6l5x+ujLiDEPeNx1BR5",
-	"4HO/Q8zwK8w+saDkEUfdLRO8mei8Nhud91+454KmK3CxMM012XMaqX1QLjmXAbAQG7jKIQ/3EXGDTpoo",
-	"uoIOQSYehFzW0maUzZqs+zOu7VT1K4O0jXvBQcRTvSoEm+iUMcBqIwvPmNpvsY6ZtNdUv5R30hBzRoE5",
-	"oLCsBLLb5AvrEgxZn8nXh2/+6/C/gwaPYhilKbMwToFaMjfg68Pjw+P60RAWNq58zmdzpjSYEO/N4As+",
-	"c1UFymYCDF3fA0UgDnzn2yqi6X3MajwZsBekgja3juB7iikPijE66HxkA4DIL8c/tU+wXU6Fi+fnIadb",
-	"gOriNdZhYqO89qSYvcI7vkPQXqtAvXXBr/DjU4S8NeEu/8nQ7EJkeatEA97ehgyM8unWS/kFnjObgLXX",
-	"1adqaI6I7xkQx3QQBxGbcsEiG+zuospbRnbVR2Q3Jlt+L5coiqU+ATi5Z3P6yFThpXYSBo8gBQwO7VzE",
-	"1k+Pz4RMWXkFDY7KPUzwYO7C5+N1rmdYdYNDQgzNKLw85Vy8BcW+XXzdawpPBlgnfLoHsw1cpc15w6fV",
-	"qTGDkq0K4tcGKZPcQfFo+5vbfBZ/bLi9sxpRt7wpFw+sKjdkfUPpgkXeW9LqIqt5RE8nAoIellw5AzJK",
-	"8q8UCXIBGZO1WCndX0adiLc1+sVs5WliXlX23yV9+lld343Ic9YwW/UKbCuksoUlonheopxF4RqUYlXf",
-	"5Lv+h5vx74ZDXWuK/sxrDatiPbSFbEzYcGRbtqTDMg19nPq1qDiDQHYks7hyq1FRn+navEtpyKZZnDfr",
-	"xa6NwkZ/lA97ymui0W5YegAZrsWMg3c9BmSj7wG5NlgbsJqI7AD97EA3EqN0GEQYXDyCSOuq/WXf8V8+",
-	"PChmSAS5zByLgOFBzuUiE4yM2SKRKY0PVMJCPuUhWTAzEA8xZiFPi0yomogZf2S1PhNhUZRwpcIG4u3K",
-	"KqdaGQ4KQ4znKVNzGbetWbDpbJrVy0uuw/kp0WnGgL4AaUXrixGT6i/GhZDXk3DWEF6/kVDU9YHaQ5ov",
-	"+L9YL9T8keuG6geulc8g3sYjrgy3rsbCNrkRC9eU+26QG3OkaEnhTOs/gQdVt7rDTa9gTfG9CvegHmwO",
-	"Y8ssqGyxMLKXwT9bVQjexp2kzy87w7HNQqmlZQ/vS/WB8EhfRoBfP7cmFrlXc14ou1eyVRSCVnY6w9p6",
-	"bQ2SvDktbF+oWWmzu6eZaBsNBIzdh7yQ2S7sN5Y5s4lgzXrsP/f4x4tXiriD9Smt6jO9JYXgINUqAWbp",
-	"gLvOrx2yA2NEqWVAd41zqcQn1XiTWGfCt6ttYGzkS2ys8M7zU+oadpOKVYMCQaer3qawJgRBG9TERdFQ",
-	"hLlIwznlYi2syfRra7lXlTSaW+HQduii3njB45jvojxGe0S2kyUCzc22IGv7lUK9VCIzXS70CnpiYPft",
-	"iC3XjXLybRrX3xVfTj+6FjnS0jhWL5ujtV1cbauUqjbQ1l5Qcce1cFJF540EN1sk21mAKFskrodjr2tY",
-	"gITO2JWRGqoD/U+WyoN7CsVh6Mxp31piQrLOWFbYbTOk4v9ip+TYPFSxIfm2lh3UmWs3z1csWlrdUtcf",
-	"3fa7anoY0cizy3WB0lDV3dcFFzOWJikXPjpwOZcxI0rQRM2lPvUo6wSQe6aXjAm4X+WDotBfHPxvZ4Yi",
-	"gj4ZQKC+MNE/lBTnDUlRuYKe5u2PecgK+ZNckli3unozk9Q0vnExALsqRf1ZlQYqLHjTxfW3Pd8oLEYs",
-	"Ihe9gZUyyqkBz/tng9HAqiiLNmxMkng3/v0Giv1dDvpXucNKc0Mc1bUrfxtc/da7HJzf3Y76w7tCAr3z",
-	"frnd8Obsrnf2t9vBECNSCjrVUX/4W3+YawoK/XZIm+f8My4oj7mYueM0+4w5E85fpvwJetov4BT4SGMe",
-	"3SqW5jJHxDDbXC+EG76U4UOuvh0BZ+jwxmq8Crf5jmlz46jhUduJ54xpj8F5v6DWcXRDfFfKaLQu15hf",
-	"FSjOTe/dIrwyxT6whbyQ6bagunWFAXi/JlTPT4lPdQWsOKom68XkP6NpsenWW5Dh1hePs7X35/GZKlq5",
-	"8hR2sBOwBuhyX/jFJb6r2YJgLFKNdU2gtE5x6K7N8GGziaPaCfXbNptHrsM3xJErK2c1ABblwH82+lpU",
-	"F+B30rWBm+YNQ7eR4tuFoK0sX7EGZ9Z8bANCXojN+M6QYFfI3wmKdhOE24gp+dOLZQ8b6+4kmVYlH0o4",
-	"w1gqLmbevFAr6EINHV8lrrW8W+/duSG0sI24y5VX3UQbxZvRk4S9BqipKQHR5HlTgKSKwna3l7TaufVz",
-	"mndxj2rXFvtzhjII9bDfDIdL2+fqaI44+Q8JGd14fbsRhhY3+HKZuza9k+8LlZDr8+NAhSxbgBo0QbZ4",
-	"8mFjgYf6ihw6zdYKcsC0OZ9lX8P1chsuVVpt8QQRpowq53rLiwlioVwKgnUhmcpUs9TWi26rs2zOdl5w",
-	"7GCRdbH5WK4O0yVlPZ//OU+IUkgUYz7YlMe+8on5BTl0MMt2/QxnVT5hc8aU7ZV+wEVKhCwF8t+sNtRb",
-	"FWC8eCxPU9PVpWXzLo+5Aii/nT+2Q/p2I4UUDKX2dZjfSbdehLPakPMsFTZRmvN3iWk6YymxGy1zYk61",
-	"YJ3X2Ix7t442SX+sEqbujcB6yrAZqGqLazqF4sTWV8nbRYTUJJGKa/7IvgoPWLDToFD4dW00Hmqa6P11",
-	"M7R0iYwjw2mDPryGAYRzbk3na0l2zVM7p+qDTNmmonoW6jDEQztlE2GfuNKbpdmtfBlzg2MBN1u/rd1d",
-	"ONbKHsyme9mSGRuoctVhakFXJJJ4AlARuewuVHCfmgg8irLvHSaNPr+9uRyc9cb9oC6Jtf96h8qtu+ur",
-	"Ql5q/xUK4/61fzYu/fSl+ajPM/ROY/iOXIs8z7T/BJV1zWkWf2lIMe0OG+qib+dYodC6F4XW4X1eANx6",
-	"kmgOGwMhICjj/WA0vh7+jiUo7gboZd4mMXthIiMp7zzVePChH3jxB6ADp1WGk/AR9+t5oHYpgH+RMka0",
-	"4Ui8JJb71pn1NVez30UoHPoOtg67iyOFLLjryzqXQORTdhCxmBuR3xej4gIERxC+aJryRxZ5GmLXjGfa",
-	"UPrzgSfOD6P15C7N1PDm7Atm3soLrQFEsTzM4PrKQd+mnHOtRhycB6cFI2nOeXl+AoLLnsNaVytDwVm9",
-	"jMtIDpqbKLclJi3kp230ZMuGB1GegnO523aaE/quY1Vj/aMKVLp3okrUOt3O2/67gStVsE6IvAED2q7D",
-	"ZcsX4n2Z+nY7bx0LaWatUkxrWoCG6zGmpYPYLa8SWNbcOZ9YcxDgNRORsiYhwr1P70SgMQ2SkNiL9LGp",
-	"LsVMU6olQ7knwiVcMmMEhfUG7VMjfUlSo+fIUDTMxAtnJ3rKwjcpFoZJuJ1jsN7KhT5BvVohV4us5XDc",
-	"LUGf7QcX9hQH511zr1crz1QyrmDyxIiFMU1LhT+bLU3Pr5urrvvZjti6tmxMdCUzXS4faPPLPqMR4ofp",
-	"b/2ptmD8xzYMbvFMt0Ji+cQ8CI2rQwjfTmIQuF0vVWvN+6Rv6IyN5QOrC3ozP6MvByQbtfV8QGJev5yy",
-	"C5xpU++C2KiO+WDz/DGBvnwJS+1U6xjx+hjDbFrgwD8zltY80KO/XR7E/MGsNzZPqjTYBdGQBxwrtLeR",
-	"cSqQhnP90eLyWkDXM91fMRl78eYKtVRpCiWfFzJlzlK7kQ33HNHuKpzy/vtCp6vd1PZ1A9Sqpgy3tKAa",
-	"yktgrhTo+eXe1E92CNsMF7t5m6iv73Tw5zZljZ5iiVTfiR3rT370xfxRm04b2m0Qe3dJsfWUvFh/Bv6l",
-	"XcY0f/QPPLG5QbaevmsaHBJDPyGXRCGNyyCyPh6lH0XEPgVkkUFULsEQsrV7Kw9TGyoKmTe411tAj+Y0",
-	"IsXZN7shg8EmD37GTB90IW1JeZfiqZQBRJ1i5R94IYW0QcV+b38a55+yp8ZmLeCoYg2VS+HK7sPZuBQK",
-	"o9cHr4MnBlS1ythVsiA3RoXjBxoTxbR2pTorVo8aT+hUCpdqpfYIRETTiEz5IzvAbJimB2GfEnMRLmNS",
-	"ysyx2yDshgqsW6StAapMqnWlWgu5mx5pHlXsQxvTn5eMSS4opl3fOj1YK12A230tg/1cD+aXiL5Ky5TO",
-	"GJlzoZ8i/TamNmhznPWdP1fjEq8fWZryiH1BBOb5DoBSb30sk5hUn7OYrhqVHvC1lNMc0BUdMbjPsxed",
-	"en9QsEWqXAQtWzWleHKG7RKVafE2mmYbGJNi8FFdNnfFyO3wsqLtQU++RRJD8j21lq9xjarYWYpRRxXb",
-	"r7Pjmq6nZE4h1uCehg8uM42dmioSFKOOGg08qR41WXkuQM6Hyzst+Up4Z94oZj7LG6RMhGyCUEADMgo2",
-	"23u+j3R7uddm9eVS2x9QHimyV3gz9/G+bS6+YhY+tIGqrdn42nv8169/w7LNYrHOUyHw8+sstcQpVfAm",
-	"U1wwpQiPmNB8yvPSchvxZNnAQrQEhbxPMcxvR4UuGHv8YeY2CkiPR66BqeDpyjOhmSL3LJQLpsh48KF/",
-	"fTs+fEJOpxLbVSUXjZvplunXH9vpZRvt1RaS2dqEGaaMahv0vCc9BJQS4bgYApv458Blxamm0tnfMUeR",
-	"D0+KWiRQQNpaIBUsOCRXUtuKlDTh2gawBUWVDXlgNR6lhRY1D2mZbXSFpxLrFOCEGlcVCq2QXdCCqdAm",
-	"HbCzfjG7aWWmQkxIi7qMrrXNDMI+6e0dsdmTjE0vf0Ltagh/0Zt2CcVm6x3QgixRzL7V2C7wGVHRtObZ",
-	"K8ye5BOuPQsMlAS8Z4mXdlDRWIV4tCH5bC32tiBZdQi8XqjOHK9L2uKvs8ro3mezmYEhmqs0nJiRs3wU",
-	"n4Z1kaJgLSmVvirWqXqpClf4xPe9g2aFw0y5ZgeQkCzym7RcwbOAkqom7N4aW+MbG6EP0KBCO794TRa5",
-	"XlC7u4a+W0o5qNViYaTu053N40+LKRxVmOo6ZYzyBRgqnPCeYI+QP2POUqjPdZ+zPSANTATKBVruHxKb",
-	"vsn6s+yBWtJlzQ+6lq/oJfwv5o8IkBv/moggyi++ZJEP9m2uKx7HXpw/JZTEhclcZNVE2NICZMnNpmDt",
-	"WhHBlqAizAw+JTTVXcI+maGg46bZDQOC4YdLpvRBoZJBWf/jCmjWOee8kCtI05q/aEx3KcP2uqSKDskP",
-	"sY3tttAiKKa3dhb5tZ5t/Wfz/ucvc+D5BGtpU7dnEVvvVjsi5iVtFNxR5NPS5/ZHx3hb5MAmz3EFkawH",
-	"G1ckKFTOOLu+uhi8ux32z+/AK69ef7BxZV8ooudjPx3K8jFGL+UH1ASPGwVIQ0Tdddg8uXU+ED8dE9U2",
-	"y9BL7a9Inbdjp2ntMwcHza7Svk0N8D7wxCdnx5TBvZsBgOtMEqVTymdz0C/ZE2x0i64vVbOF3ajpVBjt",
-	"6aDoRtiV3i0LeZifRvGKI7wQzVtuSha9EfkbO1ZGffrBF0d5MSrQfEtb6UAO5s9BCbbyeC314QVJqYzP",
-	"64lDd5Ptoz+L2uP/PCXE9yzkt1dLtoZcq6fymNBKq4Wtsb78Dy3By2kJ/oPl/N+wlq213VmzneMGoTqC",
-	"S4hmeICqrE0VSMheC/gV9AJNtXUyVa5F7JxUXDSQi/Lsdlx2cKiaA1EwnW7HWkGKsaHm57Pe1VkfW5xd",
-	"X40HV7f987ve6O6q/7FlNJAL8+z6DPVQdQfEnk7Xvb/F0FDz8xkVIcMWrrJOBMmsSyFBIy2TNtZkmWyw",
-	"jGyNmjxF+5s5qoBw7Q1H2qcsRbuHzaLfYGGVyS6xlCPX/s/ui1jY93qhifLVYFyWPdVKRDTCYan2CP5U",
-	"BFgLzy0BE0GsCHgWLksg9rHW6tqCZWuw1pJ3/JERxiF7fFANFw26RKYTEdhYz4BoOWPQFIv95YXpmkvq",
-	"bastuanuXrnwXe3njQnBLr+XjF9Pg9amy27D6DRb52vuqK786BOyWm16K9DA3Co4bumaPptMsYlR3yJW",
-	"DG/OvpZQ8bTAPF4uhDEQU6makxG1qjUMFdY+d9f89mw0vC2j4pK3aBIzCv5YbK2EC5wUqCv2gn9/DpxP",
-	"rSglKJcvFGT40nfZRuAqumu/3NWMSiXLX+BinkmyaxN9VyAUrQU6oBXobBHkwkEhWoPsCamL35z7xf4z",
-	"Rez9sNU+2Vb7BFnrh7l2/an9DG9BU2nM9+PxzdFfR9dXxCBnSkNNVAIBgvcrwpfTA+R5uoSSKEuhwpCX",
-	"3PDTRLjck0uesgOzWqo5NHTJW/jHC/L4mgz7ozFWy1Yov0rIKEBj02AiRue/KhJSQaLU8J5c75P7TJMH",
-	"xhJVKPLBBRn97bJYW80pRw4nYiLMpiIZZlAI2GXDVEQvpZnaZkxRc5oytEozoBf2YE/MCH+Btf3lL5bb",
-	"690M/vIXsqfpjAT4U7B/Ak3eHBtRAPJZ2HHzA5sIQuZS2dy28HF0/isJIXO1Qol97/X/IMHN9WgcEENn",
-	"bB1IKNpsugdHNOFHj6+P3IEfBSSJM0WCd/0xOTJ3eoQFICE9ebB/SuAIbXYHoiWMMtc6OTk6AtWTWdHJ",
-	"f//38evgNN+ndf4t7hN/cvv8qbBNM4K31ZvxaV4A8JVyjsR7Nmg//8WcCg+ZdXctMNNQi8EM5EunWK2G",
-	"KigJTtYPA9DsCAwkAdnzVdlhJKfB2+829UNLcrGjm3bfXFjt8eMDdJTCmwJlZZ0DtzXkB0V/yQAjg3Bn",
-	"1XqEhRJ9a5dWf2M/BQDdH3kKFcUMbTfQYgGWPbJ0hZUjuSIGnU+dq8SCpg8sIu4ZBo8HGi/pShVy53ch",
-	"R1lxrSsylzHaev/FUkkeDbkhe8GkM+kEXRIcm/9MaayYgTvp4m7spDQF2IjZVBOZ2QofmYBahuj2AZIV",
-	"VSQQWRwjNFqZCaso//Tm4J5rkgko5wDwgmV5lVl5gHLXCYH8ftjdCM64TBwhSxKWHoTmjpAdQVR0MWmw",
-	"gEeW3lPNFzAAFWtKh6CktAiw2IuLM7CqClbSSpht78VUM6X3wQnVquWCXLTD5SZ0ZRhORfaCEstgnVJk",
-	"Qv+Z+brmNnmn6VegFIa+mtOlNjrbVgUlwZvj4yCnvgAWhpmD/rbOJ55RyhKZ14mkggSlEqUB9D0hwc9m",
-	"QPNkccynb3Zpj8GeKleQcFSmNlO3h3XVJcHPb2z3WIrZQSLj2BV5AXw1AwxvzhypcCs0HX85tiyojRQI",
-	"qYAiuJi5H16FWIYPyiPtL/lKrVQCSi8F2DMyoJdDKYSRYBnNexbSTDHIT5gCpbbln5V1D1IMPR8WE7HX",
-	"7GxE1vyS8Gtqa3ZDUEV3IoJSNBa0a/ISMmjWWFYe3Zs21ggEUrWC205o6j3R/WtfwImJcE5QqLSJecgs",
-	"ny1A+ur0EhrO2cGbw+NOt5OlceekY4iVOjk6Wi6XhxQ+H8p0dmT7qqPLwVn/atQ3fQ7nehFjsKaOQUuC",
-	"fMHSEjVc0F7+iO53up1HV3u5A2WasfodEzThnZPOT4fHhz9B/RQ9B6bJ0ex7qsP5UYiqs5N/dxJZp1m4",
-	"ktofChbM6t0MTgysoST2yEhTetND0psIgAML9s7xHGb2uldU/l32z0+IkGSapaAkw5z2E5GnDSeo5YvB",
-	"7ONQCIdyJVaE1Ibhx6vxVGAQdU46uM+3pnnHV5R9K6OV14xg0qbCW330D6tMRrK6jeGEsXGN3pxVlu50",
-	"mjHMxgekA27jzfHx864ApdzPa3IuvsbmtCjEEXFzXMtDAyw/P+MayvWba9Zhy4042tjFBLFEZQYkzPpg",
-	"Sb983SVZOmj5LSCHdhk/fb1ljH0lc25YXPpIeWyo1imWTDsEycVW9QNLkUwgnRkU64TcpK56s0caw0EV",
-	"/2xORdzpdjSdgTYdf+n8YaYrEwsnK7wQucD0xgqLsiKs7gHr2XXpSLokkoJ1ratd19WBBIa0lIMZOG84",
-	"ExCiHClwPnpSdIt5M6mSoo5ouP2+ONmoVsP8FoRjrbLkZiIiIkL9cRsmw/EkP0jKn5ak9PC4Xqm8MKir",
-	"HppXhlRfSkVijpTDUZAyzpmvAI9QPezFMO6SK/0tsQ3nb765YorwezyOb45YP9CoHRp5KmkENMGWPp37",
-	"l2IOMNMv9Pj2H2mcGaEcn1+bYQLSshEpQoaJ3cwheMM+8JH4MiuyR31NADYROOorZV8LyC7aJSxWjPx8",
-	"fLx/ijlcBRqXBGrIWOWxnggtsfIMPugLwj7RUMe4ni5xEwZpogJcTwJqEyP3kT2rLpqIX473u1Z7b2QH",
-	"L90nKGY4RZVZp8rSR/7IFEmZK51ghGYXZEOowFrxQkbMFXhU+FfEmTokV4xFxW0YqUfGDIeBYzN/WQHT",
-	"7/SVIoqLWcwOXOnVE0LJaPDuqndpVybcwBOxTLmGs4WxtJSoS6RxDL/s+3P+qY6ngX29OENT8ob9FvS1",
-	"7Ne4kZVBTSMW8xeRTU3zzXkYKpwmCZEQuBrIMwgY55LoED2nqDktYNoPQt2S30kSoCZFCcHQHFAVQ85o",
-	"Rwc9lXsqAfcGihCyyRxlkNO+mZb3YQ0YXqeYJlzk+lFMSBNAgB0Qg6IDm3P9AjXv4Rr647yV1DYvQwjK",
-	"k7gk/t+EJPQXiV5tAxw8GiAHXsn3XcgyLi1MJFHH5bSyaV71kewFvg7t1fX4rv/3wWg8uhvdvoUws9tR",
-	"sP/9EIUSDp6B7s4pXKd8lllEdLVxQGW4zMvXtsKyiGpq83cezdgGnsnqHGxYATwCldRiNr3LA1sprGRo",
-	"r8YcOjoVw8u+QH4gMO0gbhUMJftQEKTkI4OVEbHglyJS2Bt06gop617t+kqpL4y49XV8vzLqbikv24DL",
-	"+R1VbxPLBmDRou8Yuf+0+DxkdP3Q9+AHi5D7Ze/2p6C02oTSt+BjouwzDiZmg3dGBkhiGrrkjLZeO+I8",
-	"vpbkEgxlc/Po3q+sMwW4RFDDUuQeKBWW+lsg5+h7QM5W7yqwKD+e1a+LhuDC1goPn/zEfkVjALK2dndY",
-	"ChuQuxrEg4ZoLrz+8gRF5mROsaYnV4QLrIVio0IJlmNxWmxI9l4oKtF17h5UTwS4JHFFoozZsthUaR/3",
-	"b8fbez8e37jMZL5q937XJQaYCJcsF4qMLinXvqqcYTScESd0MTaHpEdsyI+/pIlArsSulKOC1lwjOH8s",
-	"5ysyZylb4zKsAlfPGU8nwppPRphOJDbQ7xmXTfaQjzmovCSJ+8ZWkfVlbOE5MuHV5fZkqwCqfvAcL0Hs",
-	"3A3ZylDVSzBI8gySO0MfJKSeR7Gk0SaxQsn4kSl0GCo5LyEHmrIpSxVmW3A7xNy5E7EXsE96ZBiTQRSQ",
-	"/4cEUKxCz4N9wgVoIQkXMQcLAXhIoQrTen9BYc5UT4TVMvKPF7nnyH2m4QeuFYunOQCkEioLYVVPPT+1",
-	"Z6MmwnlQVZfpPKl+Pv65jlSYZZX9vF+GVlSrv3xd9md98nWyYO8ISbwBS3iD8QKj78Om8/Pxz19ZR4fI",
-	"PKcG+upAK8pBU06nruCsB7HvlA5dmnumwm8oXjn5wgJBW1Kzg8rChQv7YEubITJnPVyJdGT3CtoGdHTV",
-	"mkKlF3DyQx0GGBvsOJiDK83YFrXEy+sivr0CogUH8Eq5O9kDY4K9DKwf7JUS5hNexP4PjuCFOYJiFL33",
-	"BzZcN4YTt8XHj1zPP1K+AS8vneeuS93t03k7cbJrrZ3wchqG+4GRYMY0eiJPRNqIutYd3SErPvgQmmsG",
-	"p0kCAQcTEVTierHwiEsb6IyyNjqX7P3XMVHmq7WV7mM6cpS5QpqYwVOG5AFjDwpbQlnLSY8gUSFHwBX5",
-	"+c0xcg4kuLy+end3c315CXVJ765vx0X48dnSbHQxHh9U79xCb/x9/KA7BdnOk58uaQSm/wSK8/Ob46/L",
-	"sdQCvQNeQMT7LJoxFKA/zWmGBoIt4L+fGya/SyWS2ddUplUqqiWCHDJqjtQCLrYip7bW+tfTHBkCKSKM",
-	"6LSTk/////3/1sRzF3GE/hpTLrgCr1NUsxyA/sfqeVzUGuP28FTXV0HKdTfdiYAiQIpMDdXoVuuid0lk",
-	"AzsVapTwXM3aZBx5x6HuRHjvVqoJhdiQQ3JDbeAP6KEChmWaA2T0sLGaiAAqH/fdR6jnTaO8tCHk1a/T",
-	"E22hwLb+8wsTYDvLNybCfhXtPPbgJn4oe17OwEQtYjtk/nLtjguGOoqyRdJMmUqpx07y+MCiC4aPq0Ly",
-	"QhW4mPx1dH01ET7uFqWDXJLLhYPcqfqQXEmItIpYAhl1pHAaZLgOJ/e5QWt1ttnC5+Vx5/vSettskXxr",
-	"nS0soR2yAmssaKLm8odN+FlQ1pa8s2+QNbDcs5W0/BI8V1jnuAa3QWnph7UX421VXRz0fgX/b4vd5QwT",
-	"eV6RZkTvJYhyaGjyqT+4QP+Nros7FXTBony9e/CvA8D8/TyrSEFBs4ahjWt7GSy9aZjuezYh2+O3Djg/",
-	"zMhf7bG1wJJfgJY5rBeh++l25JRt9OY4gyJGilAi2LIYLg5ZHL1Ywm0GidCmGMxL301EOJcK1G+KaQJJ",
-	"GtBj+p7NOKy560qqQR3V1P/lBYOJ4FEXvziOA8YBR/ayTAgZD6y0yETkAoXLKA9L+Uqa06GZ6xs/x3YN",
-	"m5E8T+Vqb/rHY/yMjzHymDkG2DQB94xMZSai9ZfYNC3I/Wh3ZDSNOejpzBiQ68FeVmt0T8INyE7jWBXK",
-	"Lb5SkNJgTkUUs5SolQjnqRQyU/EqD+B0Y79SE5HYZOLWB23P5S8rZS7jTGHIaDHuZJFhwmA1EVw71hwF",
-	"40LGBW/2fHNsEzkaMOgP73o3g7v+cHg9DHJHj0CmfMZtZW6W/iWwaRWggIoMH8yCIKtD7mFKU+b8zybC",
-	"hZvk3ulOdfzzL8eEagiEqaMvNlGLR78kfGkikycn/FYkppD1rIHAYA47zFH2Qwn6BCVoLVK6kOo0r5tG",
-	"IZNNltjMKU7FZfdVQha7k1++4k56BVnbYeEDg7RAzvNzHfEal/798Wx9VwAF88E8ydkWw142hafYaEFC",
-	"yehvlwdgypryWJtDMyu7z3isDzg646yVq0b9qlN/QNUWoQ1TBalj8/AmEPYwk3RtLBuM6yjAy3vcmtm+",
-	"MZlzi2in2iiFin1zkgcRbDSeytSIzBDV9p2i0AUXUcnk4fKCWlA+8KCM29gNrXI8aOfoUcaPnHgZooVC",
-	"D8Z8xSvwqKHozd4lXBgcc0ePSotVYuizykc5JNciXpVHdZmvkJwfTgQmTip5EgeDcpHcoEvMTzZltXUq",
-	"HUQq2CcLqF3u14ILWLI4bnBP3R4Ds5ai8sWNwNUZv71ReH1FbUNi1snxj6CYr2CzWD/2L3iaCzRk52CY",
-	"6kKeIe7lKyPk6LtByD9rBIytsA+c+oOQS2HTV5oHYv//lPCYBox8qiYTM5ZvNymY99wqVFERiUePz6TN",
-	"q7lfti/g0BNhVa4lh8+Cghzyfak8Yzn6oVHb3fkngP1QZQsoIVvLV0Pzr6SfxATs3zP62tP7EcH2VVF0",
-	"xCDFmD18Lb8EMTfnzWk0MeBzWbAxdInKwNnfYSePDlKWKV+AGKO8zEFEWcy8j3aq7aO6x6eEitX+IelZ",
-	"TV6eATxyoeToY2VYMgNyIawOzQ92XS5EzJ0HeLaC46bPEdHDJiP0Z7LlXwNCY9iIbswM87WQ/hvmh6ms",
-	"YbvfX+EWvg+8p96XGV1deORBAiiA903z8OmqEU9les8jlSu4BCtSiN7lsN87/92QhuG4f/6nIBOAXWUH",
-	"xfZ0QW5w9ekXalgZidUVUCN7roYVuuw55+kuyeutTcRe4P8K9s2lYX02sofVx9byT5oZSsXH9utxNK+y",
-	"9eIoKpPv+lXWMvHc7I+3+as49JT1+nADRmBoSE371OcaPGaP1APfgJwfaPqgrCNsWn6vayo7mrESFoG1",
-	"Hv9p/XJJKDNh6GXBZxfjR1We+Z0qElwMhv1zW9QAe3LlPQvuVySAH205U1v9bf13EbFPvmCQIdtmEFg1",
-	"juzAmSsCEEXhmItWz1qi8MCTsZnmpSmCm+e7JgsPPPneyIFLRguw8B+p4LrgKfPYaMVMFKar2MhoGrfW",
-	"l2usCeDqhmLZ0EaaMBAQ2wwsUSqdJ4GvCwyMvdkByBLTlKk5+r73fJkeFx7m+0DEANSOUXlZFjNQgc8y",
-	"syGlq0PO2i28DJ6Oa6b6nlH1x+P9TXC1px5qHmcI6rGQY148wVq/1/UFM1sFSk7tYYe+m83UWk88nFA8",
-	"ESmbcaVByUW1FbH3XOnOfBHeCkWObHDk+udClVVli4EUpuTKquCw0OtEmEe9ttgr8V8GkS1DhWVt8kqv",
-	"PjX9Qj5CiXJrv0PhEjz+awI7fZyoi3kMTifCkNJPCU9X66GXpE3kZR2tarjIl+UqNpfl/Ua6gS3lYxtF",
-	"kjK45il8vo80D1/dX+g/OS7S69bLl56XSYM6fnMjfWRhyFjE2qZ/KNZf2+wrySqx3TZTty/Y5gMSacqI",
-	"opqrKTfHL9OJiHjKIJs2iCO+IBxEuaKMtH8KQydUz22JQfMnOkDzkMYTAVVQJx1c6qRjqRd6TNKqghMP",
-	"yjuDGdYJw9695yVwZkkSrw5JT6wcUUNNFeQ5fnN8bNZHqzm3wKgBIptOeaFqrTsHACarA6slfLDkwmvA",
-	"Xl7/iTU9I/bttaD5StqQt9IFlhxn8+t7bnKH/rM7+CiSlP2DhRr9Ei2wuDQDh1gEGJR2X3uFBqwRnq1D",
-	"ca5lsIiM669SnIF4lA9FzC7QmAJVwc6bqMo2U0gdUblnU5n6yQlmrDOcmycve45OTEQdoSCWTsDkk87+",
-	"RjpRyI+nJT4hEIJuyQVpQy2g4OpGckG2UQtn0dlCLj46uvk1CMZ3YjXxC9mSlaLpGn8QjW9ENPJHvj3Z",
-	"yEu67kg1zG1D6V5SFwNiJCao4mFVLuANnEINjR4RUhwY3M2lmpTFdGWuQ7pq9C5jDDg8/vzmuBlPXz76",
-	"oVB3/dtKLWv135sjIWwcxA+E/AYIKUoBFE1egCWsrJayNjuxzsNlmMc2Z9DmBUHuPUyzqdikJQMQVWHa",
-	"rtadIs2ZrVW75opkSZOkBMfg6536I3jG7DFXdOFqIKUsZlT5HAFIjbiYQcGfrtNbLTgi0TvpCuISbpVU",
-	"EAQBgag++y+Z89mcKQ3haRAruuAzF9wF0WhA5LCWu0xZdyKgEjxkfUkllj/NkllKIwaV4BVjZDnn4dwv",
-	"F0omQU0i8Ponl/yB4YbwIlCfbRaJRYWEJFo+sKaEW7/Z035BYLJTbIKm8uG/UhBgEvlUr3BWr5TLgWov",
-	"ohHiCrnQ3Kk5v528965JRT77H2s8CdZqw+clfDEboH9C+ceLYh38w07XlRa2U33uthkfILZUeN4M7Hnu",
-	"0ox+KYXJLPX5/Mfn/x0AAP//",
+	"7L3rcts41ij6KiidUxV7Dn3py3z1bfuXYsuJvji2P0nuTO+tLhMmIQljCuAQoB3NVKrOQ5wnPE+yC2sB",
+	"4EWkRDlxkp6dP92xiDvWWlj39a9eJJepFExo1Tv5V09FC7ak8M++1myZ6gvKkzxj5peYqSjjqeZS9E56",
+	"kwUjCVWazChPWEyeZPbAMhLRJCFyRihRmmpG2EcW5abLYS/opZlMWaY5gxloys3/mMiXvZP/1fvQH07u",
+	"bq8mw8te0Bv8bXB2Oxn0/gh6epWy3klP6YyLee9T0KO4MtN3JrMl1b2THhf6l597vjEXms1ZZlqzLJPZ",
+	"+vI/LKgmT0xo8pRJMQ+IWshMM8FioiWhmiyl0uSn4Pj4mNyvNFOHvYalLLROx5rqXDUfEB7KK0XeTiY3",
+	"cCK5OiX0XsHECyaIkIQK9QQnt2RkT/Mlk7kOSMZmuWIxiaQQLDJj7psldNixGUJpukzfq/oZ/cevDT0+",
+	"Bb2M/SPnGYvNPZhrKQ65Opw7zuJa5P3fWaTNtK+pjhZnVEQsGbF/5EzBDVWv/N60Gcbmn7WzrC3CNWyd",
+	"6BzO+p49Y6qgN0OgVjd0zsb8nw3QbcFekZRlJKVz5m9NZuSYLBkVivx0fBwUoHJ8fNzxgsrTT+QDE1/0",
+	"PFQqhWItB2L+8X9nbNY76f1fRwXuH1nEP4KxhmImy+s0nbhmS9Wpt6MYn/xSaZbRVXnAK/ZRVzZfPfwx",
+	"s8ihFyxjhGaMLGXGiOvegIpNx9Ur7aD13Er0rXpcGaNKikbwMVg9S+RTC3S5z6NcdAH10mj1voFbRevy",
+	"4arWDrBP4ACI2Q81vxEqYsK1Imkm5xlTiuyxj5oJZb7JGdELrohi2SPL9tcJ9SZUihKpWDzZkeQEvShj",
+	"VLP49aqZcNJIy4w8LaQhmplmZvWGJkYyi80fgjAaLUiWi1eKLLjSMls1Umg7z+4LjKVgHZviC9ix8dIc",
+	"ZvfWTCk6Z03v14pQe81PVJEICK95iO9XBm/sbTaeiQeLTvh87Vt/CnopE7EZpdvq/5GzbNUINhuwK2OK",
+	"6U4rG5mW13AiCnqm1cuNZX6fsGJlIl/e48IUnwuanC2oECy5okvWuBL1wFMDOFmn1Yxd69KKgAfq1hta",
+	"fgp6eRo/B2Bb3gt3B+VLd8vCAysg0sK8h+fitsvo2ohSjctuJVqXXOnWd1vU34a1a0lbX20YfcdH+5D0",
+	"oS1hIlZTwWiWcJYF5InrBaGkspyASBExIKT3ONUr8l/j6yuSGWrEFKH3MtdT8RN5z18fTkUXduDT5lPa",
+	"+Jrv+jS7h73+Lm878ybg2vSoXpcJTAPf7QhXLJky7Laj5VteJScpTAaj98Or/mTQC3pn/auzgZEYLvog",
+	"OIyHb6765h+jwXgwMT+8G97cTYbvB6N1YSLofTwwgx480kzQpTnO/9WbsGzJBSIIsrNmdMrN/8ZAN8zo",
+	"QKSCnkf63h9u8xWq1Pi4AYUrNp2xiPFHpk6Bbs84S2KFIhQ2zBBVDonpm0ou9FRoN8xklTICaydcEXdL",
+	"ZM++iYNHJvQwJjOZkbfD8eR69Pvd4LfB1eRueB5MRbmV2UZDO3N0AQpzdpzxpD8ZYH/4eeBEvMp3lOCG",
+	"11d3w/P9k+Kt4nohc024JlxNhZNyANt+PT5Gvo9rfPYV4lAV8qs76ygF1jfa/vJM4NfNyPTBcWm+g30t",
+	"ED5GjKZpUn747qVMGBWu2S0Qy83Naifb/EDhrWzH2GJnrTi79nw1gq4RBjNi9pBW2bB14DWNDrC9g+C1",
+	"u4TPZ3K5pCJu2WOliYjZx4437jjp8faDbGHI13q2n50B1tKLVhNnAJQ9BhRM+S48+GfwbJ4LqwsJitEs",
+	"WhD4HhCqyBFN+dHjT0fuBI5sC00fDH3RZM8/nP9B3vHX+43sZcHbrbGsCCXYAPfMiNIyVQFIKGohnwTS",
+	"AvMFzuuQ9P1j/fOvqIsJCEsUM/SiZQGfyUFW1z3KBQhOEVOGVBnmQrFIitixEQGZZXJJjg+PfyJ7UjCg",
+	"6uyRZSvDYEwFtlb75qn76fj4+LiJL/mr4UTEikgj9JKMamYIOoVNVjmJHdnammLDEGh4IwM44wgbN54j",
+	"DvcbTfKtFHEgIhmz+NrjxefyzjWcXOdityHjRsaphdaUZLPqqb2VT2RJxcrcrIJzgwUR26Gu99mNQ3ez",
+	"btqRbrjK8aQ/mgyv3pCnBU8YrAqG4mKO66QZYFfG4oCMbq+uTNtcaJ4g1X6iaio8XAM4CHJ2/f7mcjAZ",
+	"nJ8SZK0uB+f4KBcS5h6I5qifMdBtSBagsXkTcDHwgpuZ15e1j+DsmDm3C8NU4Ro9V3c5ODf/divqyL/B",
+	"/ePXUS4E/uvMLd78Wy7ThGlz4p+CnsWWZkWK+dVcK6hQDG9PqMOYV4rc57MZM3u0UrpaJ9uqUU65Aow1",
+	"BNANEZBcRFKofFkb7lnyg92TfZHaFNQAVvatBkw35MiMmwmaHNhtkgifXn/h5IlybYQlBPuy9t7e4uBs",
+	"MPyt83V9oNzdFvLB9lpw2jO5vDfMeKMs0ScJV9rswC2Sx4rswfuxzBPN04RHXK/2iTZSxzJXmtAkIffM",
+	"dEAYWL+yyLEjVeFqnTGpCFGN14AjtTIGhqGysylvMDHHq4CPpjPNMhA2zW+3gLj9m2HriktnpZoJf9i/",
+	"+v3u7Pr9ayM9Gdbc41ZoX4PSEPVzhTNUVHM1W3lAMIvpJH823GeDIGrnszDRhRU/W+/xKejFLOIxyyYZ",
+	"n89Z1mWc8/UenwLAsgzwxKKUna673D1sGaFp9/b53nWKcblb07hlFrr7sJNSrx3hXeWJbgDB61xHcskc",
+	"41dAdbqgigVkQQ1VAYUAcN0MRd4MxgNcV1NhHrXUcHiGfRLJClBFF5hEHrhw0PrEMuaED0NjDW/GhM5W",
+	"U2G4OA/dwjUiMotZ1iR1rkFCaZfPAwQcoB0Odp1gXOrVOKqZGx7HfsrHeRQxFjfxOhfU8NZA7osbskZe",
+	"c1rIsxtSBbyDGYRQsXqiZQV8XZL94Ea68LryGi3M8i85KYD8ric4KTrtBPA1clWXeuy76Sk9vLjFLg1A",
+	"m6ffkB8WWwrLq69r//KyoNW9oGfpeP3vdbre8RHuJ0nBFQW9vlit/+nodo19kkKzjw2P2zBmQvMZZ8gv",
+	"G5HIXaS1LZtTKDkN3LNEirkiWja4ChQm/+osP3n0n/HMPO/YMCBcRBlbMqGtxJYxna3IHsJQ/2aogHh0",
+	"NanD4NYjwqu4N9x1ZTFeuIdtPlFFDMDFeWJIEhfkVvCPVqK0OkBFDZV0MmTHpbfYYJoUSetsSM1Zg9wz",
+	"w65z8SgfDMPfNPeXNotWVDZZ2ZbQolJx70iWi7VzfI5EttEQ27q2JqntvJH9qG7hks1ptCIqZUlizlrO",
+	"SLhOT8JTAvpReOmAPIbrPFIImgLQKDQQjff9q/MmYrHt988kJpbbqxGRjb82U5jBMtWrsjxP45ibZjS5",
+	"KRGJmXm2ggbQvpfxioT/+hQaRMozgSZSr0iwrMKCPjIipGU2SvBtb9XsdC4Piu3nkf7XJ3PZVdXHupAi",
+	"iEzpP3JGUrpKJI1PSBhTTUOiWMZpwlVhsx2fv3ulCM5IGIybGaqJ+n5BHe9ENQnhMxfzEJmkQgrPmAJK",
+	"O5PZE81i0NtZrftUxAx7HZKQfdRj03oYh0chGID0IkSdAdMlgDNT26WThD8yNRVcEPYR5USYkc5ZE89k",
+	"ttlMbnBvsRu3kZy4DTaIz7RgIl0rRBPzGNjT3WOHZpd/V1KEzfTK7rkBNWWEIr+dw+2ewyON05a3z9qG",
+	"t+e74XHM/D4qA5KFTGBX5elxR1SQ8S/Yar/ZEWaNHA2yTGZlDKouBj4jmpQxpHAigGPFt0hIcfDz8bHz",
+	"WXMqXGzWKJzGTFOeNKjU8iUVBxmjMb1PGCl99Edi1tXswJDxORc0+QDsA6z/vGUaI/aObs4cp+EcglDc",
+	"DXFxoZdInLse80fSdf42JcvG+UtegaX57eE6q9jecdkZyrAP3mewK/vSsN7mR2nzaTHXcecDU/l9cUAb",
+	"9chwlr51OziPyyNWN/GeRgsuWAFbEdVsLrMVcN6ChBV8CMtP5u3VWX8yeHM9Gv7Pwfnd+Pb13XjSn9yO",
+	"e0Hvw/Xo3cXl9Ye7/uVo0D///Q4Ul62trq4nd4O/DceT8XqDweiufzO8G4xG16Ne0Lu8vnpzd3N9eQm2",
+	"1rvr20m5S7c391bYTfJ/wrvqLJT9xJzCynItpQ9XUg8+Gona/sayfsrhYMyKpJjfyCQxXM51rvEZBtNp",
+	"I9S84yJ2Zzt8mkHLyrGWLcKDu/5kMnh/M7m76A8v0cjcC1qajG/PzlqaDAaeMWlvsWGKwQBvsPa58ELe",
+	"tM6GVg1LLbVqX2210ea51tbswW1tcP+lMqL/tTrM6OasZK/HXzsr2510wUoe42bx61/GeRTVvgyYY/bW",
+	"PjSMM0D9hfvVKxUaZq5/K8/tv63PXvrUOFqxAodIpRHcT7bnh7LIYE45jbwchihlTyfl1gv1RiY8WrU4",
+	"zSxomjKh8DEwkqQVL5VFPaszQykTVSeH5FYYZg4tjCGAggcBc9MO3W6GACe3o0EFb7t06AW9m9H12WBw",
+	"fje5vju7vroYvrkdGbpooLcjGJn9u+O6FmvnYuZAtc9Enkkx4/M8YzGaxYqD5GI+RoeI9zJu1MRw9FUQ",
+	"hrOqSbxoLUu40ujXAGzNSmm2tGbyqaBaZ/zeHDFQudqcKqyc9lSEg6v+68vB+d3F9QgPY3z3YTh5W0Lo",
+	"sGoKK3foX0IYxNYhekHvfDiGVh3PeiDMoxhfyKyfGDAt/oadqA9cLzy8m+G5ggZw0m8ZTXSL1zF+IxlL",
+	"ZSGcF26odZuFQCmuQWJKnuhKkfD6XVhIIJbFRL6nORgjztuczsaoFDDCNmiNYcQFLjdasOihIx+1kEqL",
+	"RrP6W6l0SUBjdqEAaG2OuE28zfB8xHLVSgis0oDHB5lpRlJod0hA8eS04lxbh400YxGLmYgYkY8sm4rQ",
+	"qzjK04SH5LXUC6+KUG4P0x69F+ZUkmQ17ZFHmuTgjT8VNIpYajBlr9B2SWFoT5ZxI39an2we0YToVSpr",
+	"Rt/+pSEow4u7m9Hgt+H17djxSv3XV9ej9/3Ly997QXOr1kZX13eFAdngBHwYDW7HA9/Mew6aDq51Z62G",
+	"fBrObjL2yGWukHnq+/MxU6y1aG5wJQu7tEGuBDzJcsVcE++BOJy5lgb3Wk1J65TO2xDNpVhzMoEwAG/g",
+	"LXt+1JWtl4w22Sv77tbNyIZ5p5rf84Tr1SlZoFzCZjMWabJHvXHFWrUVYR9ppJNVeUld5Req38vPWlDH",
+	"eaItDuHRBk+1mjKxPFSTinDtMm/y+4SrRaPC47p0i2AZXr/GU0J9E+djSS3KKs2ThEQyF7rBRWHbph+f",
+	"4f/zuYdhjTCbLIgGjNqcFXbfZOVmW630rxTh8SkxXNfKe6ouaEyEFKzFFa3mgrHRlt3ktvGFbsDvrwrl",
+	"9RU23o4V6ZodMGYsWkUJI+wR3taZteqYV8a6DZP+zbCwhYCCISBsybUGY+9UUEHkvXkmKSIvWUj5cEgu",
+	"rDMpOMTpBRXWedC6OEvBlFNXTkXFFIxrMRsBvcqKgKMt0bJJS8lEoc0fis7xQT6udKPR1x4dCtamV1mK",
+	"3nidviG4JUbtQSrAnfYdb7qDvbjascVknOnnHM5nei9/QVuSO+vN1Lq4llrPYJNVaBOyDJrDjlHXSrWm",
+	"0cKGGjstG0JtmwJ1kw/Sv7pwlu/Yynty1rH4ga0KZXxQqNJjqinxYo9y+JzIiCZoZPARebD4htflga2+",
+	"5Kuytq1LvuSNlCmSIsqzjIloZYgOONQmprHhg0p2Z2WkvZnMIraTP/YDR8Zr0/Jhbe84us+k1Bxr8/OC",
+	"zzRX5LjFhULmWdRwc9PeLKHzac/qBDBowjleco1uyYX09EoR014FhrNPuetnZFa9yGQ+X+AJHSmmG18z",
+	"TbM505tC3YkRkQhV5O31eHJycz2akL1EYni7Yta6bY6HvVIE5MTCrxAHuB1dWt5NsP2AWIruEA+IeuPa",
+	"bADa60b1iYRN8mKfZkxrrmgbafeQ0cdm/DrzUJbw+QKY46eFTBhBx+19s0eExMK1/JQcE4AYNAzA58Mu",
+	"TuA1wgZg6i/OLdFDowetzgF8ANPnLGG6PfR+Z9wo4Gozma7upnV573ijUISRZ0gD7mUu4k1R0CfEaurP",
+	"rq/ObkejwdXZ7wHaYUuuOyKuqN3Kt6wlsKgltDidCjvmqD8ZBEQvpGI+vrkUVtDYdfL7zaCymJJPVEmL",
+	"ZTnjCr4QLqaiWLXMCv+6AY0WYGxUhEaZVAo0i0LGTFUl9vXTKIwZIwzFq6+wqwMwbPOsINfeIjHCIDzz",
+	"EJc//+HuuRZHWlOVGPkczghuvEzmhSQpzeiSaZap/XVbf3X8tkACHLYzu4UPVZNbWRnC7aCtoD1m+iXQ",
+	"bhdybsMVvJSZsTnNAGgNid+FZH9BemkazTIKeVKmggMYyycW71cTdEDszTplLcBkKoyoAE5rsmPYTSeK",
+	"23ShNxhd3arFMVK/06KspdMhFB3FZQav5SZ/9k3hQJMiBKgtEoA0CNc7aUaKXAoNLp8QUF12313bzTo7",
+	"NONm4Nr73OCJR2244oxnTHV0l3NI5GONIXK4FFc8vJoMRlf9y7uzt/2rq8FlQ4qiZoiAQ9gAB9Vww2Zw",
+	"qAMBFz6jxw5Ok5OSD6bwoSjgYsQ+6opT5l7NwbKrxu5LOfJHJa/1DcETpSdZPaDwEuDlK1y3jW6y0I1O",
+	"383grTqHNNTwtynfTZPbaCu4tjiOMoIvny78R+OcdQTnhKpyCq9N26kl/LJpAXZaPYCPWzyHdZI9rsmS",
+	"rsg986Y3IZ+6eq9CZEDDjN7+BXdpzZIYmgQK0jIQnxIbnOS8G8f1mAEFzsdP9Xgmb2Gr99+SoOzztR+I",
+	"BBcyaxFvEfjbBNwnYCxTli1B4mlA6yLIaI+iL18LE2yWdmIYu8D2Pyk4ATtp6Ze9WEbqqHCtPFzG+4ek",
+	"X0p35p7c0gqExGU3+xRXT2LMRcQ2wiK0aJ2rNpwBTkXShEbM2XxhKa8UuRheXJN/5Cxn+8/xJV4DgeLC",
+	"HVA3PwWZ4kozEbFLSQ11abUE4mdzfzFJZPTAxXzf2gML3Y3MXJB3ocU5JH1hvYWnwnZIJI0VuvhpCNR0",
+	"zJ0duUlvmtB/ruwqLg2zc041raohP8NYs/7o25W8Y6uGsc2vsFZmBLIoyRV/ZCWFsO1sVcJ7qBPOGOwb",
+	"1HByv0L2twT7Gfk505wmdv8bFqUlTOJXYjvCj35FO869BiRd3teb5l6fgl6u2Du26qubjM34xy98cZ86",
+	"QXlb6AyPFu2AbJX/QqMa1dK3/s0Qkwk8Qe8HcwkcAVmVCfzldf/8rn95CQ4V17eTu8vrs3doPIZPN/3R",
+	"ZNjv9Plu8Lezy9vx8LcBtHJNrq6vBu7fbiLfDxp2E5DNGfWT5AOi5CWCMnjp0fgGwWnbt4HDCdPCfr7C",
+	"ZE+l0W8cUEcPIGRbk+REDi2vVDVQNeRfkjE4WYZpS89wnUt1wc7PD6QrWU4bsGVXS8Ja7geArjg2PLYz",
+	"/RkOAx819KwqM2lZLrbnJywtqukZGDGdrdooP3x0lN7b28D33xnb9pqUPfuHZGAI/FQ4gwMkDNIZZ7F/",
+	"pG0CF00fUCqL2YzmiVYn5CdiZHJuAGQqgHl+pElAIslmMx5x0/nnwAjZRJEl/ciX+ZIUzXIBDyuLvdda",
+	"MBXFj851p+mduafRg5zNzoqJGlx+bbQ3ywjK76CPwBwi0NsGU0PeA7uCyrM+SyTVTSk17JaHdifWk6gp",
+	"9RjOc89mMmNW6W6ThKxP1y442aOzbHfTM+q8/gzDIrU53EJw4CJK8piB+hhB05/x8+Y/txfTum/IGnWf",
+	"x3NmOe+yYyIuxzxz9hpOwXfdCgjK5sWxYe6EJTRVBhY/c+1b7+o2TVmGKmAnYtn1PTvjQt2Y2mCQMn0g",
+	"4C9mHxEPrDdhxWZ+SAYlPxk0DC1kEpsjUlORQ6aOyDD4gtyvSAgtwCf/hIRIbcDMF8JtvBv8/uF6dB6Q",
+	"yeBvE4wkOu9PBpjTK7Q7KrUfXk0CEqKmq/Tz+fXt68tBMBWheddLH15fX6MEZqfuG6q7Pv9dfzTq/35Y",
+	"TI4bwxf8KeNaM0GoIqOLM/LLL7/8Dwx8kLOZYhoSE1ESs4gvDenBicyhQbyfoELamD/QPELjjCVU80dG",
+	"wml+fPxLdAX/Y/hHLrjGv0OyN+1dEfODmgo6l9PefiMFcptuTtVVOq6O6SfLB9/RttRmR62f+y45K1zv",
+	"+t5qGtou3GUN/n/z/bpgi+E+RdzMA15Baju6xv35YGI0cGiiFjJPYlAzMBoTuqst+sV3+Vt5lhoRNXtA",
+	"9Wttm6ewNZawyBozKhQBXmtguGpzVby4LRL2gp6hAr2g57AQtZnmB8DvXtAz+NwLehW07cilvmOrJ5kZ",
+	"8XbCPpqn9Jxqpjn4GA0F/ODw4bWUSS9wPQB2gd+sJrLYwavR6fV+uDS2KWLblFAd8uDWNRtrXZo42Eoy",
+	"im1ufO72Wp33Xsg5r2MWYLuVL+DI9/yEahvc+dZ30bzmxmuy6UC2xJ80xaoXATa17uHpuvv5U8k/fWOA",
+	"CcYltYaXnA/OhueD5obPiTSp7b8cZ4Ix/OtN/vhkY4JKBot1W2xhkW/wASus9VYfCcjODauzlBD0KxU+",
+	"Yx2R/KHR4cGl+atbrAybBGatSoheq30r6O2SPddnyK1J/mYYnydXbLNFvlIYTLFnxWzU6YNBZ3+7dG0N",
+	"bqU7aIF97eK/uBTXuU7zZlqVgpXbOrrdrxqMsRCSj6nwK7bvRlqGps1xFyNBtXWnRsU+Pou8VKcNNqy7",
+	"9WwNBqmWJNBQ16FwEZhL5gRBe7ivlPesAY0Ger2Pbs72N8QS0eTM3EHX9L1n9X7W5oVxUN0daU3z9/IR",
+	"0s10SxxU7dIgLC7lI0O1Jthu4EgOyYiBYQbzsSmb5xCFpfBu/Pv4LkQgxMSM/nRlRpjjlheGrJzY5m9G",
+	"/bPBxa3PLTS8euOpcWjEPWh1cT06GzQ3IeUWhhA3j3A+6J/fDa7OwybpapMhDL+J3QHadi3lMu4CEONy",
+	"H2t9upDZO7Zq1O6TXBguHBXNaGd7KhEFqwSFzLnep8F8gCwVduwaFQq3Uzd3Xq14d7PNZnpSS78GRjKu",
+	"iE33v24vPXEP1VRYthSspqfO8HpiU1iUAlDLw40Gk9Hvw6s3J4Q2+6HVuxA6p1x4gmDzgMnMKh6zPC1p",
+	"Emt+ah3ttkHPrWqHPJUuJNI6KfiUej6Ut2d1ty5kq7iPM5mLBj4hcj93yeKQxIab22oCteZ4qiv5nOZU",
+	"dLS523m6vE/Y9ENFxd7sS4aEaFYCFOu/AvZmsIjimmGlqM5szr1RmbI9AMB7Dmwl3YgvdTTD/oG9oYat",
+	"Ni+l9fha768Vj2+bvA43MZaX/LHuC+p9RDtykrDrHZ++Enw3qJiyvGmp1ykTmKTY1tlIKmt/ztK3OVSo",
+	"FpdgQ5xZM0te8S9Cp6ImDr37UZVlhm2uoIW/QOnO7Xn6i3JbawKiSgLPFm0KpoOmWFYC0JEv2SEJ46re",
+	"P0RbkdWqWtPKUi7Br8MTdJc9aIsE3xq4XVLYd6m6BF6At4J/9NjUqvG3Aiy9VzIx7w32hc0+O3Vc83l3",
+	"VHmgY+JX13jAtN10GJNS003qh/KQrVDYIQV15UQas02TsS07YR37aMZIeDEcDc6ryWbO3g7ObzF3OHzt",
+	"Krm6pIymH+zUvOA2h9+ZFJqLnPXVFXvabv/WDb0abN9/Rtv0bywzQl1zCgjIt5fzJG5Lg+AL0UGQ0itM",
+	"hbmk5BFH3a0snZnovDE1vvdIvOeCZitwmjTNNdlzNqbCUd3AHPh8GbgqIA/3EXODTpoouoIOYS4ehHxq",
+	"ZNRR29rmrzfn2k7VvDII1toLD2Ke6VUp84XOGAOsjhZUzJna77COubTX1LyUN9IQc+Z5LoP+wGIXCwsI",
+	"5s+by58Of/6Pw/8MW8KbYZS2Mkc4Bdq93IA/HR4fHjePhrCwceULPl8wpcEp6N4MvuRzV+KwavjHPHp7",
+	"YNrDge98W0U0vU9Yg28i9oK6VObWEXxPMe6nnDAE3YltNhLy1+Nfulf7qtblwfPzkBOUoLp8jU2Y2KqB",
+	"fVYCobo82C2DUKesQeuq3NKPz1Hbrqlri58MzS6lueuU9dB70CAD43nSarLDL5na0HrgNOeNbE/P1zcg",
+	"jrkpD2I244LFNvOeS3HXMc1Mc3q41spPb+WTjy51mdLv2YI+MlWN3wQpj8eQjxaHdk7f66fH50JmrLqC",
+	"lqjpPmabNHfhiwM5Z3IsAcohO6dmFF6eamGgkqneLn4YtzwZ4G/gc0+abeAqbQJePqtPjemcbQifXxvk",
+	"b3YHxePtb277Wfyx4fbOGvSetVAqq7VVtRuy0R50yWIf/2Cti/WiJqdTARkYnrhyLmGo1n2lSFhoSzFz",
+	"rNXn+Mto0vdtTcVhtvI8nV9dEbxLLbezpr4bkeesZbb6FdhWSGVLS0RdbYVyljWtYOaqW2PuBu9vJr8b",
+	"DnWtKVpw1hrWdbzQFlJDY8OxbdmRDsss8knzrkXNyAOpms3iqq3GZQula/MmoxGb5UnRrJ+4Ngob/VE9",
+	"7BlvSI1zw7IDKLcl5hzi5TA7HHoTkmuDtSFrSA8Xouc8KMoTlA7DGDOdjSHtW92jYt/xXz5XScKQCHKZ",
+	"OxYBc5U4J8pcMDJhy1RmNDlQKYv4jEdkycxAPMIECkWNJkLVVMz5I2v0gozKooSrWz4Ur1fWUtHJFaA0",
+	"xGSRMbWQSdcCipvOpt1g/MR1tDglOssZ0BcgrehPYcSk5otx+eyaSThryfW3kVA09YFCyJov+T9ZP9L8",
+	"keuWUoyulS9n1sXHvQq3ruDjNrkRg/CrfTfIjQVSdKRwpvWfwCc6qO9w0ytYVL5vOd2+erAFlSyzoPLl",
+	"0sheBv+cxcFMuJP0+XlnOLElMbS07OF9pVgxHunLCPDr59bGIvcbzgtl91rSgVIY6k5n2Fg8vkWSN6eF",
+	"7f1B+VJzWS66xvcCY/e+qKq+C/uNNdetNcqsx/5zj3+4eKWIO1ifX7s57XxaCvdVnapxVA44cJFqUKoI",
+	"01tZBnTXyNVaxHGT8h7DA16vtoGxkS+xscI7L04pMOwmFasWBYLOVv1NgcoIgjZMmYuy1wAWRokWlIu1",
+	"QGXTb7+75SDTu8Ch7RCg3njJk4TvojxGW0W+k1kaHcg0XzKZ6+4rNR0UkbkuIY3TEwO7b0fsuG6Uk2+z",
+	"pPmu+NPsg2tRIK3LXfOtk3x1qu9is37ZCyrvuBFO6ui8keDmy3Q7CxDny9RbGS173cACpHTOrozUUB/o",
+	"f7JMHtxTqFRL50771tX8t85Y1thtM6Ti/2Sn5Ng8VIkh+bawPhS97zbPZ978Lhdb31Lgj277XbU9jGjk",
+	"2eW6QGmomu7rgos5y9KMCx/vj9lOlKCpWkh96lHWCSD3TD8xJuB+iywmGAEGETXgPQH6ZACB5irJf1dS",
+	"nLdUaOEKepq3P+ERKyVzdhVr3OqazUxS0+TGRfXtqhT1Z1UZqLTgTRc32PZ8o7AYs5hc9IdWyqjWKTgf",
+	"nA3HQ6uiLDs0YcWGu8nvN4Ne0Du7HA6uChfU9oY4qmtX/Ta8+q1/OTy/ux0PRnelbP7ng2q70c3ZXf/s",
+	"v2+HI4wxLelUx4PRb4NRoSko9dshh79z1rugPOFi7o7T7DPhTDgP2Oon6Gm/gMvnI014fKtYVsgcMcPU",
+	"9/0IbvhSRg+F+nYMnKHDG6vxKt3mG6bNjaOGR20nnnPm3TFK/cLGUJANEdsZo/G6XGN+xfxYpvduMdu5",
+	"Yu/ZUl7IbFuY/LrCAOJZUqoXp8Tn3QZWHFWTzWLyn9G02HbrHchw54vH2bp7uPi0mZ38Oks72AlYQwyi",
+	"K/3isvA3bEEwFqvWIqtQ57c8dGDTjdrSZqh2Qv22TS1a6PANceTKylktgEU58J+tvhb1BfidBDYVg3nD",
+	"0G2k/HYhaCvLV6zBmTUf2xDPF2IzvjMk2BXyd4Ki3QThLmJK8fTCjtuLAKe5VhWHejjDRCou5t680Cjo",
+	"QkFfX7J+Z9+rqqv/hmQBXcRdrrzqJt4o3oyfJey1QE1DPco2z5sSJNUUtru9pPXOnZ/Toot7VAOMwPeG",
+	"MgjetN8Mh0u7Z99qjyH9N0kCsfH6diMMHW7w5dKIb3on30KVkFVLevlrV64bTWeoCcLCIqvD1mqTzeVB",
+	"dZavVQeFaQs+y76GjflAIb11YyVHEWWMKheHwcvVaqB2K4J1KT3aTLNsgMN11Vm2l14rOXaw2LrYfKiW",
+	"qg1IVc/nfy5c5Uup38wH68zuy7CaX5BDB7Ns4Gc4q/MJm3OgbS87DC5SImIZkP92taHeqgDj5WN5npqu",
+	"KUe8d3ksFEDF7fyxHdK3GymkYCi1r8P8Trr1Mpw1JpHJM2GztnsfbJrNWUbsRqucmFMtWOc1NuferaNL",
+	"Gj+rhGl6IzA7K2xmScXKrukU8rVaXyVvFxFSk1Qqrvkj+yo8YMlOg0Lh17XReKhpo/fX7dASEAw4KGIp",
+	"agwgnHNnOt9Ishue2gVV72XGNlX4t1CH4T3aKZsI+8iV3izNbuXLmBscq8nbYvLd7sKxVvZgNt3LljJd",
+	"NtV41WFqSVcklngCReSDdxcquU9NBR5F1fcOK1id395cDs/6k0HYVFHLf71D5dbd9VWpSJb/CtFP/zU4",
+	"m1R++tziWOc5eqcxfEeuRVH0yn+CAClzmuVfWupd+cAaprqI05lp5kWhdXhflAC3mSSaw8ZACIjQezsc",
+	"T65Hv2M9zLshepl3qRJXmshIyjtPNRm+H4Re/AHowGmV4SR8Dp31zI7NFjaqmrxpLzLGiDYciZfECt86",
+	"1lYBAr7sIhSOfAfDFDzw1GWGgJI868s6l0DkM3YQs4Qbkd9XxuYCBEcQvmiW8UcWexpi14xn2lJE44Gn",
+	"zg+j8+QuceTo5uwzZt7KC60BRLlW7fD6ykHfpiyynUYcnoenJSNpLeCKqyLi6rOtdY0yFJzVy7iMFKC5",
+	"iXJbYtJBftpGT7ZseBgXSbWfdttOe3WhdaxqLcZcg0r3TtSJWi/ovR68Gbq6ieuEyBswoO06XHZ8Id5W",
+	"qW/Qe+1YSDNrnWJa0wI0XE84UDmI3TIlgmXNnfOJNQdhrKyIlTUJEe59eqfChiIrCMWHi/RxyS5pXFvy",
+	"REO5p8KlUDRjhKX1ht2THX5OmsIvkXNwlIsXzjf4nIVvUiyM0mg7x2C9lUt9wma1QqEWWcvKvFvKXdsP",
+	"Luw5Ds67FoKrl8Gt5VDDdMgxixKaFZrY8fm7dkvTl9fN1df9xY7YurZsTF0p88LqXs4Y/wWNED9Mf+tP",
+	"tQXjP7ZhcIdnuhMSy2cmxWldHUL4dhKDwO16qUZr3kd9Q+dsIh9YU9Cb+bko5Jba4sIgMa9fTtUFzrRp",
+	"dkFsVce8t5l7mUBfvpRldqp1jPjpGMNsOuDAP3KWNTzQ4/++PEj4g1lvYp5UabALoiEPzJsr4k4yTg3S",
+	"cK4/OlxeB+j6QvdXLq9SvjlneM2grjYRkixlxpyldiMbPqgkgthJhVPd/0DobLWb2r5pgEbVlOGWXL0o",
+	"TJwFPT/fm/rZDmGb4WI3bxP19Z0O/tymrPFzLJHqO7Fj/cmPvpwRctNpQ7sNYu8uSTOfk+nyz8C/dMuB",
+	"6o/+gac2N8jW03dNw0Ni6CfkkiilcRnG1sej8qOI2ceQLHOIyiUYQrZ2b9VhGkNFIfMG93oL6NGeRqQ8",
+	"+2Y3ZDDYFMHPmOnDJdJhPt9fJQOIOsUyxPBCCmmDiv3e/jTOP1VPjc1awHHNGiqfIMzYn5lLoTD+6eCn",
+	"8JkBVZ3SN1YsyK1R4fiBJkQxrbmY2zwCFatHgyd0JoVLtdJ4BCKmWUxm/JEdYH5r04Owj6m5CJc+L2Pm",
+	"2G0QdjOjFG+RtoaoMqkXue4s5G56pHlcsw9tLGhSMSa5oJhufZv0YJ10AW73jQz2l3owP0f0VVpmdM7I",
+	"ggv9HOm3NbVBl+Ns7vypHpd4/ciyjMfsMyIwz3cAlGbrY5XEZPqcJXTVqvSAr5UqJbZmuCE93CddjU+9",
+	"PyjYIlWplnjFqinFs2tmVKhMh7fRNNvAmJSDj5rqsygGtcWr2h705FumCWRiVWvJe9eoip2lHHVUs/2W",
+	"y96ekgWFWIN7Gj24zDR2aqpIWI46ajXwZHrcZuW5ADkfLu+04ivhnXnjhPksb5A/F1LLQkksSC/bbu/5",
+	"PnKvFl6b9ZdLbX9AOZT4Lt7Mfbxvm5i1nJIVbaBqa2rW7h7/zevfsGyzWKzcWAr8/DpL3ZC/83WuuGBK",
+	"ER4zofmMF8ViN+LJUwsL0REUij7lML8dFbpg7PGHWdgoID0euQamgmcrz4TmityzSC6Zgvzo17eTw2fk",
+	"dKqwXXVy0bqZoEq//thOL7tor7aQzM4mzChjVNug5z3pIaCSCMfFENjEPwcuK049lc7+jjmKfHhS3CGB",
+	"AtLWEqlg4SG5ktrWmKYp1zaALSyrbMgDa/AoLbVoeEirbKMrJZlapwAn1Lg6j2iFDEALpiKbdMDO+tns",
+	"ppWZSjEhHSotu9Y2Mwj7qLd3xGbPMja9/Al1YEg/9027lBFNWoL2wzxVzL7V2C70GVHRtMZLiWZflYpW",
+	"fxEYqAh4XyRe2kHFWnB0fao/umJvB5LVhMDrpWfN8bqkLf4664zufT6fQzLxQqXhxIyC5aP4NKyLFCVr",
+	"SaWYZbny5EvVrMQnfuAdNGscZsY1O4CEZLHfpOUKvggoqXr1hq2xNb6xEfoADWq087PXZJHrBbW7a+i7",
+	"pTiTWi2XRuo+3dk8/ryYwnGNqW5SxihfUqnGCe8J9gj5MxYsg4qb9wXbA9LAVKBcoOX+IbHpm6w/yx6o",
+	"JV0dnDCwfEU/5X8xf8SA3PjXVIRxcfEVi3y4b3Nd8STx4vwpoSQpTeYiq6bCFgsiT9xsCtauFRHsCVSE",
+	"ucGnlGY6IOyjGQo6bprdMCAYfvjElD4o1Saq6n9cSewm55wXcgVpW/NnjekuZdRdl1TTIfkhtrHdFlqg",
+	"YE/JIr/Ws6v/bNH//GUOvJhgLW3q9ixi690aR8S8pK2CO4p8WvpCL+gYb8th2OQ5rsSh9WDjioSlWlhn",
+	"11cXwze3o8H5HXjlNesPNq7sM0X0YuznQ1kxxvil/IDa4HGjAGmIqLsOmye3yQfil2OiumYZeqn9lanz",
+	"duw0rX3m4LDdVbqod7IOvA88rZWQ6d8MAVznkiidUT5fgH7JnmCrW3Rz8bkt7EZDp9JozwdFN8Ku9O6p",
+	"lIf5eRSvPMIL0bynTcmiNyJ/a8faqM8/+PIoL0YF2m9pKx0owPxLUIKtPF5HfXhJUqri83ri0N1k+/jP",
+	"ovb4P08J8T0L+d3Vkp0h1+qpPCZ00mph60/BDy3By2oJ/o3l/N+wOr213VmzXaVWnUuIZniAuqxNFUjI",
+	"Xgv4FfQCanNc+RN4mEIuFV93C+NhysZKsxER7xRkvqQfR1vqe2E1dozyxtCRclhyOaD6uORXfBy4Pvjn",
+	"8Y5OP7tlhNwaNWbPuKBt1WPIOpzBLlXMNqWFtXHD1XppCl4sa8TfMS/OrWpEE53lIqKatYRbA8AsqEKH",
+	"5QKs9IIKTNOD8fJFESAjvzr/dASB9gRTXMxHjMadaycXhdrAgFr86RZC9srgtL8DX87FfNJ+FO9lxurV",
+	"44ri7biI+pFAxTZUYqlaJbl2d5ZnALSvFVdcpYev6jE37HQbNrRV88rrlMW6xbn4QxdXHvRcPQKo0wVx",
+	"d7bU9PXtpByNbn4+61+dDbDF2fXVZHh1Ozi/64/vrgYfOsYfusDywNfEgDpfoGixtallrsvB6ObnMyoi",
+	"hi1cLa8Y0udXghDHWqZd/FdkusEWuzVO+xQt/uaoQsK1N1VrnyQZLa22bkeLT4dMd4neHrv2f3bv59K+",
+	"10vbVK8GI0HtqdZyMCAcVqod4U9lgLXw3BEwEcTKgGfhsgJiHxr9PDoIiS3+IeQNvB8c6lWE9QD1MIBi",
+	"u6GNLg+JlnMGTbHWdFEXub2i87bSsdvKdRZ1lxs/b0xBePm95Bh8HrS2XXYX0ardH6jhjpqq3z8jj94m",
+	"7hRdWjqF4z65pl9Mi7FJNbBFkTG6OftaaoznhQLzaumdoZhJ1Z7+bMuxFWOg5afqKWzzb9jCTS5dlCYJ",
+	"o+ABytaKRsFJgYJ0L/zXp9B58YtKSQT5QmHNL32XXVQ85QCRl7saDOp5wYv5QrqkLvG+JULRWYUEtALd",
+	"u8JCHVGKDyN7QuryN+fwtf+FYoR/eIc82zvkGdqdHw4i60/tJ3gL2orxvp1Mbo7+a3x9RQxyZjTSRKUQ",
+	"kny/IvxpdoA8T0AoifMMapp5yQ0/TYXLdvvEM3ZgVks1h4YuXRT/cEEefyKjwXgChsA9hRozCTlMaGIa",
+	"TMX4/J0iERUkzgzvyfU+uc81eWAsVaWyQlyQ8X9flqs5OnXs4VRMhdlULKMcSo+7/LuK6CdpprY5mtSC",
+	"Zgz9YBjQC3uwJ2aEv8Da/vIXy+31b4Z/+QvZ03ROQvwp3D+BJj8fG1EAMujYcYsDmwpCFlLZbNrwcXz+",
+	"jkSQK1+hjnDvp/9Bwpvr8SQkhs7YyrO5iLF7eERTfvT405E78KOQpEmuSPhmMCFH5k6PsOQsFEQI908J",
+	"HKHNJ0O0hFEWWqcnR0eg7DYrOvnP/zz+KTwt9mnDDcr7xJ/cPn8pbdOM4L2DzPi0KDn6SrnQhT2bJqT4",
+	"xZwKj5h1sC8x01D9xQzkizVZPaoqKQlO1g8D0OwITLIh2aPOUAMjOZvBftDWD31Xyh3dtPvmwhqPHx+g",
+	"owzeFChk7UJGrOtQWPbQDjEWEXdWr4BaKgq6dmnNN/ZLCND9gWdQw9DQdgMtFmDZI8tWWKuWK2LQ+dQ5",
+	"Zy1p9sBi4p5h8LGiyRNdqVK1jgCyIpbXuiILmaB3yT9ZJsmjITdkL5z2pr0wIOGx+c+MJooZuJMu0s9O",
+	"SjOAjYTNNJG5rSmUC6ieio5mIFlRRUKRJwlCo5WZsG77Lz8f3HNNcgEFZABesBC4MisPUe46IZBRFLsb",
+	"wRmXiSPkacqyg8jcEbIjiIouChYW8Miye6r5EgagYk3pEFaUFiGWl3KRTVZVwSpaCbPtvYRqpvQ+uL1b",
+	"Q0BYiHa43JSuDMOpyF5YYRmsG5xM6T9y5mtVY7pg069EKQx9NadLbT4Ip0cNfz4+DgvqC2BhmDnobysL",
+	"4xllLJVFZVoqSFgpihxC3xMS/moGNE8WxwoeZpf2GOypcgUpjmVmawN4WFcBCX/92XZPpJgfpDJJXFkp",
+	"wFczwOjmzJEKt0LT8a/HlgW1sUkRFVB2G2uFwKuQyOhBeaT9a7FSK5WA0ksB9owN6BVQCoFrWLj3nkU0",
+	"V6h3zoBS24LzyjokKoa+Vsup2Gt3byRrnpD4NZtgvX8I4wqmIqzEf0K7Nr9Eg2bcgO+t4B99ZSnnPwIO",
+	"lRurkgKpWsFtpzTzsS/+tS/hxFQ4t0tU2iQ8YpbPFiB99fopjRbs4OfD417Qy7Okd9IzxEqdHB09PT0d",
+	"Uvh8KLP5ke2rji6HZ4Or8cD0OVzoZYLh4ToBLQnyBU+WqOGC9opHdL8X9B5dtfceFIbHeptM0JT3Tnq/",
+	"HB4f/gIVm/QCmCZHs++pjhZHEarOTv7VS2WTZuFKan8oWKKvfzM8MbCGkhhYUJptXYekPxUABxbsXagL",
+	"zOx1r6j8uxycnxAhySzPQEmGVTSmoihUQFDLl4Ch2aEQDuWKOgmpDcOPV+OpwDDunfRwn69N856vYf1a",
+	"xiuvGcE0caW3+ujvVpmMZHUbwwlj4xq9Ab0q3eksZ5j/E0gH3MbPx8dfdgUo5X5ak3PxNTanRSFykZvj",
+	"ejo0wPLrF1xDtWJ8wzpsgSNHGwNMSU1UbkDCrA+W9NevuyRLBy2/BeTQLuOXr7cMNE/KDGKIc0EfKU8M",
+	"1TrFIo2HILnYOqJgKZIpJFCE8sBgOHT14j3SGA6q/Ge7XboX9DSdgzYdf+n9YaarEgsnK7wQucCE6grL",
+	"QCOs7gHrGbgESAGJpWCBde4NXOVZYEgrWd+B87bGVFYwBM4rWIqgnKmXKimaiIbb74uTjXr93W9BONZq",
+	"2W4mIiIm1B+3YTIcT/KDpPxpSUofj+uVKkoRu3rFRS1a9blUJOFIORwFqeKc+QrwCBb2F8O4S670t8Q2",
+	"nL/95spFCe7xOL45Yv1Ao25o5KmkEdAEe/KeWp+LOcBMv9DjO3ikSW6Ecnx+bU4bSARJpIgYppI0h+AN",
+	"+8BH4susCucgeHpx1FfKvhaQzzggLFGM/Hp8vH+KWaMFGpcEashY7bGeCi2x1hU+6EvCPtJIJ7iewrkt",
+	"zFIV4npSUJsYuY/sWXXRVPz1eD+w2nvwdXLSfYpihlNUmXWqPHvkj0yRjLliLUZodmF9hBoJg5nXJWau",
+	"pKzCv2LO1CG5Yiwub8NIPTJhOAwcm/nLCph+p68UUVzME3bgij2fEErGwzdX/Uu7MuEGnoqnjGs4WxhL",
+	"S4m6RJok8Mu+P+dfmnga2NeLMzQV//tvQV+rntQbWRnUNMrMRothMqxvzsNQ4TRJiITA1YCjIGCcS9uF",
+	"nnEFwwyY9oNQd+R30hSoSVlCMDQHVMWQpd7RQU/lnkvA4V6OYpYw/XLiE9AppDMwH5HCbgYJFhZXs/W7",
+	"Tr1XT9UPlGsyl1NBF4zGSBszMzBNMKW/wZMTOBi46FlC50TQpUuyB97cD2xFYmmWIqQm95n7iIuCPE7W",
+	"wgHZfIEkNdHOqTAE7ZQYiqeZcKpemsdck0TOm2U2c8SXZqYXInAw9jlM840oHO6uBf7xkFHJY0ibzVPG",
+	"oV4oXOT3JaHhegGOfxCujoQLUZ1QqPQHVpUIbDIZ1SXUL2Xj/2zKVRfaviDdMqJQmWopWHsRLyjiStyI",
+	"tSOX6JrlHoOpsEUi8SQXMkF6sjyxLuKKGaqTyXxuwe7I/ILWZ/OdWn21YweKfH2OnTXkTpG9gwM824PS",
+	"+QdT4X/OQGl1cKBXKSu32QcK+8BWytn4YKIS7ZuKCuPYROHMVQAFUC9J4L6hgFyafzPGWHDhkM80Qses",
+	"By5s1D/N5pai/BCa/xxCc5maASvuyZlao2fu0j+XsCn2UnRtDMJyibCdNhAteKUrfBlKc9AGE7KgyVoF",
+	"xUturdhq/5D0rduBnJFjktLc29otpWRTYRkCJ2LLE1sHnJpnFyXYf+QsNxI1RhdRsXISO2S9nAp8oDMK",
+	"Wd+g6D1Ef5yW7iKBfAUzLrhamGVZEgrjTIW0WV7VOjn1AU2OdQwIjTKpCiH8cCpa5OrdWEPF9IvzhWOm",
+	"v2um0D4435oqkj0qSC4ehHwSQLIDQi3F9pXhjezw9no8Obm5Hk0CqB02p4BzAPJBjf0pd3NVyrC4V4By",
+	"M0jKUBEXScr+D9Lc0dLIILYUrexfh+n0/nwRpHs+yqHoZDuhHgBhxfxXhqfjonAnwozRIWTAAt1ZOd7L",
+	"RUoBSB2ukQyct5Z7+mXIR3USV2Xzm5CSwTLVq20AhEcDIqb3ifkuBEuXtzmW6BLinJggetb6jeyFH65H",
+	"7y4urz/cXV1P7gZ/G44n47vx7WvIA3U7Dr8j4lDBxTNEQuufNOPz3OqtXPFq8LBxoN8Vy2KqqS2wczTf",
+	"xBBZE30hZcX13P82fBhkHBuwC1djDh2j/oEjWqL6PDTtILEc+BXuQ8XeSkgJkVlsuCmDHsAF4g06676U",
+	"TS/9vLGq0Asj7pvG0kdfGXXbFrMZl4s7qt8mytpYVfw7Ru4/LT6PGF0/9D34wSLkfjUY/DkovVHGuYWQ",
+	"DGVlE/DIRi48Y2lCI6e7RYbK4jy+luQS/EoX5tH1qRMggoAa1qII2Fhjw78+co6/B+Ts9K4Ci/LjWf26",
+	"aAgRX53w8NlP7Ff0nUPW1u4OFaiA3PUsO+i3zYV39zlBjUG6oIpZJ1EuMOOMTdtmRSrn9AX2mxLLH7jo",
+	"CKqnAiJ4uCKxEdZAC0KV9ok57Xh7byeTG1c6AJZq7mc/cJk7p8InATESLCb+sL57oLO1Po+RS0lxSPrE",
+	"ZsjwlzQVyJXYlXL0ZzLXCLEST4sVWbCMrXEZ1t9JLxjPpsJ6G44xhUxioN8zLpvcBz8UoPKSJO4bOxGu",
+	"L2MLz5EL711mT7YOoOoHz/ESxM7dkC3dXr8EgyRfQHJnGLKD1PMokZiKqE2sUDJ5ZArjayqxPsiBZmzG",
+	"MoXpUN0OsbjVVOyF7KMGZeswDsn/Q0KoJqsX4T7hApx2CBcJB4c6CChCq7YNluIKiO5UWKcc/uGiCLS4",
+	"zzX8wLViyawAgExC6e8FdNaLU3s2aipcwFF9mS7w6NfjXxttOpLG1bDol6EV9fLMX5f9WZ98nSzYO0IS",
+	"b8AS3mC8wPj7sOb8evzrV9bVITIvqIG+JtCKC9CUsxl41XFVOLV8p3To0twzFX5DycrJFxYIupKaHVQW",
+	"LruWz01kS7gUrAeJmaY8sTm4StoGjAvVmkIpZoiJQx0G+ObZcTBJfpazLWqJl9dFfHsFRAcO4JVyd7IH",
+	"Bj97GXCuhVLCfMKL2P/BEbwwR1BOOufDZ61/2A74+IHrxQfKN+DlpQt0dbX1fL09J04G1jkYjZ0EqtyH",
+	"c6YxcHcqslbUtdHbDlnxwUeDpyIRTVOIz5+KsJYGCysDu7oezkppk1mRvf84Jsp8ta7F+1gvEGWuiKZg",
+	"I2VIHjBUv7QllLWc9FhN6fjrz8fIOZDw8vrqzd3N9eXl3WT4fnB3fTspw48vZ2CTceHx0TnlYgu98ffx",
+	"g+6UZDtPfgLSCkz/DhTn15+Pvy7H0gj0DngBEe/zeM5QgP64oDkaCLaA/35hoPwulUhmX+BAUaWiWiLI",
+	"IaPmSC3gYidyuuCGLVp9Pc2RIZAixgRIdnLy//+//9+aeO4SdGB4A/p+GLLtnONo4tP9uyQvjNvDU0GR",
+	"3dXrboKpgCrdiswM1QgKXhcSvKmAxDYPkkKNEp6rWVs5I3IwFT4YlGpCIZXCIbmhNk8G6KFC9siENiIj",
+	"MHrYWE1FSGeaZQP3UUtMfuu9laHwZZOeaAsFfmtv8WUJsJ3lGxNhv4puAW5wEz+UPS9nYKIWsR0yf752",
+	"x+UOOYrzZdpOmSq1AU6KdDplFwyfhgTJC1UQkfFf4+urqfBpqlA6KCS5QjgoYpAPyZWExCQxSyEBrRRO",
+	"gwzX4eQ+N2ijzjZf+jS27nxfWm+bL9NvrbOFJXRDVmCNBU3VQv6wCX8RlA0I1Ne2b5A1sNyzlbT8EjxX",
+	"KeSjbsBtUFr6Ye3FeFtVgIPer+D/XbG7mpCxSMPZjuj9FFEODU0+UyYX6L8ROAdNQZcsLta7B/86AMzf",
+	"L5JwlhQ0axjauraXwdKblum+ZxOyPX7rgPPDjPzVHlsLLMUFaFnAehm6n29HzthGb44zqDKuwFv2qZxd",
+	"DbyrvVjCbcLFyGbkVz7WZSqihVSgflNME8hpiC7p92zOYc0Bob5OBmSCqwsGU8HjAL84jgPGgbjvqkwI",
+	"CQKttMhE7PJqVVEelvKVNKcjM9c3fo7tGjYjeVFryd70j8f4Cz7GyGMWGGCz6t0zMpO5iNdfYogkKxUD",
+	"Arsjo1nCQU9nxoDUiPayOqN7Gm1AdhfkYSXuVwoyAC6oiBOWEbUS0SKTQuYqWRX5jtzYr9RUpLban/VB",
+	"23PpviuJvjlTmGGpnKZhmWNFLwXRIZY1R8G4lKDQmz1/PrZ1DwwYDEZ3/Zvh3WA0uh6FhaNHKDM+54Im",
+	"OMhfQpuFECocy+jBLAiSIBYepjRjzv9sKlx2hiKY26mOf/3rMaEa8kY00RcbXujRL41emsgUufy/FYkp",
+	"JQlvITCY8h1Tev9Qgj5DCdqIlC4DWWZxBrRnJBcqT22iUafisvuqIIvdyV+/4k76JVnbYeEDgyy6zvNz",
+	"HfFal/798WwDV6EY06c+y9kWs0RsCk+xyXUIJeP/vjwAU9aMJ9ocmlnZfc4TfcDRGUetFWMA/apTf0BZ",
+	"ZaENUwWVVopsICDsYeGl5vg3M66jAC/vcWtm+8Zkzi2im2qjklnl28fISXO7yUxmRmSGJDDfKQpdcBFX",
+	"TB6ujIYF5QMPyriN3dCqwINujh5V/CiIlyFaKPRgzFeyAo8a6sIJuTA45o4elRar1NBnVYxySK5FsqqO",
+	"6hJFIzk/nArMM1zxJA6HmPjcVfQIA2J+shWerFPpMFbhPlnSFWQaLvk/GEk+SVrcU7fHwKxVdHhxI3B9",
+	"xm9vFF5fUdeQmHVy/CMo5ivYLNaP/TOe5hIN2TkYpr6QLxD38pURcvzdIOSfNQKG7KGKvghax7QL5oHY",
+	"/z8lPKYFI5+rycQCX9tNCuY9twpVVETi0eMzactQ7FftCzj0VFiVa8Xhs6Qgh/TYqijwhX5o1HZ3/glg",
+	"P1T5EpJ1NPLV0Pwr6SexXtn3jL729H5EsH1VFB0zyMhtD1/Lz0HMzWlmW00M+FyWbAwBUTk4+zvs5PFB",
+	"xnLFpsJVEAR5N1qwOE+Y99GGDFzmUd3jM0LFav+Q9K0mryiYFbtQcvSxMiyZAbkIVofmB7suFyLmzgM8",
+	"W8Fx0+eI6GOTMfozXcNWVUhoAhvRrYlUvxbSf8N0qrU1bPf7K93C94H31Psyo6sLjz1IAAXwvmkePm2B",
+	"SzKT2T2PVaHgEqxMIfqXo0H//HdDGkaTwfmfgkwAdlUdFHegC1gt8QW8EC/MPU1FYT9ZpS5o1HRc8zy0",
+	"8adF0XzHiE+FuUyMYN0rsgja4LagseR94BMMumagbctW4Lg008zAUDVudR8XZwCCC8xSjXMCIVpQNRX3",
+	"DOuEZQyKOtmsvgholkxD6N2afXgPs0WDI+S+95iFIjqCYbJWs/xDMtTgm6h8Kuwl/Tgyh2GOBTNk2GWW",
+	"nCPJnq9lj9GvpoE5btCGLGXGGoNvDatXKv/vl1QK1ixlcDXLYu0pDMu6CQCqFyef3zwhh13DtqRM8LJy",
+	"QXLFvgOhR0hSw8hSFi4LbD/SaLWn0TIL+sqxgvbuXilweiYZFba8oItHwRV7n2ar6q6Ke0C0bLY9S18r",
+	"yhekF0pTYXg8oM1eEfL5vqVKyw0upQMRe+9RQl39sME52QvxnyHSPBekE5DJYPR+eNWfDM6nYi/0f4X7",
+	"hjm46A+xs/lHuFYWyMyA4SBWZtxv5gVl+tVYQZl+19KflqknID9kwK/iOFq1H8MNGARtqRj2XLEQGJIj",
+	"9cA3IOd7mj0oG3CRVeXCevIRqogZK2UxeIXhPy3bQyKZC8OXl2JDkFlSRUFOqkh4MRwNzm2tWezJlfdg",
+	"u1+REH48QyZmGIcAA2u/i5h99HXcjXhgBoFVuwT4CM5cEYAo5J3K3jWNROGBpxMzzUtTBDfPd00WHnj6",
+	"vZEDl4EeYOHf0pBywTPmsdGy8viS17GR0SzpbJfVWKr1zDqP9tUVe2qnCUMBOTSAE8ik81hzFclRgWR2",
+	"ADqrWcbUAmOs+r56ugtD9n0gMg1KequiWrYZqCTPm9mQ0jUhZ+MWXgZPJw1Tfc+o+uPx/ia42lcPDY8z",
+	"BI9ayDEvnmCd32sjoV/IDDwLzvAV5bitrQH5LiV35LvZAlrNxMMpX6ciY3OuNBhTqC3sQvZCu5JiEd7b",
+	"gRzZIPz1zwM3PHhF4ENcTMmVNfUwrheGRphHXdX6Fc+9wglDkia5rURvZ33HVqGvGLqUjwzCzdBPBJWY",
+	"EFnWkEDA5yNwsfXh6VQYUvox5dlqPcSfdInwb6JVLRf5slzFh8ZJv7ESpW1RHbQqJdgpUsV9H+mEvrpf",
+	"6r9z/L234VYv/ZXyOt7+zRBUnSqPIsZi1jXNEEDdEVar3+yTz2o5RGwBRVzTK1UEvtOMEUU1VzNujl9m",
+	"UxHzjEGRQxBHCgU29+LSPlbuSqlekAfGUqRnGGjDI5pMhaGMZNrDpU57lnqhZz6tG9LwoLzTsWGdML2K",
+	"9/AHzixNk9Uh6YuVI2poEYGk+j8fH5v11XXk6LYKIpvOzAZddIE7BwAma2tpJHyw5NJrwL6Copidw7F9",
+	"B+piv5Iu5K1ygZUAjeL6vjS5wziNHXzhScb+ziKN/u8WWFw6G1idVdp97RUasEZ4toErhZbBIjKuv05x",
+	"huJRPpQxu0RjSlQFO2+iKttM7k1ExZaDcaQOM6OWzVroLWPoxFQ0EQpi6QRMPu3tb6QTJVOQlt4G5ckF",
+	"6UItpmIbuSDbqIXzHNhCLj44uvk1CMZ3Yp33C9mS/ajtGn8QjW9ENIpHvjvZwDVuDw9coxrmtsOb6/GE",
+	"NMUaGokJiitblQvawaG0cZ8IKQ4M7hZSTcYSujLXge49o5szl5kMHOt//fm4HU9fPsrug5vnW0stxTq2",
+	"RtzZeLsfCPkNEFJUAvXavM0rWMnFTB4tGE30AtSRZic2SKUK89jmDNq8IMi9hWmGYia35JKF6D3TtqG2",
+	"qDmzQq1adMjTNkkJjuGRZcoqmOwRfEH/oCu6dLX0MpYwqnwuGqRGXMyhZl7g9FZQ70zE5I0kdmG2IO5U",
+	"QLAdJDwoHHIWfL5gSkMYNOQkWPK5CyKGqGcgcobDAvt5MBVK4hlRUGqb+fN0ntHY4IEgijHytODRwi8X",
+	"fISgrB+Y3Mklf2C4IbwI1GebRWKtdyGJlg+sLbHjb/a0XxCY7BSboKl6+K8UBDLGPqU4nNUr5XJt24to",
+	"hbhSzk13as4/tOi9q4PBJ/9jgycBBOYrspDKUgn+NDuwEA9ZZ/0Tyj9cQG6pKOGYrCzoGfYZ4jpgqk9B",
+	"l/EBYosbeaVgYM9zV2b0SylNZqnPpz8+/e8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -28,6 +28,15 @@ type ServerInterface interface {
 	// StartBatch Apply one operation to every run a search matches (extension of this server)
 	// (POST /api/v1/batch/start)
 	StartBatch(w http.ResponseWriter, r *http.Request)
+	// DeleteLimit Remove a concurrency or rate limit on worker calls (extension of this server)
+	// (POST /api/v1/limit/delete)
+	DeleteLimit(w http.ResponseWriter, r *http.Request)
+	// ListLimits The concurrency and rate limits on worker calls in force (extension of this server)
+	// (POST /api/v1/limit/list)
+	ListLimits(w http.ResponseWriter, r *http.Request)
+	// SetLimit Set or change a concurrency or rate limit on worker calls (extension of this server)
+	// (POST /api/v1/limit/set)
+	SetLimit(w http.ResponseWriter, r *http.Request)
 	// UpdateWorkflowConfig Change the configuration of a running workflow
 	// (POST /api/v1/workflow/config/update)
 	UpdateWorkflowConfig(w http.ResponseWriter, r *http.Request)
@@ -79,6 +88,9 @@ type ServerInterface interface {
 	// StartWorkflow Start a workflow run
 	// (POST /api/v1/workflow/start)
 	StartWorkflow(w http.ResponseWriter, r *http.Request)
+	// GetWorkflowStats Where the open runs of a workflow type stand, state by state (extension of this server)
+	// (POST /api/v1/workflow/stats)
+	GetWorkflowStats(w http.ResponseWriter, r *http.Request)
 	// StopWorkflow Stop a running workflow
 	// (POST /api/v1/workflow/stop)
 	StopWorkflow(w http.ResponseWriter, r *http.Request)
@@ -124,6 +136,24 @@ func (_ Unimplemented) ListBatches(w http.ResponseWriter, r *http.Request) {
 // StartBatch Apply one operation to every run a search matches (extension of this server)
 // (POST /api/v1/batch/start)
 func (_ Unimplemented) StartBatch(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// DeleteLimit Remove a concurrency or rate limit on worker calls (extension of this server)
+// (POST /api/v1/limit/delete)
+func (_ Unimplemented) DeleteLimit(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListLimits The concurrency and rate limits on worker calls in force (extension of this server)
+// (POST /api/v1/limit/list)
+func (_ Unimplemented) ListLimits(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SetLimit Set or change a concurrency or rate limit on worker calls (extension of this server)
+// (POST /api/v1/limit/set)
+func (_ Unimplemented) SetLimit(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -229,6 +259,12 @@ func (_ Unimplemented) StartWorkflow(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// GetWorkflowStats Where the open runs of a workflow type stand, state by state (extension of this server)
+// (POST /api/v1/workflow/stats)
+func (_ Unimplemented) GetWorkflowStats(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // StopWorkflow Stop a running workflow
 // (POST /api/v1/workflow/stop)
 func (_ Unimplemented) StopWorkflow(w http.ResponseWriter, r *http.Request) {
@@ -321,6 +357,48 @@ func (siw *ServerInterfaceWrapper) StartBatch(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.StartBatch(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// DeleteLimit operation middleware
+func (siw *ServerInterfaceWrapper) DeleteLimit(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeleteLimit(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListLimits operation middleware
+func (siw *ServerInterfaceWrapper) ListLimits(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListLimits(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SetLimit operation middleware
+func (siw *ServerInterfaceWrapper) SetLimit(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SetLimit(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -559,6 +637,20 @@ func (siw *ServerInterfaceWrapper) StartWorkflow(w http.ResponseWriter, r *http.
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.StartWorkflow(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// GetWorkflowStats operation middleware
+func (siw *ServerInterfaceWrapper) GetWorkflowStats(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.GetWorkflowStats(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -846,6 +938,18 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/v1/batch/cancel", wrapper.CancelBatch)
 	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/limit/list", wrapper.ListLimits)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/limit/set", wrapper.SetLimit)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/limit/delete", wrapper.DeleteLimit)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/workflow/stats", wrapper.GetWorkflowStats)
+	})
 
 	return r
 }
@@ -1095,6 +1199,198 @@ func (response StartBatch500JSONResponse) VisitStartBatchResponse(w http.Respons
 type StartBatch503JSONResponse ErrorResponse
 
 func (response StartBatch503JSONResponse) VisitStartBatchResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLimitRequestObject struct {
+	Body *DeleteLimitJSONRequestBody
+}
+
+type DeleteLimitResponseObject interface {
+	VisitDeleteLimitResponse(w http.ResponseWriter) error
+}
+
+type DeleteLimit200JSONResponse Limit
+
+func (response DeleteLimit200JSONResponse) VisitDeleteLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLimit400JSONResponse ErrorResponse
+
+func (response DeleteLimit400JSONResponse) VisitDeleteLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLimit500JSONResponse ErrorResponse
+
+func (response DeleteLimit500JSONResponse) VisitDeleteLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteLimit503JSONResponse ErrorResponse
+
+func (response DeleteLimit503JSONResponse) VisitDeleteLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLimitsRequestObject struct {
+	Body *ListLimitsJSONRequestBody
+}
+
+type ListLimitsResponseObject interface {
+	VisitListLimitsResponse(w http.ResponseWriter) error
+}
+
+type ListLimits200JSONResponse LimitListResponse
+
+func (response ListLimits200JSONResponse) VisitListLimitsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLimits400JSONResponse ErrorResponse
+
+func (response ListLimits400JSONResponse) VisitListLimitsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLimits500JSONResponse ErrorResponse
+
+func (response ListLimits500JSONResponse) VisitListLimitsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListLimits503JSONResponse ErrorResponse
+
+func (response ListLimits503JSONResponse) VisitListLimitsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetLimitRequestObject struct {
+	Body *SetLimitJSONRequestBody
+}
+
+type SetLimitResponseObject interface {
+	VisitSetLimitResponse(w http.ResponseWriter) error
+}
+
+type SetLimit200JSONResponse Limit
+
+func (response SetLimit200JSONResponse) VisitSetLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetLimit400JSONResponse ErrorResponse
+
+func (response SetLimit400JSONResponse) VisitSetLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetLimit500JSONResponse ErrorResponse
+
+func (response SetLimit500JSONResponse) VisitSetLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetLimit503JSONResponse ErrorResponse
+
+func (response SetLimit503JSONResponse) VisitSetLimitResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -2012,6 +2308,84 @@ func (response StartWorkflow500JSONResponse) VisitStartWorkflowResponse(w http.R
 	return err
 }
 
+type GetWorkflowStatsRequestObject struct {
+	Body *GetWorkflowStatsJSONRequestBody
+}
+
+type GetWorkflowStatsResponseObject interface {
+	VisitGetWorkflowStatsResponse(w http.ResponseWriter) error
+}
+
+type GetWorkflowStats200JSONResponse WorkflowStatsResponse
+
+func (response GetWorkflowStats200JSONResponse) VisitGetWorkflowStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowStats400JSONResponse ErrorResponse
+
+func (response GetWorkflowStats400JSONResponse) VisitGetWorkflowStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowStats500JSONResponse ErrorResponse
+
+func (response GetWorkflowStats500JSONResponse) VisitGetWorkflowStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowStats503JSONResponse ErrorResponse
+
+func (response GetWorkflowStats503JSONResponse) VisitGetWorkflowStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWorkflowStats504JSONResponse ErrorResponse
+
+func (response GetWorkflowStats504JSONResponse) VisitGetWorkflowStatsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(504)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type StopWorkflowRequestObject struct {
 	Body *StopWorkflowJSONRequestBody
 }
@@ -2282,6 +2656,15 @@ type StrictServerInterface interface {
 	// StartBatch Apply one operation to every run a search matches (extension of this server)
 	// (POST /api/v1/batch/start)
 	StartBatch(ctx context.Context, request StartBatchRequestObject) (StartBatchResponseObject, error)
+	// DeleteLimit Remove a concurrency or rate limit on worker calls (extension of this server)
+	// (POST /api/v1/limit/delete)
+	DeleteLimit(ctx context.Context, request DeleteLimitRequestObject) (DeleteLimitResponseObject, error)
+	// ListLimits The concurrency and rate limits on worker calls in force (extension of this server)
+	// (POST /api/v1/limit/list)
+	ListLimits(ctx context.Context, request ListLimitsRequestObject) (ListLimitsResponseObject, error)
+	// SetLimit Set or change a concurrency or rate limit on worker calls (extension of this server)
+	// (POST /api/v1/limit/set)
+	SetLimit(ctx context.Context, request SetLimitRequestObject) (SetLimitResponseObject, error)
 	// UpdateWorkflowConfig Change the configuration of a running workflow
 	// (POST /api/v1/workflow/config/update)
 	UpdateWorkflowConfig(ctx context.Context, request UpdateWorkflowConfigRequestObject) (UpdateWorkflowConfigResponseObject, error)
@@ -2333,6 +2716,9 @@ type StrictServerInterface interface {
 	// StartWorkflow Start a workflow run
 	// (POST /api/v1/workflow/start)
 	StartWorkflow(ctx context.Context, request StartWorkflowRequestObject) (StartWorkflowResponseObject, error)
+	// GetWorkflowStats Where the open runs of a workflow type stand, state by state (extension of this server)
+	// (POST /api/v1/workflow/stats)
+	GetWorkflowStats(ctx context.Context, request GetWorkflowStatsRequestObject) (GetWorkflowStatsResponseObject, error)
 	// StopWorkflow Stop a running workflow
 	// (POST /api/v1/workflow/stop)
 	StopWorkflow(ctx context.Context, request StopWorkflowRequestObject) (StopWorkflowResponseObject, error)
@@ -2509,6 +2895,99 @@ func (sh *strictHandler) StartBatch(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(StartBatchResponseObject); ok {
 		if err := validResponse.VisitStartBatchResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// DeleteLimit operation middleware
+func (sh *strictHandler) DeleteLimit(w http.ResponseWriter, r *http.Request) {
+	var request DeleteLimitRequestObject
+
+	var body DeleteLimitJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteLimit(ctx, request.(DeleteLimitRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteLimit")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeleteLimitResponseObject); ok {
+		if err := validResponse.VisitDeleteLimitResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListLimits operation middleware
+func (sh *strictHandler) ListLimits(w http.ResponseWriter, r *http.Request) {
+	var request ListLimitsRequestObject
+
+	var body ListLimitsJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListLimits(ctx, request.(ListLimitsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListLimits")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListLimitsResponseObject); ok {
+		if err := validResponse.VisitListLimitsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetLimit operation middleware
+func (sh *strictHandler) SetLimit(w http.ResponseWriter, r *http.Request) {
+	var request SetLimitRequestObject
+
+	var body SetLimitJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SetLimit(ctx, request.(SetLimitRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetLimit")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SetLimitResponseObject); ok {
+		if err := validResponse.VisitSetLimitResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -3036,6 +3515,37 @@ func (sh *strictHandler) StartWorkflow(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(StartWorkflowResponseObject); ok {
 		if err := validResponse.VisitStartWorkflowResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// GetWorkflowStats operation middleware
+func (sh *strictHandler) GetWorkflowStats(w http.ResponseWriter, r *http.Request) {
+	var request GetWorkflowStatsRequestObject
+
+	var body GetWorkflowStatsJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWorkflowStats(ctx, request.(GetWorkflowStatsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWorkflowStats")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(GetWorkflowStatsResponseObject); ok {
+		if err := validResponse.VisitGetWorkflowStatsResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

@@ -75,6 +75,9 @@ type Config struct {
 	MaxSearches int
 	// MaxBatchRuns bounds the runs one batch operation may match.
 	MaxBatchRuns int
+	// StateMetricsRuns bounds the open runs iwf_state_executions counts
+	// (0: the gauge is off).
+	StateMetricsRuns int
 	// AuthTokenFile holds API tokens, one per line (# comments); with
 	// AuthTokens, setting either turns API authentication on.
 	AuthTokenFile string
@@ -233,6 +236,7 @@ func DefaultConfig() Config {
 		Concurrency:       engine.DefaultConcurrency,
 		MaxSearches:       engine.DefaultMaxSearches,
 		MaxBatchRuns:      engine.DefaultMaxBatchRuns,
+		StateMetricsRuns:  engine.DefaultStateMetricsRuns,
 		UI:                true,
 		ShutdownGrace:     DefaultShutdownGrace,
 		RequestTimeout:    httpapi.DefaultRequestTimeout,
@@ -316,6 +320,9 @@ func (c Config) Validate() error {
 	}
 	if c.Concurrency <= 0 {
 		return fmt.Errorf("concurrency must be positive, got %d", c.Concurrency)
+	}
+	if c.StateMetricsRuns < 0 {
+		return fmt.Errorf("state-metrics-runs must be 0 (off) or positive, got %d", c.StateMetricsRuns)
 	}
 	if c.MaxBatchRuns <= 0 {
 		return fmt.Errorf("max-batch-runs must be positive, got %d", c.MaxBatchRuns)
@@ -627,6 +634,18 @@ var settings = []setting{
 		},
 		def: func(c Config) string { return strconv.Itoa(c.MaxBatchRuns) },
 	},
+	{
+		key: "state-metrics-runs", env: "IWF_STATE_METRICS_RUNS", usage: "the `number` of open runs, the oldest, whose live state executions the gauge iwf_state_executions counts by type, state and phase (read on a scrape, at most every 30s); 0 turns it off",
+		apply: func(c *Config, e []string) error {
+			n, err := strconv.Atoi(strings.TrimSpace(e[0]))
+			if err != nil {
+				return fmt.Errorf("invalid number %q", e[0])
+			}
+			c.StateMetricsRuns = n
+			return nil
+		},
+		def: func(c Config) string { return strconv.Itoa(c.StateMetricsRuns) },
+	},
 }
 
 // securitySettings are the API authentication, TLS and worker-call policy
@@ -835,7 +854,7 @@ func positiveInt(v string) (int, error) {
 // (docs/operations.md, "Concurrency and rate limits").
 var limitSettings = []setting{
 	limitSetting("worker-concurrency", "IWF_WORKER_CONCURRENCY",
-		"at most N waitUntil/execute calls in flight to one worker host, across all nodes: `HOST:PORT=N` (repeatable)",
+		"at most N waitUntil/execute calls in flight to one worker host, across all nodes: `HOST:PORT=N` (repeatable); a starting value: stored at start unless the store holds a limit of this key (`iwf limit` changes it at run time)",
 		func(c *Config, k, v string) error {
 			n, err := positiveInt(v)
 			if err != nil {
@@ -848,7 +867,7 @@ var limitSettings = []setting{
 			return nil
 		}),
 	limitSetting("worker-rate", "IWF_WORKER_RATE",
-		"at most R waitUntil/execute calls per second to one worker host, across all nodes: `HOST:PORT=R` (R may be a fraction; repeatable)",
+		"at most R waitUntil/execute calls per second to one worker host, across all nodes: `HOST:PORT=R` (R may be a fraction; repeatable); a starting value: stored at start unless the store holds a limit of this key (`iwf limit` changes it at run time)",
 		func(c *Config, k, v string) error {
 			r, err := strconv.ParseFloat(v, 64)
 			if err != nil || !(r > 0) || math.IsInf(r, 0) {
@@ -861,7 +880,7 @@ var limitSettings = []setting{
 			return nil
 		}),
 	limitSetting("type-concurrency", "IWF_TYPE_CONCURRENCY",
-		"at most N state executions of one workflow type in waitUntil/execute at once, across all nodes: `TYPE=N` (repeatable)",
+		"at most N state executions of one workflow type in waitUntil/execute at once, across all nodes: `TYPE=N` (repeatable); a starting value: stored at start unless the store holds a limit of this key (`iwf limit` changes it at run time)",
 		func(c *Config, k, v string) error {
 			n, err := positiveInt(v)
 			if err != nil {

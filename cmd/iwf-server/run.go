@@ -162,6 +162,7 @@ func (m *Main) Run(ctx context.Context) error {
 			RetentionByType:      m.Config.RetentionFor,
 			SweepInterval:        m.Config.RetentionInterval,
 			Limits:               m.Config.Limits,
+			StateMetricsRuns:     m.Config.StateMetricsRuns,
 			PayloadThreshold:     m.Config.ExternalStorageThreshold,
 			PayloadGrace:         m.Config.ExternalStorageGrace,
 		},
@@ -262,11 +263,7 @@ func (m *Main) Run(ctx context.Context) error {
 	fmt.Fprintf(m.Stdout, "iwf-server %s listening on %s://%s, data in %s\n", buildinfo.Release(), scheme, m.Addr(), target)
 	fmt.Fprintf(m.Stdout, "closed workflows are kept for %s after they close (retention)\n", retention)
 	m.reportRetention(ctx)
-	if sum := m.Config.Limits.Summary(); sum != "" {
-		fmt.Fprintf(m.Stdout, "limits on worker calls (waitUntil/execute, across all nodes):\n  %s\n", strings.ReplaceAll(sum, "\n", "\n  "))
-	} else {
-		fmt.Fprintln(m.Stdout, "limits on worker calls: none")
-	}
+	m.reportLimits()
 	if m.Config.ArchiveURL != "" {
 		fmt.Fprintf(m.Stdout, "expired workflows are archived to %s before they are deleted\n", archive.Redact(m.Config.ArchiveURL))
 	}

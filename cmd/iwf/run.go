@@ -69,6 +69,7 @@ var workflowCommands = map[string]command{
 	"history":    {"print a workflow run's history", cmdHistory},
 	"rpc":        {"call a workflow's RPC and print its output", cmdRPC},
 	"skip-timer": {"fire a waiting timer of a state execution now", cmdSkipTimer},
+	"stats":      {"show how many open runs of a workflow type are in each state, and the oldest", cmdStats},
 }
 
 var topCommands = map[string]command{
@@ -168,6 +169,19 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			return usagef("batch: unknown subcommand %q (one of %s)", args[1], strings.Join(sortedNames(batchCommands), ", "))
 		}
 		return cmd.run(ctx, c, args[2:])
+	case "limit":
+		if len(args) < 2 {
+			return usagef("limit: a subcommand is required: %s", strings.Join(sortedNames(limitCommands), ", "))
+		}
+		if args[1] == "help" || args[1] == "-h" || args[1] == "--help" {
+			c.printTopUsage(c.stdout)
+			return nil
+		}
+		cmd, ok := limitCommands[args[1]]
+		if !ok {
+			return usagef("limit: unknown subcommand %q (one of %s)", args[1], strings.Join(sortedNames(limitCommands), ", "))
+		}
+		return cmd.run(ctx, c, args[2:])
 	default:
 		cmd, ok := topCommands[name]
 		if !ok {
@@ -183,6 +197,7 @@ func (c *cli) printTopUsage(w io.Writer) {
 Usage:
   iwf [global flags] workflow <subcommand> [flags]
   iwf [global flags] batch <subcommand> [flags]
+  iwf [global flags] limit <subcommand> [flags]
   iwf [global flags] health
   iwf [global flags] version
 
@@ -194,6 +209,10 @@ Workflow subcommands:
 	fmt.Fprintf(w, "\nBatch subcommands (operator role):\n")
 	for _, name := range sortedNames(batchCommands) {
 		fmt.Fprintf(w, "  %-11s %s\n", name, batchCommands[name].summary)
+	}
+	fmt.Fprintf(w, "\nLimit subcommands (operator role):\n")
+	for _, name := range sortedNames(limitCommands) {
+		fmt.Fprintf(w, "  %-11s %s\n", name, limitCommands[name].summary)
 	}
 	fmt.Fprintf(w, "\nOther commands:\n")
 	for _, name := range sortedNames(topCommands) {

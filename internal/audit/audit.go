@@ -24,6 +24,11 @@ import (
 // batch a console batch start created, for the audit entry's BatchID.
 const BatchHeader = "X-Iwf-Batch-Id"
 
+// LimitHeader is the response header in which the web console names the
+// limit a console limit action set or removed, for the audit entry's
+// Limit.
+const LimitHeader = "X-Iwf-Limit"
+
 // Entry is one line of the audit log.
 type Entry struct {
 	// Time is when the call was answered (UTC).
@@ -50,6 +55,10 @@ type Entry struct {
 	NewRunID string `json:"newRunId,omitempty"`
 	// BatchID is the batch operation the call belongs to or names.
 	BatchID string `json:"batchId,omitempty"`
+	// Limit is the limit on worker calls a limit call set or removed:
+	// its key and value ("worker:host:80=5", "type:Order=0") or its key
+	// and "removed".
+	Limit string `json:"limit,omitempty"`
 	// Outcome is "ok", or why the call failed: an engine error code
 	// (workflow_not_exists, invalid_argument, …), "forbidden" for a call
 	// outside the actor's role, or "http_<status>".

@@ -31,10 +31,12 @@ type Rule struct {
 	Operation string
 }
 
-// api is where the REST API lives, batchAPI its batch operations.
+// api is where the REST API lives, batchAPI its batch operations,
+// limitAPI the limits on worker calls.
 const (
 	api      = "/api/v1/workflow/"
 	batchAPI = "/api/v1/batch/"
+	limitAPI = "/api/v1/limit/"
 )
 
 // Rules is the access table.
@@ -56,6 +58,7 @@ var Rules = []Rule{
 	{Method: http.MethodPost, Path: api + "dataobjects/get", Need: PermRead},
 	{Method: http.MethodPost, Path: api + "searchattributes/get", Need: PermRead},
 	{Method: http.MethodPost, Path: api + "encodedobject/load", Need: PermRead},
+	{Method: http.MethodPost, Path: api + "stats", Need: PermRead},
 
 	// writer: what applications do.
 	{Method: http.MethodPost, Path: api + "start", Need: PermWrite, Operation: "start"},
@@ -80,6 +83,11 @@ var Rules = []Rule{
 	{Method: http.MethodPost, Path: batchAPI + "cancel", Need: PermOperate, Operation: "batch/cancel"},
 	{Method: http.MethodPost, Path: batchAPI + "describe", Need: PermOperate},
 	{Method: http.MethodPost, Path: batchAPI + "list", Need: PermOperate},
+	// The limits on worker calls protect the workers of every workflow:
+	// operator, also to read them.
+	{Method: http.MethodPost, Path: limitAPI + "list", Need: PermOperate},
+	{Method: http.MethodPost, Path: limitAPI + "set", Need: PermOperate, Operation: "limit/set"},
+	{Method: http.MethodPost, Path: limitAPI + "delete", Need: PermOperate, Operation: "limit/delete"},
 
 	// The console: its sign-in page is open, its pages need reader, its
 	// actions the role of the API call they make.
@@ -99,6 +107,12 @@ var Rules = []Rule{
 	{Console: true, Method: http.MethodGet, Path: "batches/{id}", Need: PermOperate},
 	{Console: true, Method: http.MethodPost, Path: "actions/batch-start", Need: PermOperate, Operation: "batch/start"},
 	{Console: true, Method: http.MethodPost, Path: "actions/batch-cancel", Need: PermOperate, Operation: "batch/cancel"},
+	// Limits, as on the API: operator, also to read them. The states page
+	// reads, as workflow/stats.
+	{Console: true, Method: http.MethodGet, Path: "limits", Need: PermOperate},
+	{Console: true, Method: http.MethodPost, Path: "actions/limit-set", Need: PermOperate, Operation: "limit/set"},
+	{Console: true, Method: http.MethodPost, Path: "actions/limit-delete", Need: PermOperate, Operation: "limit/delete"},
+	{Console: true, Method: http.MethodGet, Path: "stats", Need: PermRead},
 }
 
 // batchOperationCalls names, for each batch operation, the API call that

@@ -64,6 +64,12 @@ type Backend interface {
 	DescribeBatch(ctx context.Context, req engine.BatchDescribeRequest) (engine.BatchDescription, error)
 	ListBatches(ctx context.Context, req engine.BatchListRequest) (engine.BatchPage, error)
 	CancelBatch(ctx context.Context, batchID string) (engine.BatchInfo, error)
+	// The limits on worker calls and the states in use: the limits and
+	// states pages make the same calls as the API.
+	ListLimits(ctx context.Context) ([]engine.Limit, error)
+	SetLimit(ctx context.Context, c engine.LimitChange) (engine.Limit, error)
+	DeleteLimit(ctx context.Context, kind engine.LimitKind, target string) (engine.Limit, error)
+	StateStats(ctx context.Context, req engine.StateStatsRequest) (engine.StateStatsAnswer, error)
 }
 
 var _ Backend = (*engine.Engine)(nil)
@@ -195,6 +201,10 @@ func New(eng Backend, opts Options) (http.Handler, error) {
 		{"GET", "batches/{id}", c.batchPage},
 		{"POST", "actions/batch-start", c.batchStart},
 		{"POST", "actions/batch-cancel", c.batchCancel},
+		{"GET", "limits", c.limitsPage},
+		{"POST", "actions/limit-set", c.limitSet},
+		{"POST", "actions/limit-delete", c.limitDelete},
+		{"GET", "stats", c.statsPage},
 		{"GET", "static/", c.serveStatic},
 		{"", "", func(w http.ResponseWriter, r *http.Request) { c.fail(w, r, http.StatusNotFound, "page not found") }},
 	}
@@ -235,6 +245,8 @@ func allowedActions(r *http.Request) map[string]bool {
 	}
 	// "batch": the batch pages and their actions, all of one role.
 	can["batch"] = !known || p.Can(auth.ConsoleNeed(http.MethodPost, "actions/batch-start"))
+	// "limits": the limits page and its actions, all of one role.
+	can["limits"] = !known || p.Can(auth.ConsoleNeed(http.MethodPost, "actions/limit-set"))
 	return can
 }
 
@@ -252,7 +264,7 @@ func (c *console) serveStatic(w http.ResponseWriter, r *http.Request) {
 // parseTemplates parses each page with the shared layout.
 func (c *console) parseTemplates() error {
 	c.pages = map[string]*template.Template{}
-	for _, page := range []string{"list", "run", "confirm", "error", "batch", "batches"} {
+	for _, page := range []string{"list", "run", "confirm", "error", "batch", "batches", "limits", "stats"} {
 		t, err := template.New(page).Funcs(c.funcs()).ParseFS(assets, "templates/layout.html", "templates/"+page+".html")
 		if err != nil {
 			return fmt.Errorf("console: template %s: %w", page, err)

@@ -22,7 +22,8 @@ import (
 func TestMetricsTable(t *testing.T) {
 	ctx := context.Background()
 	srv, err := server.Open(ctx, "sqlite://"+filepath.Join(t.TempDir(), "iwf.db"), server.Options{Engine: engine.Config{
-		Limits: engine.Limits{TypeConcurrency: map[string]int{"T": 1}, WorkerRate: map[string]float64{"w.example:80": 1}},
+		Limits:           engine.Limits{TypeConcurrency: map[string]int{"T": 1}, WorkerRate: map[string]float64{"w.example:80": 1}},
+		StateMetricsRuns: 10,
 	}})
 	if err != nil {
 		t.Fatal(err)

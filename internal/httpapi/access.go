@@ -109,8 +109,10 @@ func access(policy *auth.Policy, enforce bool, log *audit.Log, uiPrefix string) 
 					status = http.StatusOK
 				}
 				if console {
-					// A console batch start names the batch it started here.
+					// A console batch start names the batch it started here,
+					// a console limit action the limit it set or removed.
 					entry.BatchID = ww.Header().Get(audit.BatchHeader)
+					entry.Limit = ww.Header().Get(audit.LimitHeader)
 				}
 				finish(log, entry, r, status, infoFrom(r.Context()).errCode, console)
 			}()
@@ -146,6 +148,9 @@ func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code st
 	}
 	if ri.resultBatchID != "" {
 		e.BatchID = ri.resultBatchID
+	}
+	if ri.resultLimit != "" {
+		e.Limit = ri.resultLimit
 	}
 	if ri.resultRunID != "" {
 		if e.Operation == "reset" {

@@ -54,6 +54,9 @@ type requestInfo struct {
 	errCode       string
 	resultRunID   string
 	resultBatchID string
+	// resultLimit is the limit a limit call set or removed ("worker:h:80=5",
+	// "worker:h:80 removed"), for the audit log.
+	resultLimit string
 }
 
 func infoFrom(ctx context.Context) *requestInfo {

@@ -65,6 +65,14 @@ type Service interface {
 	ListBatches(ctx context.Context, req engine.BatchListRequest) (engine.BatchPage, error)
 	// CancelBatch serves POST /api/v1/batch/cancel (our extension).
 	CancelBatch(ctx context.Context, batchID string) (engine.BatchInfo, error)
+	// ListLimits serves POST /api/v1/limit/list (our extension).
+	ListLimits(ctx context.Context) ([]engine.Limit, error)
+	// SetLimit serves POST /api/v1/limit/set (our extension).
+	SetLimit(ctx context.Context, c engine.LimitChange) (engine.Limit, error)
+	// DeleteLimit serves POST /api/v1/limit/delete (our extension).
+	DeleteLimit(ctx context.Context, kind engine.LimitKind, target string) (engine.Limit, error)
+	// StateStats serves POST /api/v1/workflow/stats (our extension).
+	StateStats(ctx context.Context, req engine.StateStatsRequest) (engine.StateStatsAnswer, error)
 	// Healthy reports whether the store answers (nil when it does); it
 	// serves GET /info/healthcheck.
 	Healthy(ctx context.Context) error

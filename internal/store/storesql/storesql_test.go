@@ -45,6 +45,8 @@ func statements(d Dialect) map[string]string {
 	}
 	add("Batches.", BatchStatements(d))
 	add("Permits.", PermitStatements(d))
+	add("LimitSettings.", LimitSettingStatements(d))
+	add("StateStats.", StateStatsStatements(d))
 	add("RunsDelete.", RunsDeleteStatements(d))
 	for _, e := range []engine.RunExpiry{
 		{Types: []string{"T"}, Limit: 1}, {Types: []string{"A", "B"}, Limit: 1}, {ExceptTypes: []string{"A"}, Limit: 1},

@@ -282,6 +282,27 @@ func (e IDReusePolicy) Valid() bool {
 	}
 }
 
+// Defines values for LimitKind.
+const (
+	LimitKindTypeConcurrency   LimitKind = "TYPE_CONCURRENCY"
+	LimitKindWorkerConcurrency LimitKind = "WORKER_CONCURRENCY"
+	LimitKindWorkerRate        LimitKind = "WORKER_RATE"
+)
+
+// Valid indicates whether the value is a known member of the LimitKind enum.
+func (e LimitKind) Valid() bool {
+	switch e {
+	case LimitKindTypeConcurrency:
+		return true
+	case LimitKindWorkerConcurrency:
+		return true
+	case LimitKindWorkerRate:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PendingCommandKind.
 const (
 	PendingCommandKindINTERNALCHANNEL PendingCommandKind = "INTERNAL_CHANNEL"
@@ -396,6 +417,51 @@ func (e StartApiFailurePolicy) Valid() bool {
 	case StartApiFailurePolicyFailWorkflowOnStartApiFailure:
 		return true
 	case StartApiFailurePolicyProceedToDecideOnStartApiFailure:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StateCommandWaitKind.
+const (
+	StateCommandWaitKindInternalChannel StateCommandWaitKind = "INTERNAL_CHANNEL"
+	StateCommandWaitKindSignal          StateCommandWaitKind = "SIGNAL"
+	StateCommandWaitKindTimer           StateCommandWaitKind = "TIMER"
+)
+
+// Valid indicates whether the value is a known member of the StateCommandWaitKind enum.
+func (e StateCommandWaitKind) Valid() bool {
+	switch e {
+	case StateCommandWaitKindInternalChannel:
+		return true
+	case StateCommandWaitKindSignal:
+		return true
+	case StateCommandWaitKindTimer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for StatePhase.
+const (
+	StatePhaseExecute         StatePhase = "EXECUTE"
+	StatePhaseRetrying        StatePhase = "RETRYING"
+	StatePhaseWaitUntil       StatePhase = "WAIT_UNTIL"
+	StatePhaseWaitingCommands StatePhase = "WAITING_COMMANDS"
+)
+
+// Valid indicates whether the value is a known member of the StatePhase enum.
+func (e StatePhase) Valid() bool {
+	switch e {
+	case StatePhaseExecute:
+		return true
+	case StatePhaseRetrying:
+		return true
+	case StatePhaseWaitUntil:
+		return true
+	case StatePhaseWaitingCommands:
 		return true
 	default:
 		return false
@@ -986,6 +1052,76 @@ type KeyValue struct {
 	Value *EncodedObject `json:"value,omitempty"`
 }
 
+// Limit A concurrency or rate limit on worker calls in force (extension of this server).
+type Limit struct {
+	// Kind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+	// the waitUntil and execute calls in flight to one worker host;
+	// WORKER_RATE, those started per second to one worker host;
+	// TYPE_CONCURRENCY, the state executions of one workflow type in
+	// waitUntil or execute. Each holds across all nodes.
+	Kind LimitKind `json:"kind"`
+
+	// Paused The value is 0.
+	Paused bool `json:"paused"`
+
+	// Source "flag" when a start stored it from the server's flags, "api" when set through limit/set.
+	Source string `json:"source"`
+
+	// Target The worker host as HOST:PORT (lower case; the scheme's port when the worker URL has none), or the workflow type.
+	Target string `json:"target"`
+
+	// UpdatedBy Who set it through the API.
+	UpdatedBy          *string `json:"updatedBy,omitempty"`
+	UpdatedTimestampMs int64   `json:"updatedTimestampMs"`
+
+	// Value Calls in flight (a whole number) or calls per second; 0 pauses the calls.
+	Value float64 `json:"value"`
+}
+
+// LimitDeleteRequest defines model for LimitDeleteRequest.
+type LimitDeleteRequest struct {
+	// Kind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+	// the waitUntil and execute calls in flight to one worker host;
+	// WORKER_RATE, those started per second to one worker host;
+	// TYPE_CONCURRENCY, the state executions of one workflow type in
+	// waitUntil or execute. Each holds across all nodes.
+	Kind   LimitKind `json:"kind"`
+	Target string    `json:"target"`
+}
+
+// LimitKind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+// the waitUntil and execute calls in flight to one worker host;
+// WORKER_RATE, those started per second to one worker host;
+// TYPE_CONCURRENCY, the state executions of one workflow type in
+// waitUntil or execute. Each holds across all nodes.
+type LimitKind string
+
+// LimitListRequest Lists the limits in force (no parameters).
+type LimitListRequest = map[string]interface{}
+
+// LimitListResponse defines model for LimitListResponse.
+type LimitListResponse struct {
+	Limits []Limit `json:"limits"`
+}
+
+// LimitSetRequest defines model for LimitSetRequest.
+type LimitSetRequest struct {
+	// Kind What a limit bounds (extension of this server): WORKER_CONCURRENCY,
+	// the waitUntil and execute calls in flight to one worker host;
+	// WORKER_RATE, those started per second to one worker host;
+	// TYPE_CONCURRENCY, the state executions of one workflow type in
+	// waitUntil or execute. Each holds across all nodes.
+	Kind LimitKind `json:"kind"`
+
+	// Target The worker host as HOST:PORT (matched without regard to case), or the workflow type.
+	Target string `json:"target"`
+
+	// Value Calls in flight (a whole number) or calls per second (a fraction
+	// is allowed), at most 1000000; 0 pauses the calls the limit
+	// applies to.
+	Value float64 `json:"value"`
+}
+
 // PendingCommand One command a state execution awaits or has completed.
 type PendingCommand struct {
 	// ChannelName The channel of a signal or internal channel command.
@@ -1150,6 +1286,21 @@ type SignalResult struct {
 // StartApiFailurePolicy Legacy spelling of `WaitUntilApiFailurePolicy`; takes precedence when present.
 type StartApiFailurePolicy string
 
+// StateCommandWait defines model for StateCommandWait.
+type StateCommandWait struct {
+	// Executions Executions waiting for it, among those read.
+	Executions int32 `json:"executions"`
+
+	// Kind SIGNAL, INTERNAL_CHANNEL or TIMER.
+	Kind StateCommandWaitKind `json:"kind"`
+
+	// Name The channel's name (absent for a timer).
+	Name *string `json:"name,omitempty"`
+}
+
+// StateCommandWaitKind SIGNAL, INTERNAL_CHANNEL or TIMER.
+type StateCommandWaitKind string
+
 // StateCompletionOutput Output recorded by a state execution that closed the workflow.
 type StateCompletionOutput struct {
 	CompletedStateExecutionId string `json:"completedStateExecutionId"`
@@ -1193,6 +1344,45 @@ type StateMovement struct {
 
 	// WaitForKey Key under which the new execution publishes its completion for `waitForStateCompletion`.
 	WaitForKey *string `json:"waitForKey,omitempty"`
+}
+
+// StatePhase WAIT_UNTIL: the waitUntil call is pending; WAITING_COMMANDS: waiting
+// for commands; EXECUTE: the execute call is pending; RETRYING: a
+// waitUntil or execute call is pending again after a failed or
+// interrupted attempt.
+type StatePhase string
+
+// StatePhaseCount defines model for StatePhaseCount.
+type StatePhaseCount struct {
+	Count int32 `json:"count"`
+
+	// OldestSinceTimestampMs When that execution began.
+	OldestSinceTimestampMs int64  `json:"oldestSinceTimestampMs"`
+	OldestStateExecutionId string `json:"oldestStateExecutionId"`
+
+	// OldestWorkflowId The workflow of the execution in this phase that began first.
+	OldestWorkflowId    string `json:"oldestWorkflowId"`
+	OldestWorkflowRunId string `json:"oldestWorkflowRunId"`
+
+	// Phase WAIT_UNTIL: the waitUntil call is pending; WAITING_COMMANDS: waiting
+	// for commands; EXECUTE: the execute call is pending; RETRYING: a
+	// waitUntil or execute call is pending again after a failed or
+	// interrupted attempt.
+	Phase StatePhase `json:"phase"`
+}
+
+// StateUse defines model for StateUse.
+type StateUse struct {
+	// Executions Live executions of the state.
+	Executions int32             `json:"executions"`
+	Phases     []StatePhaseCount `json:"phases"`
+
+	// Runs Open runs with a live execution of the state.
+	Runs    int32  `json:"runs"`
+	StateId string `json:"stateId"`
+
+	// Waits What its executions waiting for commands wait for, among those read.
+	Waits []StateCommandWait `json:"waits"`
 }
 
 // TimerCommand Waits until a point in time. `durationSeconds` is relative to the moment waitUntil returned.
@@ -1926,6 +2116,32 @@ type WorkflowStateStartResponse struct {
 	UpsertStateLocals *[]KeyValue `json:"upsertStateLocals,omitempty"`
 }
 
+// WorkflowStatsRequest Asks where the open runs of a workflow type stand (extension of this server).
+type WorkflowStatsRequest struct {
+	// MaxRuns Open runs read at most, the oldest first; absent or 0 means 10000, at most 100000.
+	MaxRuns      *int32 `json:"maxRuns,omitempty"`
+	WorkflowType string `json:"workflowType"`
+}
+
+// WorkflowStatsResponse defines model for WorkflowStatsResponse.
+type WorkflowStatsResponse struct {
+	// Runs Open runs read.
+	Runs int32 `json:"runs"`
+
+	// States The states with live executions, by state id.
+	States []StateUse `json:"states"`
+
+	// Truncated The type has more open runs than were read; the answer is for the oldest.
+	Truncated bool `json:"truncated"`
+
+	// WaitingRead Executions waiting for commands whose commands were read (at most 1000).
+	WaitingRead int32 `json:"waitingRead"`
+
+	// WaitingTruncated More executions waited for commands than were read; waits counts those read.
+	WaitingTruncated bool   `json:"waitingTruncated"`
+	WorkflowType     string `json:"workflowType"`
+}
+
 // WorkflowStatus Status of a workflow run.
 type WorkflowStatus string
 
@@ -2022,6 +2238,15 @@ type ListBatchesJSONRequestBody = BatchListRequest
 // StartBatchJSONRequestBody defines body for StartBatch for application/json ContentType.
 type StartBatchJSONRequestBody = BatchStartRequest
 
+// DeleteLimitJSONRequestBody defines body for DeleteLimit for application/json ContentType.
+type DeleteLimitJSONRequestBody = LimitDeleteRequest
+
+// ListLimitsJSONRequestBody defines body for ListLimits for application/json ContentType.
+type ListLimitsJSONRequestBody = LimitListRequest
+
+// SetLimitJSONRequestBody defines body for SetLimit for application/json ContentType.
+type SetLimitJSONRequestBody = LimitSetRequest
+
 // UpdateWorkflowConfigJSONRequestBody defines body for UpdateWorkflowConfig for application/json ContentType.
 type UpdateWorkflowConfigJSONRequestBody = WorkflowConfigUpdateRequest
 
@@ -2072,6 +2297,9 @@ type SignalWorkflowJSONRequestBody = WorkflowSignalRequest
 
 // StartWorkflowJSONRequestBody defines body for StartWorkflow for application/json ContentType.
 type StartWorkflowJSONRequestBody = WorkflowStartRequest
+
+// GetWorkflowStatsJSONRequestBody defines body for GetWorkflowStats for application/json ContentType.
+type GetWorkflowStatsJSONRequestBody = WorkflowStatsRequest
 
 // StopWorkflowJSONRequestBody defines body for StopWorkflow for application/json ContentType.
 type StopWorkflowJSONRequestBody = WorkflowStopRequest
