@@ -83,8 +83,11 @@ func (t *target) startRequest(workload, id string) iwfapi.WorkflowStartRequest {
 		StartStateId: ptr(stateS1),
 	}
 	switch workload {
-	case "W1", "W1b":
+	case "W1", "W1b", "W1x":
 		req.IwfWorkflowType = typeW1
+		req.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
+	case "W6", "W6x":
+		req.IwfWorkflowType = typeW6
 		req.StateOptions = &iwfapi.WorkflowStateOptions{SkipWaitUntil: ptr(true)}
 	case "W5":
 		req.IwfWorkflowType = typeW5
@@ -365,6 +368,7 @@ func (t *target) closedLoop(ctx context.Context, spec loopSpec) (*result, error)
 		}
 	}
 	r.started = seq.Load()
+	r.ran = completions.Load()
 	r.lat = summarize(lat)
 	if spec.withWait {
 		d := summarize(latWait)
@@ -549,7 +553,8 @@ func maxAsleep(fl []*flight, timer time.Duration) int {
 
 // statesPer is the number of state executions of one workflow.
 func statesPer(workload string) int {
-	if workload == "W1" || workload == "W1b" {
+	switch workload {
+	case "W1", "W1b", "W1x", "W6", "W6x":
 		return 2
 	}
 	return 1

@@ -12,6 +12,8 @@
 //
 //	W1  S1 -> S2 -> graceful completion, both states skip waitUntil;
 //	    once with 1 workflow in flight (latency), once with -inflight (throughput).
+//	W1x W1 @-inflight with external storage on (a file:// store, the default
+//	    threshold: W1's payloads stay inline); against W1 @-inflight.
 //	W1b W1's workflows in another shape: -n W1b=N workflows (default 4,000)
 //	    after a warm-up of 200, 50 in flight, each started with /start and
 //	    awaited with /getWithWait before the next starts.
@@ -21,6 +23,9 @@
 //	    -timer (5 s) at once; timer lateness and server peak RSS.
 //	W4  -n W4=N workflows (default 100,000) sleep on a timer of -timer-w4
 //	    (60 s); server peak RSS and timer lateness.
+//	W6  S1 -> S2 -> graceful completion, each state's execute upserting a
+//	    1 MiB data attribute, 16 in flight: with external storage off (W6)
+//	    and on (W6x); states/s, latency and database bytes per workflow.
 //	X   PostgreSQL only: two server processes on one database; a W2
 //	    workflow started on node A is signalled through node B; signal ->
 //	    completion seen by getWithWait on node A (-n X=N samples, default 200).
@@ -104,9 +109,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("iwf-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	store := fs.String("store", "both", "store to measure: sqlite, postgres or both")
-	workloads := fs.String("workloads", "W1,W1b,W2,W3,W4,X", "comma-separated workloads to run (X: cross-node signal, PostgreSQL only; R: space after retention, and W5: a large store, are not in the default list)")
+	workloads := fs.String("workloads", "W1,W1x,W1b,W2,W3,W4,W6,X", "comma-separated workloads to run (W1x: W1 with external storage on; W6: 1 MiB data attributes with external storage off and on, W6x: on only; X: cross-node signal, PostgreSQL only; R: space after retention, and W5: a large store, are not in the default list)")
 	duration := fs.Duration("duration", 10*time.Second, "measured window of each closed-loop run (after a warm-up of a fifth of it, at most 2s)")
-	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); R=N workflows per fill (default 200000); W1b=N measured W1b workflows (default 4000); W5=N preloaded runs (default 1000000); W1=N or W2=N measure N workflows per run instead of -duration; a bare N sets them all")
+	counts := fs.String("n", "", "counts: W3=N / W4=N sleeping workflows (default 10000 / 100000); X=N cross-node samples (default 200); R=N workflows per fill (default 200000); W1b=N measured W1b workflows (default 4000); W5=N preloaded runs (default 1000000); W1=N (also W1x), W2=N or W6=N (also W6x) measure N workflows per run instead of -duration; a bare N sets them all")
 	vacuumWait := fs.Duration("vacuum-wait", 2*time.Minute, "R on PostgreSQL: how long each expiry waits for autovacuum to clear the dead rows before the size is taken")
 	inFlight := fs.Int("inflight", 64, "workflows in flight in the throughput runs (W1, W2), and concurrent start calls in W3")
 	timer := fs.Duration("timer", 5*time.Second, "W3's durable timer (whole seconds)")
@@ -147,11 +152,13 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	for _, w := range strings.Split(*workloads, ",") {
 		w = canonicalWorkload(w)
 		switch w {
-		case "W1", "W1b", "W2", "W3", "W4", "X", "R", "W5":
+		case "W1", "W1x", "W1b", "W2", "W3", "W4", "W6x", "X", "R", "W5":
 			o.workloads[w] = true
+		case "W6":
+			o.workloads["W6"], o.workloads["W6x"] = true, true
 		case "":
 		default:
-			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W1b, W2, W3, W4, X, R, W5)", w)
+			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W1x, W1b, W2, W3, W4, W6, W6x, X, R, W5)", w)
 		}
 	}
 	if o.serverBin != "" && o.pprofDir != "" {
@@ -211,8 +218,8 @@ func parseCounts(s string, into map[string]int) error {
 		}
 		switch k = canonicalWorkload(k); k {
 		case "":
-			into["W1"], into["W1b"], into["W2"], into["W3"], into["W4"], into["X"], into["R"], into["W5"] = n, n, n, n, n, n, n, n
-		case "W1", "W1b", "W2", "W3", "W4", "X", "R", "W5":
+			into["W1"], into["W1b"], into["W2"], into["W3"], into["W4"], into["X"], into["R"], into["W5"], into["W6"] = n, n, n, n, n, n, n, n, n
+		case "W1", "W1b", "W2", "W3", "W4", "X", "R", "W5", "W6":
 			into[k] = n
 		default:
 			return fmt.Errorf("-n %q: unknown workload %q", part, k)
@@ -222,11 +229,12 @@ func parseCounts(s string, into map[string]int) error {
 }
 
 // canonicalWorkload spells a workload name as the tool does: upper case,
-// but W1b with a small b.
+// but W1b, W1x and W6x with a small letter.
 func canonicalWorkload(w string) string {
 	w = strings.ToUpper(strings.TrimSpace(w))
-	if w == "W1B" {
-		return "W1b"
+	switch w {
+	case "W1B", "W1X", "W6X":
+		return w[:2] + strings.ToLower(w[2:])
 	}
 	return w
 }
@@ -336,6 +344,14 @@ func printHeader(out io.Writer, o *options) {
 		fmt.Fprintf(out, "          W1b: W1's workflows, %d in flight, each awaited with getWithWait before the next starts; the window opens after\n", w1bInFlight)
 		fmt.Fprintf(out, "          %d completed warm-up workflows and closes when %s measured ones completed.\n", w1bWarmup, fmtInt(int64(o.counts["W1b"])))
 	}
+	if o.workloads["W1x"] || o.workloads["W6"] || o.workloads["W6x"] {
+		fmt.Fprintf(out, "          W1x, W6x: the server runs with --external-storage-url %s=file://<run's directory> at the default threshold (64 KiB);\n", extStoreID)
+		fmt.Fprintf(out, "          W1x is W1 @%d (its payloads stay under the threshold), against W1 @%d. W6: S1 -> S2 -> completion, each state's\n", o.inFlight, o.inFlight)
+		fmt.Fprintf(out, "          execute answer upserts a 1 MiB data attribute (random characters, a JSON string), %d in flight; W6 with external\n", w6InFlight)
+		fmt.Fprintf(out, "          storage off, W6x on. db/wf = the database's growth from after a first batch of workflows (one per slot in flight)\n")
+		fmt.Fprintf(out, "          to the run's end (SQLite page_count x page_size; PostgreSQL pg_total_relation_size summed over its tables) /\n")
+		fmt.Fprintf(out, "          the workflows completed in between, warm-up included.\n")
+	}
 	fmt.Fprintf(out, "          srv CPU = utime+stime of the server from /proc/<pid>/stat over the window; peak RSS = VmHWM of the server.\n")
 	fmt.Fprintf(out, "          CPU busy = share of all %d cores (/proc/stat): server + generator/worker (this process) + db (the PostgreSQL backends\n", runtime.NumCPU())
 	fmt.Fprintf(out, "          of the run's database, /proc/<pid>/stat) + other (other processes, kernel). srv (+db) CPU is per 1,000 completed workflows.\n")
@@ -374,9 +390,14 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	var runs []runDef
 	if o.workloads["W1"] {
 		runs = append(runs, runDef{"W1", 1, true})
-		if o.inFlight > 1 {
-			runs = append(runs, runDef{"W1", o.inFlight, false})
-		}
+	}
+	if (o.workloads["W1"] || o.workloads["W1x"]) && o.inFlight > 1 {
+		// W1x's reference, W1 @-inflight, runs with W1x even when W1 is
+		// not named, right before it.
+		runs = append(runs, runDef{"W1", o.inFlight, false})
+	}
+	if o.workloads["W1x"] && o.inFlight > 1 {
+		runs = append(runs, runDef{"W1x", o.inFlight, false})
 	}
 	if o.workloads["W1b"] {
 		runs = append(runs, runDef{"W1b", w1bInFlight, true})
@@ -389,6 +410,12 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	}
 	if o.workloads["W4"] {
 		runs = append(runs, runDef{"W4", o.counts["W4"], false})
+	}
+	if o.workloads["W6"] {
+		runs = append(runs, runDef{"W6", w6InFlight, false})
+	}
+	if o.workloads["W6x"] {
+		runs = append(runs, runDef{"W6x", w6InFlight, false})
 	}
 	if o.workloads["X"] && pg != nil {
 		runs = append(runs, runDef{"X", o.counts["X"], false})
@@ -460,7 +487,16 @@ func runOne(ctx context.Context, o *options, bin, db, logPath string, w *worker,
 	if !o.quick {
 		background = backgroundLoad(ctx)
 	}
-	srv, err := startServer(ctx, bin, db, logPath, o.serverArgs, o.pprofDir != "")
+	serverArgs := o.serverArgs
+	extDir := ""
+	if offloaded(workload) {
+		extDir = strings.TrimSuffix(logPath, ".log") + "-external"
+		if err := os.MkdirAll(extDir, 0o755); err != nil {
+			return nil, err
+		}
+		serverArgs = append(offloadArgs(extDir), serverArgs...)
+	}
+	srv, err := startServer(ctx, bin, db, logPath, serverArgs, o.pprofDir != "")
 	if err != nil {
 		return nil, err
 	}
@@ -472,6 +508,32 @@ func runOne(ctx context.Context, o *options, bin, db, logPath string, w *worker,
 	defer tr.CloseIdleConnections()
 	t := &target{srv: srv, api: api, worker: w, prefix: name, dbPIDs: dbPIDs}
 	retries0, unknown0 := w.retries.Load(), w.unknown.Load()
+
+	// The closed-loop runs' database bytes per workflow: the database's
+	// size is taken after a first batch of workflows, one per slot in
+	// flight, has given each table and index its first pages (on
+	// PostgreSQL hundreds of KiB, which a short run would share out over
+	// too few workflows), and again at the end of the run.
+	dbBefore, extBefore, extObjectsBefore := int64(-1), int64(0), int64(0)
+	var sizeErr error
+	closedLoopRun := workload != "W3" && workload != "W4" && workload != "X"
+	if closedLoopRun {
+		t.prefix = name + "-first"
+		first, err := t.closedLoop(ctx, loopSpec{workload: workload, inFlight: inFlight, count: inFlight})
+		t.prefix = name
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("first batch: %w", err)
+		case first.errors > 0:
+			return nil, fmt.Errorf("first batch: %d errors, first: %s", first.errors, first.firstError)
+		}
+		if dbBefore, sizeErr = settledDatabaseBytes(ctx, db); sizeErr != nil {
+			dbBefore = -1
+		}
+		if extDir != "" {
+			extBefore, extObjectsBefore, _ = dirBytes(extDir)
+		}
+	}
 
 	var r *result
 	switch workload {
@@ -499,7 +561,7 @@ func runOne(ctx context.Context, o *options, bin, db, logPath string, w *worker,
 		trB.CloseIdleConnections()
 		nodeB.stop()
 	default:
-		spec := loopSpec{workload: workload, inFlight: inFlight, warmup: o.warmup, duration: o.duration, count: o.counts[workload], withWait: withWait}
+		spec := loopSpec{workload: workload, inFlight: inFlight, warmup: o.warmup, duration: o.duration, count: o.counts[baseWorkload(workload)], withWait: withWait}
 		if workload == "W1b" {
 			spec.warmupCount = w1bWarmup
 			if o.quick {
@@ -517,13 +579,29 @@ func runOne(ctx context.Context, o *options, bin, db, logPath string, w *worker,
 	if err != nil {
 		return nil, err
 	}
+	r.dbBefore, r.dbAfter, r.offload = dbBefore, -1, extDir != ""
+	if closedLoopRun && dbBefore >= 0 {
+		if r.dbAfter, sizeErr = settledDatabaseBytes(ctx, db); sizeErr != nil {
+			r.dbAfter = -1
+		}
+	}
+	if sizeErr != nil {
+		r.note = strings.TrimPrefix(r.note+"; database size not measured: "+sizeErr.Error(), "; ")
+	}
+	if extDir != "" {
+		if r.extBytes, r.extObjects, err = dirBytes(extDir); err != nil {
+			r.note = strings.TrimPrefix(r.note+"; external store not measured: "+err.Error(), "; ")
+		}
+		r.extBytes -= extBefore
+		r.extObjects -= extObjectsBefore
+	}
 	r.background = background
 	r.peakRSS, _ = peakRSS(srv.pid)
 	r.retries = w.retries.Load() - retries0
 	if n := w.unknown.Load() - unknown0; n > 0 {
 		r.errors += n
 		if r.firstError == "" {
-			r.firstError = fmt.Sprintf("the worker got %d calls it does not serve", n)
+			r.firstError = fmt.Sprintf("the worker refused %d calls: calls it does not serve, or W6 S2 calls without S1's attribute", n)
 		}
 	}
 	r.pgCommits, r.pgRollbacks = -1, -1

@@ -179,6 +179,18 @@ func TestParseOptions(t *testing.T) {
 	if o, err = parseOptions([]string{"-quick", "-workloads", "W5"}, io.Discard); err != nil || o.counts["W5"] != 2000 {
 		t.Errorf("-quick W5: %v, W5=%d", err, o.counts["W5"])
 	}
+	// W1x and W6 are in the default list; W6 runs W6x too, W6x alone
+	// only itself; W1=N and W6=N count for W1x and W6x.
+	if o, err = parseOptions(nil, io.Discard); err != nil || !o.workloads["W1x"] || !o.workloads["W6"] || !o.workloads["W6x"] {
+		t.Errorf("defaults: %v, workloads %v", err, o.workloads)
+	}
+	if o, err = parseOptions([]string{"-workloads", "w1X,w6x", "-n", "W6=40"}, io.Discard); err != nil ||
+		!o.workloads["W1x"] || !o.workloads["W6x"] || o.workloads["W6"] || o.workloads["W1"] || o.counts["W6"] != 40 {
+		t.Errorf("W1x,W6x: %v, workloads %v counts %v", err, o.workloads, o.counts)
+	}
+	if baseWorkload("W6x") != "W6" || baseWorkload("W1x") != "W1" || baseWorkload("W2") != "W2" {
+		t.Error("baseWorkload")
+	}
 	for _, bad := range [][]string{{"-store", "mysql"}, {"-workloads", "W9"}, {"-n", "W3=0"}, {"-n", "Y=3"}, {"-timer", "300ms"}, {"-timer-w4", "0s"}, {"-n", "R=-1"}, {"-vacuum-wait", "-1s"}} {
 		if _, err := parseOptions(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
@@ -242,7 +254,9 @@ func TestQuickSQLite(t *testing.T) {
 	}
 	report := out.String()
 	t.Log("\n" + report)
-	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W1b @50", "W2 @64", "W3 timers", "W4 timers", "targets:", "== targets ==", "W4 p99 timer lateness"} {
+	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W1x @64", "W1b @50", "W2 @64", "W3 timers", "W4 timers", "W6 @16", "W6x @16",
+		"targets:", "== targets ==", "W4 p99 timer lateness", "W1x @64 (external storage on) state executions/s / W1 @64's",
+		"W6x @16 (external storage on) database bytes per workflow", "external storage on / off: W1x @64 / W1 @64"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -252,8 +266,12 @@ func TestQuickSQLite(t *testing.T) {
 			t.Errorf("report contains %q", bad)
 		}
 	}
-	if got := strings.Count(report, "verified COMPLETED"); got != 6 {
-		t.Errorf("%d runs verified their workflows, want 6", got)
+	if got := strings.Count(report, "verified COMPLETED"); got != 9 {
+		t.Errorf("%d runs verified their workflows, want 9", got)
+	}
+	// W6 keeps its attributes in the database, W6x in the file:// store.
+	if !strings.Contains(report, "external storage on (local=file://<dir>): ") || strings.Contains(report, "database size not measured") {
+		t.Error("report lacks the external store's figures or the database's size")
 	}
 }
 

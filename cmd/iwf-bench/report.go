@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -54,6 +55,17 @@ type result struct {
 	firstLogError          string
 	pgCommits, pgRollbacks int64 // whole server lifetime, -1 when unknown
 
+	// ran counts the workflows that completed over the whole run (warm-up
+	// included); dbBefore and dbAfter are the database's size before the
+	// run (after a first batch of workflows) and at its end (-1: not
+	// measured).
+	ran               int64
+	dbBefore, dbAfter int64
+	// offload: the server ran with external storage on; extBytes and
+	// extObjects are what its file:// store held at the end of the run.
+	offload              bool
+	extBytes, extObjects int64
+
 	profile, note string
 }
 
@@ -100,6 +112,9 @@ type goal struct {
 	atMost   bool // the figure must be <= limit (else >=)
 	unit     string
 	measure  func(r *result) (float64, string) // value and its label
+	// base, when set, makes the figure a ratio: measure of the run over
+	// measure of this workload's run (W1: the run at -inflight).
+	base string
 }
 
 // goals returns the targets of a store, in the order of the target table.
@@ -127,12 +142,21 @@ func goals(store string) []goal {
 				}
 				return ms(r.latWait.p50), fmtDur(r.latWait.p50)
 			}},
+		{workload: "W1x", base: "W1", what: "state executions/s / W1's", limit: offloadW1Share, measure: states},
 		{workload: "W3", what: "p99 timer lateness", limit: 250, atMost: true, unit: "ms",
 			measure: func(r *result) (float64, string) { return ms(r.lateness.p99), fmtDur(r.lateness.p99) }},
 		{workload: "W3", what: "server peak RSS", limit: 250, atMost: true, unit: "MB", measure: rss},
 		{workload: "W4", what: "server peak RSS", limit: 250, atMost: true, unit: "MB", measure: rss},
 		{workload: "W4", what: "p99 timer lateness", limit: 1000, atMost: true, unit: "ms",
 			measure: func(r *result) (float64, string) { return ms(r.lateness.p99), fmtDur(r.lateness.p99) }},
+		{workload: "W6x", what: "database bytes per workflow", limit: offloadDBKiB, atMost: true, unit: "KiB",
+			measure: func(r *result) (float64, string) {
+				v := r.dbPerWorkflow()
+				if math.IsNaN(v) {
+					return math.Inf(1), "not measured"
+				}
+				return v / 1024, fmtBytes(v)
+			}},
 	}
 	if store == storePostgres {
 		g = append(g, goal{workload: "X", what: "p50 signal on node B -> completion seen on node A", limit: 20, atMost: true, unit: "ms",
@@ -169,8 +193,8 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 		return // only R and W5 were run
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\t\t\t\t\t\t\tCPU s/1k wf\t\t\t\t")
-	fmt.Fprintln(tw, "run\tworkflows\twf/s\tstates/s\tp50\tp95\tp99\tsrv (+db)\tsrv peak RSS\tCPU busy: srv+gen+db+other\tPG tx/wf: commit+rb\t")
+	fmt.Fprintln(tw, "\t\t\t\t\t\t\tCPU s/1k wf\t\t\t\t\t")
+	fmt.Fprintln(tw, "run\tworkflows\twf/s\tstates/s\tp50\tp95\tp99\tsrv (+db)\tsrv peak RSS\tCPU busy: srv+gen+db+other\tPG tx/wf: commit+rb\tdb/wf\t")
 	for _, r := range sr.results {
 		wfs, sps := fmtRate(r.throughput()), fmtRate(r.throughput()*float64(r.statesPerWorkflow))
 		if r.workload == "W3" || r.workload == "W4" || r.workload == "X" {
@@ -184,10 +208,10 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 		if r.cpu.hasDB && r.completed > 0 {
 			cpu += fmt.Sprintf(" (+%.2f)", r.cpu.db.Seconds()/float64(r.completed)*1000)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n",
 			r.name(), fmtInt(r.completed), wfs, sps,
 			fmtDur(r.lat.p50), fmtDur(r.lat.p95), fmtDur(r.lat.p99),
-			cpu, fmtMB(r.peakRSS), fmtBusy(r.cpu), commits)
+			cpu, fmtMB(r.peakRSS), fmtBusy(r.cpu), commits, fmtBytes(r.dbPerWorkflow()))
 	}
 	_ = tw.Flush()
 	for _, f := range sr.failed {
@@ -223,6 +247,17 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 			parts = append(parts, fmt.Sprintf("window %.1f s, %s workflows started in all", r.cpu.wall.Seconds(), fmtInt(r.started)))
 			if r.latWait != nil {
 				parts = append(parts, fmt.Sprintf("start->completion seen by getWithWait: p50 %s p95 %s p99 %s", fmtDur(r.latWait.p50), fmtDur(r.latWait.p95), fmtDur(r.latWait.p99)))
+			}
+			if v := r.dbPerWorkflow(); !math.IsNaN(v) {
+				parts = append(parts, fmt.Sprintf("database %s -> %s over %s workflows completed: %s per workflow",
+					fmtBytes(float64(r.dbBefore)), fmtBytes(float64(r.dbAfter)), fmtInt(r.ran), fmtBytes(v)))
+			}
+			if r.offload {
+				s := fmt.Sprintf("external storage on (%s=file://<dir>)", extStoreID)
+				if r.ran > 0 {
+					s += fmt.Sprintf(": %s objects, %s, %s per workflow", fmtInt(r.extObjects), fmtBytes(float64(r.extBytes)), fmtBytes(float64(r.extBytes)/float64(r.ran)))
+				}
+				parts = append(parts, s)
 			}
 		}
 		switch {
@@ -261,6 +296,9 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 		}
 		fmt.Fprintf(out, "  %-10s %s\n", r.name()+":", strings.Join(parts, "; "))
 	}
+	if s := offloadSummary(sr); s != "" {
+		fmt.Fprintf(out, "  %s\n", s)
+	}
 
 	worst := 0.0
 	for _, r := range sr.results {
@@ -275,35 +313,35 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 	}
 	fmt.Fprintln(out, "targets:")
 	for _, g := range goals(sr.store) {
-		r := sr.find(g)
 		op := ">="
 		if g.atMost {
 			op = "<="
 		}
 		label := g.workload
-		if g.workload == "X" {
-			label = "X"
-		}
-		if g.workload == "W1b" {
+		switch g.workload {
+		case "W1b":
 			label = fmt.Sprintf("W1b @%d", w1bInFlight)
-		}
-		if g.workload == "W1" {
+		case "W1":
 			label = "W1 @1"
 			if !g.latency {
 				label = fmt.Sprintf("W1 @%d", o.inFlight)
 			}
+		case "W1x":
+			label = fmt.Sprintf("W1x @%d", o.inFlight)
+		case "W6x":
+			label = fmt.Sprintf("W6x @%d", w6InFlight)
 		}
-		want := fmt.Sprintf("%s %s %s %s", g.what, op, fmtInt(int64(g.limit)), g.unit)
-		if r == nil {
+		want := strings.TrimSpace(fmt.Sprintf("%s %s %s %s", g.what, op, fmtLimit(g.limit), g.unit))
+		v, shown, ok, hadErrors := sr.figure(g)
+		if !ok {
 			fmt.Fprintf(out, "  %-8s %-60s %12s  %s\n", label, want, "-", "NOT RUN")
 			continue
 		}
-		v, shown := g.measure(r)
 		verdict := "PASS"
 		if (g.atMost && v > g.limit) || (!g.atMost && v < g.limit) {
 			verdict = "MISS"
 		}
-		if r.errors > 0 || r.verifyFailed > 0 {
+		if hadErrors {
 			verdict += " (run had errors)"
 		}
 		if o.quick {
@@ -311,6 +349,39 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 		}
 		fmt.Fprintf(out, "  %-8s %-60s %12s  %s\n", label, want, shown, verdict)
 	}
+}
+
+// figure returns a goal's figure on this store: the measure of its run, or
+// for a goal with a base, that measure over the base run's. ok is false
+// when a run is missing; hadErrors when a run counted errors.
+func (sr *storeReport) figure(g goal) (v float64, shown string, ok, hadErrors bool) {
+	r := sr.find(g)
+	if r == nil {
+		return 0, "", false, false
+	}
+	v, shown = g.measure(r)
+	hadErrors = r.errors > 0 || r.verifyFailed > 0
+	if g.base == "" {
+		return v, shown, true, hadErrors
+	}
+	b := sr.find(goal{workload: g.base})
+	if b == nil {
+		return 0, "", false, false
+	}
+	vb, _ := g.measure(b)
+	if vb <= 0 {
+		return 0, "", false, false
+	}
+	return v / vb, fmt.Sprintf("%.2f", v/vb), true, hadErrors || b.errors > 0 || b.verifyFailed > 0
+}
+
+// fmtLimit prints a target's limit: a whole number with separators, or a
+// share with two decimals.
+func fmtLimit(l float64) string {
+	if l == math.Trunc(l) {
+		return fmtInt(int64(l))
+	}
+	return fmt.Sprintf("%.2f", l)
 }
 
 // find returns the run a goal is checked against.
@@ -409,22 +480,24 @@ func printTargets(out io.Writer, reports []*storeReport, o *options) {
 				op = "<="
 			}
 			cell := ""
-			r := sr.find(g)
+			v, shown, ok, hadErrors := sr.figure(g)
 			switch {
 			case sr.skipped != "":
 				cell = "skipped"
-			case r == nil:
+			case !ok:
 				cell = "not run"
 			default:
-				v, shown := g.measure(r)
 				verdict := "PASS"
 				if (g.atMost && v > g.limit) || (!g.atMost && v < g.limit) {
 					verdict = "MISS"
 				}
-				if r.errors > 0 || r.verifyFailed > 0 {
+				if hadErrors {
 					verdict += "(errors)"
 				}
-				cell = fmt.Sprintf("%s %s (%s %s)", shown, verdict, op, fmtInt(int64(g.limit)))
+				cell = fmt.Sprintf("%s %s (%s %s)", shown, verdict, op, fmtLimit(g.limit))
+				if g.unit == "KiB" {
+					cell = fmt.Sprintf("%s %s (%s %s KiB)", shown, verdict, op, fmtLimit(g.limit))
+				}
 			}
 			find(goalLabel(g, o)).cells[sr.store] = cell
 		}
@@ -558,6 +631,10 @@ func goalLabel(g goal, o *options) string {
 		return fmt.Sprintf("W1 @%d %s", o.inFlight, g.what)
 	case g.workload == "W1b":
 		return fmt.Sprintf("W1b @%d %s", w1bInFlight, g.what)
+	case g.workload == "W1x":
+		return fmt.Sprintf("W1x @%d (external storage on) state executions/s / W1 @%d's", o.inFlight, o.inFlight)
+	case g.workload == "W6x":
+		return fmt.Sprintf("W6x @%d (external storage on) %s", w6InFlight, g.what)
 	case g.workload == "X":
 		return "cross-node " + g.what
 	}

@@ -22,6 +22,7 @@ const (
 	typeW3 = "BenchW3" // S1 waits for a durable timer, then completes
 	typeW4 = "BenchW4" // as W3, on W4's (long) timer
 	typeW5 = "BenchW5" // W5's preloaded runs: W1's shape, with search attributes
+	typeW6 = "BenchW6" // W1's shape, each state upserting a 1 MiB data attribute
 
 	stateS1 = "S1"
 	stateS2 = "S2"
@@ -92,6 +93,8 @@ type worker struct {
 	waitUntilCalls, executeCalls, retries, unknown atomic.Int64
 
 	w1S1, complete, w2Wait, w3Wait, w4Wait []byte
+	// W6's execute answers, each with a 1 MiB data attribute.
+	w6S1, w6S2 []byte
 }
 
 // startWorker listens on a free loopback port and serves the worker API.
@@ -121,6 +124,8 @@ func startWorker(timer, timerW4 time.Duration) (*worker, error) {
 		CommandWaitingType: &all,
 		TimerCommands:      &[]iwfapi.TimerCommand{{CommandId: ptr("t"), DurationSeconds: ptr(int64(timerW4 / time.Second))}},
 	}})
+
+	w.w6S1, w.w6S2 = w6Answers()
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/v1/workflowState/start", w.waitUntil)
@@ -215,6 +220,17 @@ func (w *worker) execute(rw http.ResponseWriter, r *http.Request) {
 	switch {
 	case (req.WorkflowType == typeW1 || req.WorkflowType == typeW5) && req.WorkflowStateId == stateS1:
 		body, final = w.w1S1, false
+	case req.WorkflowType == typeW6 && req.WorkflowStateId == stateS1:
+		body, final = w.w6S1, false
+	case req.WorkflowType == typeW6 && req.WorkflowStateId == stateS2:
+		body = w.w6S2
+		if !hasW6Blob(req.DataObjects) {
+			// S1's attribute must come back inline, loaded from the
+			// external store when it went there.
+			w.unknown.Add(1)
+			http.Error(rw, "S2's execute call lacks S1's 1 MiB data attribute", http.StatusBadRequest)
+			return
+		}
 	case (req.WorkflowType == typeW1 || req.WorkflowType == typeW5) && req.WorkflowStateId == stateS2,
 		req.WorkflowType == typeW2 && req.WorkflowStateId == stateS1,
 		req.WorkflowType == typeW3 && req.WorkflowStateId == stateS1,
@@ -230,6 +246,20 @@ func (w *worker) execute(rw http.ResponseWriter, r *http.Request) {
 			f.finish(arrived)
 		}
 	}
+}
+
+// hasW6Blob reports whether a W6 S2 execute call carries S1's attribute
+// inline, whole.
+func hasW6Blob(attrs *[]iwfapi.KeyValue) bool {
+	if attrs == nil {
+		return false
+	}
+	for _, kv := range *attrs {
+		if kv.Key != nil && *kv.Key == "blob1" && kv.Value != nil && kv.Value.Data != nil && len(*kv.Value.Data) == w6AttrBytes {
+			return true
+		}
+	}
+	return false
 }
 
 func writeJSON(rw http.ResponseWriter, body []byte) {
