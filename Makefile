@@ -111,7 +111,11 @@ bench: ## run the load generator against SQLite and PostgreSQL
 	$(GO) run ./cmd/iwf-bench
 
 # CHAOS_KILLS random SIGKILLs per store (make test runs 10); each store's run
-# prints one line: kills=N pauses=P workflows=W lost=0 double_applied=0 repeated_calls=R.
+# prints one line: kills=N pauses=P workflows=W lost=0 double_applied=0 repeated_calls=R,
+# and one of its linearizability check (internal/chaos/linear_test.go):
+# linearizability: store=S faults=F ops=N indeterminate=I violations=0.
+# CHAOS_LINEAR=N makes that check N operations per workflow, the faults going
+# on until they are done (by default its clients run while the faults strike).
 CHAOS_KILLS ?= 100
 
 limits-check: ## two nodes on PostgreSQL, a worker-host limit of 5, 200 workflows whose execute takes 200 ms: prints max_concurrency, duration (target 8s +-20%)
@@ -124,7 +128,7 @@ chaos: ## kill the server CHAOS_KILLS (default 100) times under a mixed workload
 	@for run in 'TestChaos/sqlite' 'TestChaos/postgres' 'TestChaosPostgresRestart'; do \
 		echo "== $$run (CHAOS_KILLS=$(CHAOS_KILLS))"; out=$$(mktemp); start=$$(date +%s); \
 		CHAOS_KILLS=$(CHAOS_KILLS) $(GO) test -count=1 -timeout 0 -v -run "^$${run%%/*}\$$/$${run#*/}" ./internal/chaos/ >$$out 2>&1; status=$$?; \
-		grep -E '^kills=' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
+		grep -E '^(kills=|linearizability:)' $$out; echo "wall time: $$(( $$(date +%s) - start ))s"; \
 		if [ $$status -ne 0 ]; then cat $$out; rm -f $$out; exit 1; fi; rm -f $$out; \
 	done
 	@$(MAKE) --no-print-directory chaos-failover

@@ -68,6 +68,10 @@ type plan struct {
 	// must name its address in the servers' flags makes it first); else
 	// chaosRun makes one.
 	worker *crashtest.Worker
+	// linear, when set, runs the linearizability workload (linear_test.go)
+	// beside the mixed one: with a number of operations, the faults go on
+	// until they are made; without, its clients run while the faults strike.
+	linear *linearPlan
 }
 
 // extraFault is a fault that needs a particular setup (a tmpfs, an owned
@@ -111,6 +115,7 @@ func TestChaos(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		p := planFor(t, false)
+		p.linear = linearFor(t, "sqlite")
 		dir := t.TempDir()
 		if err := mountTmpfs(t, dir); err != nil {
 			t.Logf("no disk-full faults: cannot mount a tmpfs for the database (%v)", err)
@@ -140,7 +145,9 @@ func TestChaos(t *testing.T) {
 		a, b := node("a"), node("b")
 		crashtest.StartAll(t, a, b)
 		cut := func() (int, error) { return cutConnections(pgtest.URL(t), app) }
-		chaosRun(t, newCluster(a, b), planFor(t, true), cut)
+		p := planFor(t, true)
+		p.linear = linearFor(t, "postgres")
+		chaosRun(t, newCluster(a, b), p, cut)
 	})
 }
 
@@ -156,6 +163,7 @@ func TestChaosPostgresRestart(t *testing.T) {
 		pg.Start()
 		return nil
 	}}}
+	p.linear = linearFor(t, "postgres-restart")
 	node := func(name string) *crashtest.Server {
 		return crashtest.NewServer(t, crashtest.Options{Bin: serverBin, DB: pg.URL, Name: "node-" + name,
 			LeaseDuration: leaseDuration, PollInterval: pollInterval, LogLevel: "info",
@@ -231,6 +239,14 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 			runScript(wf)
 		}()
 	}
+	var lin *linearRun
+	if p.linear != nil {
+		var err error
+		if lin, err = newLinearRun(d, *p.linear, prefix); err != nil {
+			t.Fatalf("linear workload: %v", err)
+		}
+		lin.run()
+	}
 	for range p.clients {
 		wg.Add(1)
 		go func() {
@@ -263,7 +279,7 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 	}
 	rng.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
 	cutBackends := 0
-	for _, ev := range events {
+	strike := func(ev string) {
 		seen := len(w.Calls(nil))
 		waitUntil(t, 2*time.Minute, "a worker call since the last fault", func() bool { return len(w.Calls(nil)) > seen })
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond) // the random moment
@@ -301,9 +317,23 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 			over()
 		}
 	}
+	for _, ev := range events {
+		strike(ev)
+	}
+	for lin != nil && !lin.done() && len(events) > 0 {
+		strike(events[rng.IntN(len(events))])
+	}
+	if lin != nil {
+		if err := lin.finish(); err != nil {
+			t.Errorf("linear workload: %v", err)
+		}
+	}
 	stop.Store(true)
 	wg.Wait()
 	faultsTook := time.Since(began)
+	if lin != nil {
+		lin.report(t, c)
+	}
 
 	// The check: every workflow from a healthy node.
 	var f findings

@@ -13,6 +13,13 @@
 // lost, and that worker calls were repeated only when a fault struck while
 // they were in flight.
 //
+// Beside it, the linear workload (linear_test.go) has concurrent clients
+// increment a counter through a locking RPC, set and get a register, and
+// signal a workflow that counts the signals, on a few long-lived workflows;
+// porcupine checks that the recorded histories are linearizable with
+// respect to those models (linearcheck_test.go), with every call whose
+// outcome is unknown taken as one that may or may not have taken effect.
+//
 // The package has only tests; they use the harness of internal/crashtest
 // (server processes, the recording worker, the dump reader). `make chaos`
 // runs them with CHAOS_KILLS kills per store; `make test` runs a 10-kill

@@ -66,7 +66,7 @@ func TestChaosFailover(t *testing.T) {
 	watch := watchOutages(a, b)
 	defer watch.stop()
 
-	p := plan{clients: 3}
+	p := plan{clients: 3, linear: linearFor(t, "postgres-failover")}
 	if n > 10 {
 		p.clients = 6
 	}

@@ -89,7 +89,7 @@ func TestNetFaults(t *testing.T) {
 
 	n := netfaultsFor(t)
 	stats := &netStats{}
-	p := plan{clients: 3}
+	p := plan{clients: 3, linear: linearFor(t, "postgres-netfaults")}
 	// Each fault holds until node a has made worker calls through it (it
 	// works, slowly) or has failed a request (it noticed), then heals.
 	p.extra = []extraFault{

@@ -69,7 +69,7 @@ func TestClockSkew(t *testing.T) {
 
 	var phases []string
 	var w *crashtest.Worker
-	p := plan{clients: 3, extra: []extraFault{{name: "skew_flip", n: 1, unrecorded: true, do: func(d *driver, _ func(*workflow), _ func() *workflow) error {
+	p := plan{clients: 3, linear: linearFor(t, "postgres-skew"), extra: []extraFault{{name: "skew_flip", n: 1, unrecorded: true, do: func(d *driver, _ func(*workflow), _ func() *workflow) error {
 		// Ahead until node s has done its share of work, then behind
 		// until it has done as much again.
 		w = d.worker
