@@ -62,7 +62,7 @@ func systemTypeAttribute(workflowType string) *SearchAttribute {
 }
 
 func isSystemSearchAttribute(key string) bool {
-	return key == SystemSAWorkflowType || key == SystemSAExecutingStateIDs || key == systemSAGlobalVersion
+	return key == SystemSAWorkflowType || key == SystemSAExecutingStateIDs || key == systemSAGlobalVersion || key == SystemSAPaused
 }
 
 // toStoreSearchAttributes validates search attributes and adds the typed

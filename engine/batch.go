@@ -84,6 +84,7 @@ type batchOptions struct {
 	Signal    *record.SignalInput `json:"signal,omitempty"`
 	Reset     *batchReset         `json:"reset,omitempty"`
 	SkipTimer *record.SkipTimer   `json:"skipTimer,omitempty"`
+	WorkerURL string              `json:"workerUrl,omitempty"`
 }
 
 // batchReset is the reset a batch applies to each run.
@@ -145,8 +146,14 @@ func batchOptionsIn(req BatchRequest) (batchOptions, error) {
 			return opts, Errorf(CodeInvalidArgument, "skipTimer.timerCommandIndex must not be negative, got %d", *st.TimerCommandIndex)
 		}
 		opts.SkipTimer = &record.SkipTimer{WorkflowStateExecutionID: st.StateExecutionID, TimerCommandID: st.TimerCommandID, TimerCommandIndex: st.TimerCommandIndex}
+	case BatchOpPause, BatchOpResume:
+	case BatchOpSetWorkerURL:
+		if strings.TrimSpace(req.WorkerURL) == "" {
+			return opts, Errorf(CodeInvalidArgument, "operation SET_WORKER_URL needs workerUrl")
+		}
+		opts.WorkerURL = req.WorkerURL
 	default:
-		return opts, Errorf(CodeInvalidArgument, "unknown operation %q: one of TERMINATE, CANCEL, FAIL, SIGNAL, RESET, SKIP_TIMER", req.Operation)
+		return opts, Errorf(CodeInvalidArgument, "unknown operation %q: one of TERMINATE, CANCEL, FAIL, SIGNAL, RESET, SKIP_TIMER, PAUSE, RESUME, SET_WORKER_URL", req.Operation)
 	}
 	return opts, nil
 }
@@ -209,8 +216,10 @@ func clip(s string, max int) string {
 // before it evaluates the query, with the same error: an invalid query,
 // an unknown operation or one that lacks its parameters (a reset without
 // the point its type names, a signal without its channel, a timer skip
-// without its timer), a rate out of bounds. The console calls it before
-// its confirmation page; StartBatch makes the same checks.
+// without its timer, a re-route without a worker URL), a rate out of
+// bounds. The console calls it before its confirmation page; StartBatch
+// makes the same checks, and checks a re-route's URL against the worker
+// URL policy too.
 func CheckBatchStart(req BatchRequest) error {
 	_, _, err := batchStartIn(req)
 	return err
@@ -224,6 +233,13 @@ func (e *Engine) StartBatch(ctx context.Context, req BatchRequest) (BatchStarted
 	opts, rps, err := batchStartIn(req)
 	if err != nil {
 		return resp, err
+	}
+	if opts.WorkerURL != "" {
+		// The new URL is vetted as a start's is, by the engine, before
+		// anything is stored; each run's re-route checks it again.
+		if err := e.checkWorkerURL(ctx, opts.WorkerURL); err != nil {
+			return resp, err
+		}
 	}
 	runs, err := e.batchMatches(ctx, req.Query)
 	if err != nil {
@@ -423,7 +439,7 @@ const batchInfoOverhead = 512
 // JSON, and not less: its texts as JSON strings, and batchInfoOverhead.
 func batchInfoSize(info BatchInfo) int {
 	n := batchInfoOverhead
-	texts := []string{info.ID, info.Query, string(info.Operation), info.Reason, info.Message, info.CreatedBy, info.SignalChannel}
+	texts := []string{info.ID, info.Query, string(info.Operation), info.Reason, info.Message, info.CreatedBy, info.SignalChannel, info.WorkerURL}
 	if r := info.Reset; r != nil {
 		texts = append(texts, r.ResetType, deref(r.HistoryEventTime), deref(r.StateID), deref(r.StateExecutionID))
 	}
@@ -526,6 +542,7 @@ func batchInfo(b *Batch) BatchInfo {
 		if st := opts.SkipTimer; st != nil {
 			out.SkipTimer = &BatchSkipTimer{StateExecutionID: st.WorkflowStateExecutionID, TimerCommandID: st.TimerCommandID, TimerCommandIndex: st.TimerCommandIndex}
 		}
+		out.WorkerURL = opts.WorkerURL
 	}
 	return out
 }
@@ -782,6 +799,12 @@ func (e *Engine) applyBatchItem(ctx context.Context, b *Batch, opts batchOptions
 		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{Signal: opts.Signal}, then)
 	case BatchOpSkipTimer:
 		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{SkipTimer: opts.SkipTimer}, then)
+	case BatchOpPause:
+		err = e.pauseRun(actx, it.WorkflowID, it.RunID, b.Reason, then)
+	case BatchOpResume:
+		err = e.resumeRun(actx, it.WorkflowID, it.RunID, then)
+	case BatchOpSetWorkerURL:
+		err = e.setWorkerURL(actx, it.WorkflowID, it.RunID, opts.WorkerURL, b.Reason, then)
 	case BatchOpReset:
 		r := opts.Reset
 		_, err = e.resetWorkflow(actx, iwfapi.WorkflowResetRequest{WorkflowId: it.WorkflowID, WorkflowRunId: ptr(it.RunID),

@@ -20,6 +20,12 @@ const (
 	BatchOpSignal    BatchOperation = "SIGNAL"
 	BatchOpReset     BatchOperation = "RESET"
 	BatchOpSkipTimer BatchOperation = "SKIP_TIMER"
+	// BatchOpPause and BatchOpResume pause and resume each run
+	// (PauseWorkflow, ResumeWorkflow); BatchOpSetWorkerURL re-routes each
+	// run to WorkerURL between two of its calls.
+	BatchOpPause        BatchOperation = "PAUSE"
+	BatchOpResume       BatchOperation = "RESUME"
+	BatchOpSetWorkerURL BatchOperation = "SET_WORKER_URL"
 )
 
 // EncodedValue is a user value as the engine takes it: data in an
@@ -49,6 +55,8 @@ type BatchRequest struct {
 	// Reset is a RESET batch's reset, SkipTimer a SKIP_TIMER batch's timer.
 	Reset     *BatchReset
 	SkipTimer *BatchSkipTimer
+	// WorkerURL is a SET_WORKER_URL batch's new worker URL.
+	WorkerURL string
 }
 
 // BatchReset is the reset a RESET batch applies to each run: the fields of
@@ -96,11 +104,12 @@ type BatchInfo struct {
 	CreatedBy                      string
 	CreatedAt, UpdatedAt           time.Time
 	ClosedAt                       time.Time // zero while starting or running
-	// SignalChannel, Reset and SkipTimer are the operation's parameters
-	// (the signal's value is not shown).
+	// SignalChannel, Reset, SkipTimer and WorkerURL are the operation's
+	// parameters (the signal's value is not shown).
 	SignalChannel string
 	Reset         *BatchReset
 	SkipTimer     *BatchSkipTimer
+	WorkerURL     string
 }
 
 // BatchFailure is a run on which a batch's operation failed, and why.

@@ -143,10 +143,13 @@ func (e *Engine) snapshot(ctx context.Context, t *Task, want ExecutionStatus) (*
 	if in := t.prefetched; in != nil {
 		// Read right after the commit that made the task due. Taken once:
 		// a later attempt reads afresh. Should it not show the execution
-		// in phase want, read again rather than drop the task on it.
+		// in phase want, or a pause have been made since it was read,
+		// read again rather than drop the task on it or miss the pause.
 		t.prefetched = nil
-		if s, err := snapshotOf(in, want); err != nil || s != nil {
-			return s, err
+		if t.prefetchEpoch == e.pauses.epoch.Load() {
+			if s, err := snapshotOf(in, want); err != nil || s != nil {
+				return s, err
+			}
 		}
 	}
 	if cr, ok := e.store.(CallReader); ok {
@@ -285,6 +288,19 @@ func (e *Engine) callStateAPI(ctx context.Context, t *Task) error {
 	if s == nil {
 		e.limiter.drop(t.ID)
 		return e.dropTask(ctx, t)
+	}
+	// The one place a state call is decided (with fireTimerEager's): a
+	// paused run's call is held, before it takes a lock or a permit. A
+	// run that is not paused costs a nil check and an atomic load here.
+	if e.pausedBy(s.run.WorkflowType, s.rd) != "" {
+		held, err := e.parkCall(ctx, t)
+		if err != nil {
+			return err
+		}
+		if held {
+			e.limiter.drop(t.ID)
+			return nil
+		}
 	}
 	if keys := lockKeys(loadingPolicies(s.xd.Options, waitUntil)); len(keys) > 0 && !holdsAll(s.rd, keys, apiLockHolder(t.ExecutionID, t.Kind)) {
 		acquired, err := e.acquireAPILocks(ctx, t, keys)

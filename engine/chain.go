@@ -38,7 +38,7 @@ func (r *runTxn) chainNext() error {
 			due := r.now.Add(workflowBackoff(p, rd.RetryAttempt))
 			if rd.TimeoutAt == 0 || unixMs(due) < rd.TimeoutAt {
 				next, err := r.createRun(req, runChain{due: due, timeoutAt: rd.TimeoutAt, retryAttempt: rd.RetryAttempt + 1,
-					trace: rd.Trace, traceState: rd.TraceState}, true)
+					trace: rd.Trace, traceState: rd.TraceState, pause: rd.Pause, pausedFrom: run.RunID}, true)
 				if err != nil {
 					return err
 				}
@@ -56,7 +56,7 @@ func (r *runTxn) chainNext() error {
 		return err
 	}
 	due := sched.Next(r.now)
-	next, err := r.createRun(req, runChain{due: due, timeoutAt: deadline(due, req.WorkflowTimeoutSeconds)}, true)
+	next, err := r.createRun(req, runChain{due: due, timeoutAt: deadline(due, req.WorkflowTimeoutSeconds), pause: rd.Pause, pausedFrom: run.RunID}, true)
 	if err != nil {
 		return err
 	}

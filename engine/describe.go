@@ -29,6 +29,12 @@ func (e *Engine) DescribeWorkflow(ctx context.Context, req iwfapi.WorkflowDescri
 		if run.Status != RunRunning {
 			return nil
 		}
+		if p := e.runPauseOf(run.WorkflowType, rd); p != nil {
+			resp.Paused = &iwfapi.WorkflowPauseInfo{Scope: p.Scope, PausedBy: nonEmptyPtr(p.By), Reason: nonEmptyPtr(p.Reason)}
+			if !p.At.IsZero() {
+				resp.Paused.PausedTimestampMs = ptr(unixMs(p.At))
+			}
+		}
 		xs, err := tx.ExecutionList(ctx, id, LiveStatuses...)
 		if err != nil {
 			return err
@@ -154,7 +160,11 @@ func describeExecution(x *Execution, xd *record.Execution, call *Task) iwfapi.Pe
 	}
 	if call != nil && x.Status != ExecWaiting {
 		p.Attempt = ptr(int32(call.Attempt))
-		p.NextAttemptTimestampMs = ptr(unixMs(call.DueAt))
+		if call.DueAt.Equal(parkedDue) {
+			p.HeldByPause = ptr(true)
+		} else {
+			p.NextAttemptTimestampMs = ptr(unixMs(call.DueAt))
+		}
 		if !call.FirstAttemptAt.IsZero() {
 			p.FirstAttemptTimestampMs = ptr(unixMs(call.FirstAttemptAt))
 		}

@@ -63,7 +63,10 @@ func (e *Engine) fireTimerEager(ctx context.Context, task *Task) (bool, error) {
 		return false, err
 	}
 	s, err := snapshotOf(in, ExecWaiting)
-	if err != nil || s == nil || !firesAlone(s.xd, idx.Index) || len(lockKeys(loadingPolicies(s.xd.Options, false))) > 0 || e.limiter.applies(s) {
+	if err != nil || s == nil || !firesAlone(s.xd, idx.Index) || len(lockKeys(loadingPolicies(s.xd.Options, false))) > 0 || e.limiter.applies(s) ||
+		e.pausedBy(s.run.WorkflowType, s.rd) != "" {
+		// A paused run's timer fires the usual way: its execute call is
+		// then held (callStateAPI).
 		return false, err
 	}
 	// The command results as the firing computes them.

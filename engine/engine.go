@@ -43,6 +43,8 @@ type Engine struct {
 	stateMetrics stateMetrics
 	// payloadMetrics count the external store's operations (payloads.go).
 	payloadMetrics *payloadMetrics
+	// pauses caches the paused scopes (pause.go).
+	pauses *pauses
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -75,6 +77,7 @@ func New(store Store, cfg Config) (*Engine, error) {
 		batchNudge: make(chan struct{}, 1),
 
 		payloadMetrics: newPayloadMetrics(),
+		pauses:         newPauses(),
 	}
 	e.feed, _ = store.(ChangeFeed)
 	e.disp = newDispatcher(e)
@@ -142,9 +145,17 @@ func (e *Engine) Start(ctx context.Context) error {
 			e.log.Info().Str("limits", sum).Msg("limits on worker calls in force")
 		}
 	}
+	// The paused scopes before the first claim: a call of a paused
+	// scope is then held from the start. Should the store not answer, the
+	// refresh loop reads them within pauseRefresh.
+	if err := e.reloadPauses(ctx); err != nil {
+		e.log.Warn().Err(err).Msg("reading the paused scopes at start failed; retrying")
+		e.reloadPausesSoon()
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel
 	e.started = true
+	e.goRun(func() { e.pauseLoop(runCtx) })
 	e.goRun(func() { e.disp.run(runCtx) })
 	e.goRun(func() { e.disp.poll(runCtx) })
 	if e.limiter != nil {
@@ -265,6 +276,7 @@ func (e *Engine) changedElsewhere(c Changes) {
 				e.limiter.woke(k)
 			}
 		}
+		e.pauseHeard(pauseHintScopes)
 		e.waits.notifyAll()
 		e.disp.claimSoon()
 		return
@@ -276,6 +288,10 @@ func (e *Engine) changedElsewhere(c Changes) {
 		}
 		if e.limiter != nil && strings.HasPrefix(k, limitHintPrefix) {
 			e.limiter.woke(strings.TrimPrefix(k, limitHintPrefix))
+			continue
+		}
+		if k == pauseHintRun || k == pauseHintScopes {
+			e.pauseHeard(k)
 			continue
 		}
 		e.waits.notify(k)

@@ -29,6 +29,11 @@ const (
 	CodeWorkerAPIError ErrorCode = "worker_api_error"
 	// CodeLocked: a locking RPC found a key locked (450, WORKER_API_ERROR).
 	CodeLocked ErrorCode = "locked"
+	// CodePaused: the run, its workflow type or its worker host is paused,
+	// and the call would call its worker: an RPC (409,
+	// UNCATEGORIZED_SUB_STATUS). An extension of this server: iWF has no
+	// pause.
+	CodePaused ErrorCode = "paused"
 	// CodeUnimplemented: the server does not implement this yet (501).
 	CodeUnimplemented ErrorCode = "unimplemented"
 	// CodeUnavailable: the store cannot be reached or cannot take work

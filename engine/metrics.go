@@ -44,6 +44,7 @@ type metrics struct {
 	batchItems       counterVec   // batch items processed (done or failed)
 	batchItemsFailed counterVec   // batch items the operation failed on
 	limitWait        histogramVec // how long calls waited for a limit's permit, by limit (configured keys only)
+	callsHeld        counterVec   // waitUntil and execute calls held by a pause (parked)
 }
 
 func newMetrics() *metrics {
@@ -75,6 +76,7 @@ func newMetrics() *metrics {
 		retaken:          newCounterVec("iwf_answers_retaken_total", "Worker answers whose run, task or execution changed during the call: their first transaction, which took the task as read before the call, was rolled back and run again."),
 		limitWait: newHistogramVec("iwf_limit_wait_seconds", "How long waitUntil and execute calls of this process waited for a permit of a concurrency or rate limit, by limit (type:TYPE, worker:HOST:PORT, rate:HOST:PORT; only configured limits).",
 			[]float64{.001, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300}, "limit"),
+		callsHeld: newCounterVec("iwf_worker_calls_held_total", "waitUntil and execute calls this process held because their run, workflow type or worker host is paused; each is made once its pause ends."),
 	}
 }
 
@@ -101,12 +103,14 @@ func (e *Engine) WriteMetrics(w io.Writer) error {
 	m.storeUnavailable.write(&b)
 	m.batchItems.write(&b)
 	m.batchItemsFailed.write(&b)
+	m.callsHeld.write(&b)
 	if e.limiter.active() {
 		e.writeLimitMetrics(&b)
 	}
 	e.writeStateMetrics(&b)
 	e.payloadMetrics.write(&b)
 	fmt.Fprintf(&b, "# HELP iwf_retention_backlog_runs Closed runs past their retention that the last sweep left (counted up to a million).\n# TYPE iwf_retention_backlog_runs gauge\niwf_retention_backlog_runs %d\n", m.retentionBacklog.Load())
+	fmt.Fprintf(&b, "# HELP iwf_paused_scopes Workflow types and worker hosts paused, as this process last read them.\n# TYPE iwf_paused_scopes gauge\niwf_paused_scopes %d\n", e.pausedScopes())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_in_memory Tasks this process holds: scheduled or running.\n# TYPE iwf_tasks_in_memory gauge\niwf_tasks_in_memory %d\n", e.disp.inMemory())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_ready Due tasks of this process waiting for a free goroutine (--concurrency).\n# TYPE iwf_tasks_ready gauge\niwf_tasks_ready %d\n", e.disp.backlog())
 	fmt.Fprintf(&b, "# HELP iwf_tasks_claim_last_success_timestamp_seconds When this process's poller last claimed due work successfully (Unix time; 0 before the first claim).\n# TYPE iwf_tasks_claim_last_success_timestamp_seconds gauge\niwf_tasks_claim_last_success_timestamp_seconds %.3f\n", float64(m.lastClaim.Load())/1000)

@@ -101,6 +101,11 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 	if err != nil {
 		return iwfapi.WorkflowRpcResponse{}, err
 	}
+	// A paused run's worker is not called, an RPC's no more than a
+	// state's: the caller learns it is paused (CodePaused).
+	if p := e.runPauseOf(target.run.WorkflowType, target.rd); p != nil && target.run.Status == RunRunning {
+		return iwfapi.WorkflowRpcResponse{}, pausedError(target.run, p)
+	}
 	if e.cfg.CheckWorkerURL != nil {
 		if err := e.cfg.CheckWorkerURL(ctx, target.rd.WorkerURL); err != nil {
 			return iwfapi.WorkflowRpcResponse{}, Errorf(CodeInvalidArgument, "%v", err)

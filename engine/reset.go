@@ -70,6 +70,11 @@ func (e *Engine) resetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 		}
 		b := t.forRun(base, brd)
 		b.actor = ActorOf(ctx)
+		// The new run of a paused running run is paused too.
+		var carry *record.Pause
+		if base.Status == RunRunning {
+			carry = brd.Pause
+		}
 		if base.Status == RunRunning {
 			if err := b.closeRun(RunTerminated, "", "reset"); err != nil {
 				return err
@@ -79,10 +84,11 @@ func (e *Engine) resetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequ
 			}
 		}
 		var r *runTxn
+		chain := runChain{due: t.now, timeoutAt: deadline(t.now, brd.Start.WorkflowTimeoutSeconds), pause: carry, pausedFrom: base.RunID}
 		if point == nil {
-			r, err = t.resetToBeginning(brd, history, req)
+			r, err = t.resetToBeginning(brd, history, req, chain)
 		} else {
-			r, err = t.resetToExecution(b, point, history, req)
+			r, err = t.resetToExecution(b, point, history, req, chain)
 		}
 		if err != nil {
 			return err
@@ -204,9 +210,9 @@ func (t *txn) resetPoint(base *Run, history []*HistoryEvent, req iwfapi.Workflow
 
 // resetToBeginning starts a new run from the base run's start request and
 // applies the base run's external inputs again.
-func (t *txn) resetToBeginning(brd *record.Run, history []*HistoryEvent, req iwfapi.WorkflowResetRequest) (*runTxn, error) {
+func (t *txn) resetToBeginning(brd *record.Run, history []*HistoryEvent, req iwfapi.WorkflowResetRequest, chain runChain) (*runTxn, error) {
 	start := brd.Start
-	r, err := t.createRun(start, runChain{due: t.now, timeoutAt: deadline(t.now, start.WorkflowTimeoutSeconds)}, true)
+	r, err := t.createRun(start, chain, true)
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +246,7 @@ func (t *txn) resetToBeginning(brd *record.Run, history []*HistoryEvent, req iwf
 //     again (see laterInputs);
 //   - data and search attributes and unconsumed internal-channel messages
 //     are those of the base run at reset time (docs/compatibility.md).
-func (t *txn) resetToExecution(b *runTxn, point *Execution, history []*HistoryEvent, req iwfapi.WorkflowResetRequest) (*runTxn, error) {
+func (t *txn) resetToExecution(b *runTxn, point *Execution, history []*HistoryEvent, req iwfapi.WorkflowResetRequest, chain runChain) (*runTxn, error) {
 	pd, err := decodeExec(point)
 	if err != nil {
 		return nil, err
@@ -255,7 +261,7 @@ func (t *txn) resetToExecution(b *runTxn, point *Execution, history []*HistoryEv
 	brd := b.rd
 	start := brd.Start
 	start.StartStateID = nil
-	r, err := t.createRun(start, runChain{due: t.now, timeoutAt: deadline(t.now, start.WorkflowTimeoutSeconds)}, false)
+	r, err := t.createRun(start, chain, false)
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,8 @@ func (r attributeResolver) Resolve(ctx context.Context, name string) (search.Fie
 		return search.Field{Key: name, Type: search.KeywordArray}, nil
 	case systemSAGlobalVersion:
 		return search.Field{Key: name, Type: search.Int}, nil
+	case SystemSAPaused:
+		return search.Field{Key: name, Type: search.Bool}, nil
 	}
 	if t, ok := r.declared[name]; ok {
 		return search.Field{Key: name, Type: t}, nil

@@ -284,6 +284,7 @@ type ReadTx interface {
 	payloadReadTx
 	limitReadTx
 	statsReadTx
+	pauseReadTx
 }
 
 // Tx is a read-write transaction.
@@ -355,6 +356,7 @@ type Tx interface {
 	batchTx
 	payloadTx
 	limitTx
+	pauseTx
 }
 
 // RunExpiry selects closed runs by close time and workflow type: those
@@ -492,6 +494,9 @@ type Task struct {
 	// the commit that made the task due (CallPrefetcher); the first
 	// attempt in this process takes it, every later one reads afresh.
 	prefetched *CallRead
+	// prefetchEpoch is the pause epoch (pauses.epoch) before prefetched
+	// was read: a pause made since makes the call read afresh.
+	prefetchEpoch uint64
 }
 
 // TaskClaimParams selects and leases due tasks.

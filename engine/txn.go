@@ -129,6 +129,7 @@ func (t *txn) prefetchCalls() {
 		return
 	}
 	n := 0
+	epoch := t.e.pauses.epoch.Load()
 	for _, task := range t.fx.tasks {
 		if n == maxPrefetch {
 			return
@@ -137,7 +138,7 @@ func (t *txn) prefetchCalls() {
 			continue
 		}
 		n++
-		pf.ReadForCallAfterCommit(task.RunID, task.ExecutionID, func(cr *CallRead) { task.prefetched = cr })
+		pf.ReadForCallAfterCommit(task.RunID, task.ExecutionID, func(cr *CallRead) { task.prefetched, task.prefetchEpoch = cr, epoch })
 	}
 }
 

@@ -741,6 +741,11 @@ type runChain struct {
 	// trace and traceState are the W3C trace context the run keeps (see
 	// tracing.go); "" when tracing is off.
 	trace, traceState string
+	// pause, when set, is the pause of the run this one follows (a retry,
+	// a cron run, a reset of a running run, pausedFrom): the new run is
+	// paused too.
+	pause      *record.Pause
+	pausedFrom string
 }
 
 // initial are the attribute rows a new run starts with.
@@ -811,6 +816,11 @@ func (t *txn) createRun(req record.Start, chain runChain, withAttributes bool) (
 	r.record(r.event("", "WorkflowStarted", map[string]any{
 		"workflowType": req.IwfWorkflowType, "startStateId": deref(req.StartStateID), "retryAttempt": chain.retryAttempt,
 	}))
+	if chain.pause != nil {
+		if err := r.carryPause(chain.pause, chain.pausedFrom); err != nil {
+			return nil, err
+		}
+	}
 	if rd.TimeoutAt > 0 {
 		if err := t.insertTasks(t.newTask(run, "", TaskTimeout, time.UnixMilli(rd.TimeoutAt))); err != nil {
 			return nil, err

@@ -39,12 +39,15 @@ func (e AttemptFailureApi) Valid() bool {
 
 // Defines values for BatchOperation.
 const (
-	BatchOperationCancel    BatchOperation = "CANCEL"
-	BatchOperationFail      BatchOperation = "FAIL"
-	BatchOperationReset     BatchOperation = "RESET"
-	BatchOperationSignal    BatchOperation = "SIGNAL"
-	BatchOperationSkipTimer BatchOperation = "SKIP_TIMER"
-	BatchOperationTerminate BatchOperation = "TERMINATE"
+	BatchOperationCancel       BatchOperation = "CANCEL"
+	BatchOperationFail         BatchOperation = "FAIL"
+	BatchOperationPause        BatchOperation = "PAUSE"
+	BatchOperationReset        BatchOperation = "RESET"
+	BatchOperationResume       BatchOperation = "RESUME"
+	BatchOperationSetWorkerUrl BatchOperation = "SET_WORKER_URL"
+	BatchOperationSignal       BatchOperation = "SIGNAL"
+	BatchOperationSkipTimer    BatchOperation = "SKIP_TIMER"
+	BatchOperationTerminate    BatchOperation = "TERMINATE"
 )
 
 // Valid indicates whether the value is a known member of the BatchOperation enum.
@@ -54,7 +57,13 @@ func (e BatchOperation) Valid() bool {
 		return true
 	case BatchOperationFail:
 		return true
+	case BatchOperationPause:
+		return true
 	case BatchOperationReset:
+		return true
+	case BatchOperationResume:
+		return true
+	case BatchOperationSetWorkerUrl:
 		return true
 	case BatchOperationSignal:
 		return true
@@ -738,7 +747,11 @@ type BatchInfo struct {
 	// Message Why a batch was cancelled by the server.
 	Message *string `json:"message,omitempty"`
 
-	// Operation What a batch does to each run (extension of this server).
+	// Operation What a batch does to each run (extension of this server). PAUSE and
+	// RESUME pause and resume each run as /api/v1/workflow/pause and
+	// /resume do; SET_WORKER_URL re-routes each run to `workerUrl`,
+	// between two of its worker calls, and records the change in its
+	// history.
 	Operation BatchOperation `json:"operation"`
 	Pending   int64          `json:"pending"`
 	Query     string         `json:"query"`
@@ -761,6 +774,7 @@ type BatchInfo struct {
 	// server stopped while it stored the matching runs).
 	State              BatchState `json:"state"`
 	UpdatedTimestampMs int64      `json:"updatedTimestampMs"`
+	WorkerUrl          *string    `json:"workerUrl,omitempty"`
 }
 
 // BatchListRequest defines model for BatchListRequest.
@@ -779,7 +793,11 @@ type BatchListResponse struct {
 	NextPageToken *string     `json:"nextPageToken,omitempty"`
 }
 
-// BatchOperation What a batch does to each run (extension of this server).
+// BatchOperation What a batch does to each run (extension of this server). PAUSE and
+// RESUME pause and resume each run as /api/v1/workflow/pause and
+// /resume do; SET_WORKER_URL re-routes each run to `workerUrl`,
+// between two of its worker calls, and records the change in its
+// history.
 type BatchOperation string
 
 // BatchResetOptions The reset each run receives; the fields of a reset request. The point
@@ -808,7 +826,11 @@ type BatchSkipTimerOptions struct {
 
 // BatchStartRequest Starts a batch operation (extension of this server).
 type BatchStartRequest struct {
-	// Operation What a batch does to each run (extension of this server).
+	// Operation What a batch does to each run (extension of this server). PAUSE and
+	// RESUME pause and resume each run as /api/v1/workflow/pause and
+	// /resume do; SET_WORKER_URL re-routes each run to `workerUrl`,
+	// between two of its worker calls, and records the change in its
+	// history.
 	Operation BatchOperation `json:"operation"`
 
 	// Query A search query, as /api/v1/workflow/search takes it (at most 16 KiB).
@@ -839,6 +861,11 @@ type BatchStartRequest struct {
 
 	// SkipTimer The timer skipped in each run; the fields of a skip-timer request.
 	SkipTimer *BatchSkipTimerOptions `json:"skipTimer,omitempty"`
+
+	// WorkerUrl For SET_WORKER_URL, the worker URL each run calls from its next
+	// worker call on: an absolute http(s) URL the server's worker URL
+	// policy allows (--worker-url-allow), else 400.
+	WorkerUrl *string `json:"workerUrl,omitempty"`
 }
 
 // BatchStartResponse defines model for BatchStartResponse.
@@ -1138,6 +1165,60 @@ type LimitSetRequest struct {
 	Value float64 `json:"value"`
 }
 
+// PauseDeleteRequest Resumes a scope (extension of this server): name exactly one of
+// workflowType and workerHost.
+type PauseDeleteRequest struct {
+	// Rps How many held worker calls become due per second, from 0.01 to
+	// 10000; absent or 0 means 50. Any other rate is a 400.
+	Rps          *float64 `json:"rps,omitempty"`
+	WorkerHost   *string  `json:"workerHost,omitempty"`
+	WorkflowType *string  `json:"workflowType,omitempty"`
+}
+
+// PauseDeleteResponse defines model for PauseDeleteResponse.
+type PauseDeleteResponse struct {
+	// LastDueTimestampMs When the last of them is due, Unix milliseconds; absent when there were none.
+	LastDueTimestampMs *int64 `json:"lastDueTimestampMs,omitempty"`
+
+	// Resumed How many held worker calls became due.
+	Resumed int64 `json:"resumed"`
+}
+
+// PauseListRequest Asks for the paused scopes (extension of this server).
+type PauseListRequest = map[string]interface{}
+
+// PauseListResponse defines model for PauseListResponse.
+type PauseListResponse struct {
+	Pauses []PauseScopeInfo `json:"pauses"`
+}
+
+// PauseScopeInfo A paused scope (extension of this server).
+type PauseScopeInfo struct {
+	// HeldCalls The worker calls the scope holds now (of runs due to call their worker).
+	HeldCalls int64 `json:"heldCalls"`
+
+	// PausedBy The actor who paused it.
+	PausedBy          string  `json:"pausedBy"`
+	PausedTimestampMs int64   `json:"pausedTimestampMs"`
+	Reason            *string `json:"reason,omitempty"`
+	WorkerHost        *string `json:"workerHost,omitempty"`
+	WorkflowType      *string `json:"workflowType,omitempty"`
+}
+
+// PauseSetRequest Pauses a scope (extension of this server): name exactly one of
+// workflowType and workerHost.
+type PauseSetRequest struct {
+	// Reason Why; shown in the listing, in describe and in RPC errors. At most 1024 bytes.
+	Reason *string `json:"reason,omitempty"`
+
+	// WorkerHost Every run whose worker URL names this HOST:PORT (the scheme's
+	// port when the URL names none: 80 for http, 443 for https).
+	WorkerHost *string `json:"workerHost,omitempty"`
+
+	// WorkflowType Every run of this iWF workflow type.
+	WorkflowType *string `json:"workflowType,omitempty"`
+}
+
 // PendingCommand One command a state execution awaits or has completed.
 type PendingCommand struct {
 	// ChannelName The channel of a signal or internal channel command.
@@ -1168,6 +1249,9 @@ type PendingStateExecution struct {
 
 	// FirstAttemptTimestampMs When the first attempt of the current call was due.
 	FirstAttemptTimestampMs *int64 `json:"firstAttemptTimestampMs,omitempty"`
+
+	// HeldByPause The next worker call is held because the run is paused (an extension of this server; see the describe answer's `paused`): it is made once the pause ends. nextAttemptTimestampMs is then absent.
+	HeldByPause *bool `json:"heldByPause,omitempty"`
 
 	// LastFailure The last failed worker call of a state execution.
 	LastFailure *AttemptFailure `json:"lastFailure,omitempty"`
@@ -1538,6 +1622,13 @@ type WorkflowDescribeResponse struct {
 	// ErrorType Why a failed run failed (iWF's WorkflowErrorType).
 	ErrorType *string `json:"errorType,omitempty"`
 
+	// Paused Why a running run's worker calls are held (extension of this
+	// server): absent when they are not. `scope` is `run` for a run paused
+	// by itself (/api/v1/workflow/pause, a PAUSE batch), `type:NAME` for a
+	// paused workflow type and `host:HOST:PORT` for a paused worker host
+	// (/api/v1/pause/set).
+	Paused *WorkflowPauseInfo `json:"paused,omitempty"`
+
 	// PendingStates The state executions in progress, in the order they started.
 	PendingStates []PendingStateExecution `json:"pendingStates"`
 
@@ -1696,6 +1787,31 @@ type WorkflowHistoryResponse struct {
 // exist. Unset means `ALLOW_DUPLICATE`.
 type WorkflowIDReusePolicy string
 
+// WorkflowPauseInfo Why a running run's worker calls are held (extension of this
+// server): absent when they are not. `scope` is `run` for a run paused
+// by itself (/api/v1/workflow/pause, a PAUSE batch), `type:NAME` for a
+// paused workflow type and `host:HOST:PORT` for a paused worker host
+// (/api/v1/pause/set).
+type WorkflowPauseInfo struct {
+	// PausedBy The actor who paused it.
+	PausedBy *string `json:"pausedBy,omitempty"`
+
+	// PausedTimestampMs When, Unix milliseconds.
+	PausedTimestampMs *int64  `json:"pausedTimestampMs,omitempty"`
+	Reason            *string `json:"reason,omitempty"`
+	Scope             string  `json:"scope"`
+}
+
+// WorkflowPauseRequest Pauses a run (extension of this server).
+type WorkflowPauseRequest struct {
+	// Reason Why; shown in describe and the history. At most 1024 bytes.
+	Reason     *string `json:"reason,omitempty"`
+	WorkflowId string  `json:"workflowId"`
+
+	// WorkflowRunId The run; absent or empty means the current run.
+	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
+
 // WorkflowResetRequest Body of `resetWorkflow`.
 type WorkflowResetRequest struct {
 	// HistoryEventId Reset point for `HISTORY_EVENT_ID`.
@@ -1735,6 +1851,14 @@ type WorkflowResetResponse struct {
 
 // WorkflowResetType Kind of reset point.
 type WorkflowResetType string
+
+// WorkflowResumeRequest Resumes a paused run (extension of this server).
+type WorkflowResumeRequest struct {
+	WorkflowId string `json:"workflowId"`
+
+	// WorkflowRunId The run; absent or empty means the current run.
+	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
 
 // WorkflowRetryPolicy Retry policy of a whole workflow: a run that ends FAILED is started
 // again as a new run after a backoff. Absent fields take the same
@@ -2263,6 +2387,15 @@ type ListLimitsJSONRequestBody = LimitListRequest
 // SetLimitJSONRequestBody defines body for SetLimit for application/json ContentType.
 type SetLimitJSONRequestBody = LimitSetRequest
 
+// DeletePauseJSONRequestBody defines body for DeletePause for application/json ContentType.
+type DeletePauseJSONRequestBody = PauseDeleteRequest
+
+// ListPausesJSONRequestBody defines body for ListPauses for application/json ContentType.
+type ListPausesJSONRequestBody = PauseListRequest
+
+// SetPauseJSONRequestBody defines body for SetPause for application/json ContentType.
+type SetPauseJSONRequestBody = PauseSetRequest
+
 // UpdateWorkflowConfigJSONRequestBody defines body for UpdateWorkflowConfig for application/json ContentType.
 type UpdateWorkflowConfigJSONRequestBody = WorkflowConfigUpdateRequest
 
@@ -2290,11 +2423,17 @@ type GetWorkflowHistoryJSONRequestBody = WorkflowHistoryRequest
 // DumpWorkflowInternalJSONRequestBody defines body for DumpWorkflowInternal for application/json ContentType.
 type DumpWorkflowInternalJSONRequestBody = WorkflowDumpRequest
 
+// PauseWorkflowJSONRequestBody defines body for PauseWorkflow for application/json ContentType.
+type PauseWorkflowJSONRequestBody = WorkflowPauseRequest
+
 // PublishToInternalChannelJSONRequestBody defines body for PublishToInternalChannel for application/json ContentType.
 type PublishToInternalChannelJSONRequestBody = PublishToInternalChannelRequest
 
 // ResetWorkflowJSONRequestBody defines body for ResetWorkflow for application/json ContentType.
 type ResetWorkflowJSONRequestBody = WorkflowResetRequest
+
+// ResumeWorkflowJSONRequestBody defines body for ResumeWorkflow for application/json ContentType.
+type ResumeWorkflowJSONRequestBody = WorkflowResumeRequest
 
 // ExecuteWorkflowRpcJSONRequestBody defines body for ExecuteWorkflowRpc for application/json ContentType.
 type ExecuteWorkflowRpcJSONRequestBody = WorkflowRpcRequest
@@ -2586,6 +2725,90 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
 	SetLimit(ctx context.Context, body SetLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeletePauseWithBody Resume a workflow type or a worker host, at a pace (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Ends the
+	// scope's pause. The worker calls it held become due `rps` a second (the
+	// oldest first; default 50), so that a worker coming back is not flooded:
+	// the answer says how many and when the last is due. Calls of a run still
+	// paused for another reason (the run itself, its other scope) stay held.
+	// Needs the operator role. A scope that is not paused is a 400.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+	DeletePauseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DeletePause Resume a workflow type or a worker host, at a pace (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Ends the
+	// scope's pause. The worker calls it held become due `rps` a second (the
+	// oldest first; default 50), so that a worker coming back is not flooded:
+	// the answer says how many and when the last is due. Calls of a run still
+	// paused for another reason (the run itself, its other scope) stay held.
+	// Needs the operator role. A scope that is not paused is a 400.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+	DeletePause(ctx context.Context, body DeletePauseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPausesWithBody The paused workflow types and worker hosts (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists the
+	// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+	// how many worker calls it holds now. Needs the reader role.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+	ListPausesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ListPauses The paused workflow types and worker hosts (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists the
+	// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+	// how many worker calls it holds now. Needs the reader role.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+	ListPauses(ctx context.Context, body ListPausesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetPauseWithBody Pause a workflow type or a worker host (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Every run
+	// of the workflow type, or every run whose worker URL names the host
+	// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+	// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+	// meanwhile start paused. The pause is one stored row, not a write per
+	// run; every node holds it within seconds (at once on PostgreSQL, whose
+	// nodes announce it to each other). Timers, signals and the workflow
+	// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+	// operator role. A scope paused already is a 400.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+	SetPauseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SetPause Pause a workflow type or a worker host (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Every run
+	// of the workflow type, or every run whose worker URL names the host
+	// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+	// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+	// meanwhile start paused. The pause is one stored row, not a write per
+	// run; every node holds it within seconds (at once on PostgreSQL, whose
+	// nodes announce it to each other). Timers, signals and the workflow
+	// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+	// operator role. A scope paused already is a 400.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+	SetPause(ctx context.Context, body SetPauseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// UpdateWorkflowConfigWithBody Change the configuration of a running workflow
 	//
 	// Every field set in `workflowConfig` overwrites the run's current value.
@@ -2794,6 +3017,46 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/workflow/internal/dump (the `DumpWorkflowInternal` operationId).
 	DumpWorkflowInternal(ctx context.Context, body DumpWorkflowInternalJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// PauseWorkflowWithBody Pause a run, holding its worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The run
+	// makes no waitUntil or execute call, and an RPC answers 409, until it is
+	// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+	// its signals and internal-channel messages are still accepted and
+	// buffered, its workflow timeout still counts (a paused run can time out),
+	// and it can be stopped or reset. A worker call already under way when the
+	// pause commits finishes and its answer is applied. The pause is stored
+	// with the run (who, when, why): it survives restarts and failover, holds
+	// on every node, shows in describe (`paused`) and in search
+	// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+	// resets. Needs the operator role. A run paused already, or closed, is a
+	// 400.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+	PauseWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// PauseWorkflow Pause a run, holding its worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The run
+	// makes no waitUntil or execute call, and an RPC answers 409, until it is
+	// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+	// its signals and internal-channel messages are still accepted and
+	// buffered, its workflow timeout still counts (a paused run can time out),
+	// and it can be stopped or reset. A worker call already under way when the
+	// pause commits finishes and its answer is applied. The pause is stored
+	// with the run (who, when, why): it survives restarts and failover, holds
+	// on every node, shows in describe (`paused`) and in search
+	// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+	// resets. Needs the operator role. A run paused already, or closed, is a
+	// 400.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+	PauseWorkflow(ctx context.Context, body PauseWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PublishToInternalChannelWithBody Publish messages to internal channels of a running workflow
 	//
 	// Appends every message, in order, to the named internal (inter-state) channels of the run.
@@ -2834,13 +3097,44 @@ type ClientInterface interface {
 	// Corresponds with POST /api/v1/workflow/reset (the `ResetWorkflow` operationId).
 	ResetWorkflow(ctx context.Context, body ResetWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ResumeWorkflowWithBody Resume a paused run (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The worker
+	// calls the run held become due at once, in the order they became due,
+	// each made once; the timers that fired and the signals that arrived while
+	// it was paused are applied as usual. A run also held by a paused workflow
+	// type or worker host stays held by that pause. Needs the operator role.
+	// A run that is not paused is a 400.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+	ResumeWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ResumeWorkflow Resume a paused run (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The worker
+	// calls the run held become due at once, in the order they became due,
+	// each made once; the timers that fired and the signals that arrived while
+	// it was paused are applied as usual. A run also held by a paused workflow
+	// type or worker host stays held by that pause. Needs the operator role.
+	// A run that is not paused is a 400.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+	ResumeWorkflow(ctx context.Context, body ResumeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ExecuteWorkflowRpcWithBody Execute an RPC of a workflow
 	//
 	// Calls the worker's RPC handler synchronously with the workflow's
 	// persisted data (per the loading policies) and applies the mutations
 	// it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 	// `originalWorker*` fields; a locking RPC whose keys are held by
-	// another operation answers 450 at once.
+	// another operation answers 450 at once. A run that is paused (by
+	// itself, or as part of a paused workflow type or worker host: an
+	// extension of this server, see /api/v1/workflow/pause) answers 409
+	// without calling its worker.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2853,7 +3147,10 @@ type ClientInterface interface {
 	// persisted data (per the loading policies) and applies the mutations
 	// it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 	// `originalWorker*` fields; a locking RPC whose keys are held by
-	// another operation answers 450 at once.
+	// another operation answers 450 at once. A run that is paused (by
+	// itself, or as part of a paused workflow type or worker host: an
+	// extension of this server, see /api/v1/workflow/pause) answers 409
+	// without calling its worker.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3495,6 +3792,150 @@ func (c *Client) SetLimit(ctx context.Context, body SetLimitJSONRequestBody, req
 	return c.Client.Do(req)
 }
 
+// DeletePauseWithBody Resume a workflow type or a worker host, at a pace (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Ends the
+// scope's pause. The worker calls it held become due `rps` a second (the
+// oldest first; default 50), so that a worker coming back is not flooded:
+// the answer says how many and when the last is due. Calls of a run still
+// paused for another reason (the run itself, its other scope) stay held.
+// Needs the operator role. A scope that is not paused is a 400.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+func (c *Client) DeletePauseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePauseRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeletePause Resume a workflow type or a worker host, at a pace (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Ends the
+// scope's pause. The worker calls it held become due `rps` a second (the
+// oldest first; default 50), so that a worker coming back is not flooded:
+// the answer says how many and when the last is due. Calls of a run still
+// paused for another reason (the run itself, its other scope) stay held.
+// Needs the operator role. A scope that is not paused is a 400.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+func (c *Client) DeletePause(ctx context.Context, body DeletePauseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeletePauseRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPausesWithBody The paused workflow types and worker hosts (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists the
+// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+// how many worker calls it holds now. Needs the reader role.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+func (c *Client) ListPausesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPausesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ListPauses The paused workflow types and worker hosts (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists the
+// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+// how many worker calls it holds now. Needs the reader role.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+func (c *Client) ListPauses(ctx context.Context, body ListPausesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewListPausesRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetPauseWithBody Pause a workflow type or a worker host (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Every run
+// of the workflow type, or every run whose worker URL names the host
+// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+// meanwhile start paused. The pause is one stored row, not a write per
+// run; every node holds it within seconds (at once on PostgreSQL, whose
+// nodes announce it to each other). Timers, signals and the workflow
+// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+// operator role. A scope paused already is a 400.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+func (c *Client) SetPauseWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetPauseRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SetPause Pause a workflow type or a worker host (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Every run
+// of the workflow type, or every run whose worker URL names the host
+// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+// meanwhile start paused. The pause is one stored row, not a write per
+// run; every node holds it within seconds (at once on PostgreSQL, whose
+// nodes announce it to each other). Timers, signals and the workflow
+// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+// operator role. A scope paused already is a 400.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+func (c *Client) SetPause(ctx context.Context, body SetPauseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSetPauseRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // UpdateWorkflowConfigWithBody Change the configuration of a running workflow
 //
 // Every field set in `workflowConfig` overwrites the run's current value.
@@ -3883,6 +4324,66 @@ func (c *Client) DumpWorkflowInternal(ctx context.Context, body DumpWorkflowInte
 	return c.Client.Do(req)
 }
 
+// PauseWorkflowWithBody Pause a run, holding its worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The run
+// makes no waitUntil or execute call, and an RPC answers 409, until it is
+// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+// its signals and internal-channel messages are still accepted and
+// buffered, its workflow timeout still counts (a paused run can time out),
+// and it can be stopped or reset. A worker call already under way when the
+// pause commits finishes and its answer is applied. The pause is stored
+// with the run (who, when, why): it survives restarts and failover, holds
+// on every node, shows in describe (`paused`) and in search
+// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+// resets. Needs the operator role. A run paused already, or closed, is a
+// 400.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+func (c *Client) PauseWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseWorkflowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// PauseWorkflow Pause a run, holding its worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The run
+// makes no waitUntil or execute call, and an RPC answers 409, until it is
+// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+// its signals and internal-channel messages are still accepted and
+// buffered, its workflow timeout still counts (a paused run can time out),
+// and it can be stopped or reset. A worker call already under way when the
+// pause commits finishes and its answer is applied. The pause is stored
+// with the run (who, when, why): it survives restarts and failover, holds
+// on every node, shows in describe (`paused`) and in search
+// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+// resets. Needs the operator role. A run paused already, or closed, is a
+// 400.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+func (c *Client) PauseWorkflow(ctx context.Context, body PauseWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewPauseWorkflowRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // PublishToInternalChannelWithBody Publish messages to internal channels of a running workflow
 //
 // Appends every message, in order, to the named internal (inter-state) channels of the run.
@@ -3963,13 +4464,64 @@ func (c *Client) ResetWorkflow(ctx context.Context, body ResetWorkflowJSONReques
 	return c.Client.Do(req)
 }
 
+// ResumeWorkflowWithBody Resume a paused run (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The worker
+// calls the run held become due at once, in the order they became due,
+// each made once; the timers that fired and the signals that arrived while
+// it was paused are applied as usual. A run also held by a paused workflow
+// type or worker host stays held by that pause. Needs the operator role.
+// A run that is not paused is a 400.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+func (c *Client) ResumeWorkflowWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeWorkflowRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ResumeWorkflow Resume a paused run (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The worker
+// calls the run held become due at once, in the order they became due,
+// each made once; the timers that fired and the signals that arrived while
+// it was paused are applied as usual. A run also held by a paused workflow
+// type or worker host stays held by that pause. Needs the operator role.
+// A run that is not paused is a 400.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+func (c *Client) ResumeWorkflow(ctx context.Context, body ResumeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewResumeWorkflowRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ExecuteWorkflowRpcWithBody Execute an RPC of a workflow
 //
 // Calls the worker's RPC handler synchronously with the workflow's
 // persisted data (per the loading policies) and applies the mutations
 // it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 // `originalWorker*` fields; a locking RPC whose keys are held by
-// another operation answers 450 at once.
+// another operation answers 450 at once. A run that is paused (by
+// itself, or as part of a paused workflow type or worker host: an
+// extension of this server, see /api/v1/workflow/pause) answers 409
+// without calling its worker.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3992,7 +4544,10 @@ func (c *Client) ExecuteWorkflowRpcWithBody(ctx context.Context, contentType str
 // persisted data (per the loading policies) and applies the mutations
 // it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 // `originalWorker*` fields; a locking RPC whose keys are held by
-// another operation answers 450 at once.
+// another operation answers 450 at once. A run that is paused (by
+// itself, or as part of a paused workflow type or worker host: an
+// extension of this server, see /api/v1/workflow/pause) answers 409
+// without calling its worker.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4889,6 +5444,126 @@ func NewSetLimitRequestWithBody(server string, contentType string, body io.Reade
 	return req, nil
 }
 
+// NewDeletePauseRequest calls the generic DeletePause builder with application/json body
+func NewDeletePauseRequest(server string, body DeletePauseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDeletePauseRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDeletePauseRequestWithBody constructs an http.Request for the DeletePause method, with any body, and a specified content type
+func NewDeletePauseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/pause/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewListPausesRequest calls the generic ListPauses builder with application/json body
+func NewListPausesRequest(server string, body ListPausesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewListPausesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewListPausesRequestWithBody constructs an http.Request for the ListPauses method, with any body, and a specified content type
+func NewListPausesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/pause/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSetPauseRequest calls the generic SetPause builder with application/json body
+func NewSetPauseRequest(server string, body SetPauseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewSetPauseRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewSetPauseRequestWithBody constructs an http.Request for the SetPause method, with any body, and a specified content type
+func NewSetPauseRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/pause/set")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewUpdateWorkflowConfigRequest calls the generic UpdateWorkflowConfig builder with application/json body
 func NewUpdateWorkflowConfigRequest(server string, body UpdateWorkflowConfigJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5249,6 +5924,46 @@ func NewDumpWorkflowInternalRequestWithBody(server string, contentType string, b
 	return req, nil
 }
 
+// NewPauseWorkflowRequest calls the generic PauseWorkflow builder with application/json body
+func NewPauseWorkflowRequest(server string, body PauseWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewPauseWorkflowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewPauseWorkflowRequestWithBody constructs an http.Request for the PauseWorkflow method, with any body, and a specified content type
+func NewPauseWorkflowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/workflow/pause")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPublishToInternalChannelRequest calls the generic PublishToInternalChannel builder with application/json body
 func NewPublishToInternalChannelRequest(server string, body PublishToInternalChannelJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -5310,6 +6025,46 @@ func NewResetWorkflowRequestWithBody(server string, contentType string, body io.
 	}
 
 	operationPath := fmt.Sprintf("/api/v1/workflow/reset")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewResumeWorkflowRequest calls the generic ResumeWorkflow builder with application/json body
+func NewResumeWorkflowRequest(server string, body ResumeWorkflowJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewResumeWorkflowRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewResumeWorkflowRequestWithBody constructs an http.Request for the ResumeWorkflow method, with any body, and a specified content type
+func NewResumeWorkflowRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/api/v1/workflow/resume")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -6161,6 +6916,90 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/limit/set (the `SetLimit` operationId).
 	SetLimitWithResponse(ctx context.Context, body SetLimitJSONRequestBody, reqEditors ...RequestEditorFn) (*SetLimitResponse, error)
 
+	// DeletePauseWithBodyWithResponse Resume a workflow type or a worker host, at a pace (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Ends the
+	// scope's pause. The worker calls it held become due `rps` a second (the
+	// oldest first; default 50), so that a worker coming back is not flooded:
+	// the answer says how many and when the last is due. Calls of a run still
+	// paused for another reason (the run itself, its other scope) stay held.
+	// Needs the operator role. A scope that is not paused is a 400.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+	DeletePauseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeletePauseResponse, error)
+
+	// DeletePauseWithResponse Resume a workflow type or a worker host, at a pace (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Ends the
+	// scope's pause. The worker calls it held become due `rps` a second (the
+	// oldest first; default 50), so that a worker coming back is not flooded:
+	// the answer says how many and when the last is due. Calls of a run still
+	// paused for another reason (the run itself, its other scope) stay held.
+	// Needs the operator role. A scope that is not paused is a 400.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+	DeletePauseWithResponse(ctx context.Context, body DeletePauseJSONRequestBody, reqEditors ...RequestEditorFn) (*DeletePauseResponse, error)
+
+	// ListPausesWithBodyWithResponse The paused workflow types and worker hosts (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists the
+	// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+	// how many worker calls it holds now. Needs the reader role.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+	ListPausesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListPausesResponse, error)
+
+	// ListPausesWithResponse The paused workflow types and worker hosts (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Lists the
+	// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+	// how many worker calls it holds now. Needs the reader role.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+	ListPausesWithResponse(ctx context.Context, body ListPausesJSONRequestBody, reqEditors ...RequestEditorFn) (*ListPausesResponse, error)
+
+	// SetPauseWithBodyWithResponse Pause a workflow type or a worker host (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Every run
+	// of the workflow type, or every run whose worker URL names the host
+	// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+	// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+	// meanwhile start paused. The pause is one stored row, not a write per
+	// run; every node holds it within seconds (at once on PostgreSQL, whose
+	// nodes announce it to each other). Timers, signals and the workflow
+	// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+	// operator role. A scope paused already is a 400.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+	SetPauseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetPauseResponse, error)
+
+	// SetPauseWithResponse Pause a workflow type or a worker host (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. Every run
+	// of the workflow type, or every run whose worker URL names the host
+	// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+	// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+	// meanwhile start paused. The pause is one stored row, not a write per
+	// run; every node holds it within seconds (at once on PostgreSQL, whose
+	// nodes announce it to each other). Timers, signals and the workflow
+	// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+	// operator role. A scope paused already is a 400.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+	SetPauseWithResponse(ctx context.Context, body SetPauseJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPauseResponse, error)
+
 	// UpdateWorkflowConfigWithBodyWithResponse Change the configuration of a running workflow
 	//
 	// Every field set in `workflowConfig` overwrites the run's current value.
@@ -6369,6 +7208,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/workflow/internal/dump (the `DumpWorkflowInternal` operationId).
 	DumpWorkflowInternalWithResponse(ctx context.Context, body DumpWorkflowInternalJSONRequestBody, reqEditors ...RequestEditorFn) (*DumpWorkflowInternalResponse, error)
 
+	// PauseWorkflowWithBodyWithResponse Pause a run, holding its worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The run
+	// makes no waitUntil or execute call, and an RPC answers 409, until it is
+	// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+	// its signals and internal-channel messages are still accepted and
+	// buffered, its workflow timeout still counts (a paused run can time out),
+	// and it can be stopped or reset. A worker call already under way when the
+	// pause commits finishes and its answer is applied. The pause is stored
+	// with the run (who, when, why): it survives restarts and failover, holds
+	// on every node, shows in describe (`paused`) and in search
+	// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+	// resets. Needs the operator role. A run paused already, or closed, is a
+	// 400.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+	PauseWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseWorkflowResponse, error)
+
+	// PauseWorkflowWithResponse Pause a run, holding its worker calls (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The run
+	// makes no waitUntil or execute call, and an RPC answers 409, until it is
+	// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+	// its signals and internal-channel messages are still accepted and
+	// buffered, its workflow timeout still counts (a paused run can time out),
+	// and it can be stopped or reset. A worker call already under way when the
+	// pause commits finishes and its answer is applied. The pause is stored
+	// with the run (who, when, why): it survives restarts and failover, holds
+	// on every node, shows in describe (`paused`) and in search
+	// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+	// resets. Needs the operator role. A run paused already, or closed, is a
+	// 400.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+	PauseWorkflowWithResponse(ctx context.Context, body PauseWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseWorkflowResponse, error)
+
 	// PublishToInternalChannelWithBodyWithResponse Publish messages to internal channels of a running workflow
 	//
 	// Appends every message, in order, to the named internal (inter-state) channels of the run.
@@ -6409,13 +7288,44 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /api/v1/workflow/reset (the `ResetWorkflow` operationId).
 	ResetWorkflowWithResponse(ctx context.Context, body ResetWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ResetWorkflowResponse, error)
 
+	// ResumeWorkflowWithBodyWithResponse Resume a paused run (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The worker
+	// calls the run held become due at once, in the order they became due,
+	// each made once; the timers that fired and the signals that arrived while
+	// it was paused are applied as usual. A run also held by a paused workflow
+	// type or worker host stays held by that pause. Needs the operator role.
+	// A run that is not paused is a 400.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+	ResumeWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeWorkflowResponse, error)
+
+	// ResumeWorkflowWithResponse Resume a paused run (extension of this server)
+	//
+	// Not part of iWF's API: an additive extension of this server. The worker
+	// calls the run held become due at once, in the order they became due,
+	// each made once; the timers that fired and the signals that arrived while
+	// it was paused are applied as usual. A run also held by a paused workflow
+	// type or worker host stays held by that pause. Needs the operator role.
+	// A run that is not paused is a 400.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+	ResumeWorkflowWithResponse(ctx context.Context, body ResumeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeWorkflowResponse, error)
+
 	// ExecuteWorkflowRpcWithBodyWithResponse Execute an RPC of a workflow
 	//
 	// Calls the worker's RPC handler synchronously with the workflow's
 	// persisted data (per the loading policies) and applies the mutations
 	// it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 	// `originalWorker*` fields; a locking RPC whose keys are held by
-	// another operation answers 450 at once.
+	// another operation answers 450 at once. A run that is paused (by
+	// itself, or as part of a paused workflow type or worker host: an
+	// extension of this server, see /api/v1/workflow/pause) answers 409
+	// without calling its worker.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6428,7 +7338,10 @@ type ClientWithResponsesInterface interface {
 	// persisted data (per the loading policies) and applies the mutations
 	// it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 	// `originalWorker*` fields; a locking RPC whose keys are held by
-	// another operation answers 450 at once.
+	// another operation answers 450 at once. A run that is paused (by
+	// itself, or as part of a paused workflow type or worker host: an
+	// extension of this server, see /api/v1/workflow/pause) answers 409
+	// without calling its worker.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7194,6 +8107,192 @@ func (r SetLimitResponse) ContentType() string {
 	return ""
 }
 
+type DeletePauseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PauseDeleteResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DeletePauseResponse) GetJSON200() *PauseDeleteResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r DeletePauseResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r DeletePauseResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DeletePauseResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeletePauseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeletePauseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeletePauseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeletePauseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ListPausesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PauseListResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ListPausesResponse) GetJSON200() *PauseListResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ListPausesResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ListPausesResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ListPausesResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ListPausesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ListPausesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ListPausesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ListPausesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type SetPauseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *PauseScopeInfo
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SetPauseResponse) GetJSON200() *PauseScopeInfo {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SetPauseResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r SetPauseResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SetPauseResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SetPauseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SetPauseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SetPauseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SetPauseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type UpdateWorkflowConfigResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7703,6 +8802,68 @@ func (r DumpWorkflowInternalResponse) ContentType() string {
 	return ""
 }
 
+type PauseWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EmptyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r PauseWorkflowResponse) GetJSON200() *EmptyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r PauseWorkflowResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r PauseWorkflowResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r PauseWorkflowResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r PauseWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r PauseWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r PauseWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r PauseWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type PublishToInternalChannelResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7813,6 +8974,68 @@ func (r ResetWorkflowResponse) ContentType() string {
 	return ""
 }
 
+type ResumeWorkflowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *EmptyResponse
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *ErrorResponse
+	// JSON500 the response for an HTTP 500 `application/json` response
+	JSON500 *ErrorResponse
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *ErrorResponse
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ResumeWorkflowResponse) GetJSON200() *EmptyResponse {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ResumeWorkflowResponse) GetJSON400() *ErrorResponse {
+	return r.JSON400
+}
+
+// GetJSON500 returns the response for an HTTP 500 `application/json` response
+func (r ResumeWorkflowResponse) GetJSON500() *ErrorResponse {
+	return r.JSON500
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ResumeWorkflowResponse) GetJSON503() *ErrorResponse {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ResumeWorkflowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ResumeWorkflowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ResumeWorkflowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ResumeWorkflowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ExecuteWorkflowRpcResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -7820,6 +9043,8 @@ type ExecuteWorkflowRpcResponse struct {
 	JSON200 *WorkflowRpcResponse
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *ErrorResponse
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *ErrorResponse
 	// JSON420 the response for an HTTP 420 `application/json` response
 	JSON420 *ErrorResponse
 	// JSON450 the response for an HTTP 450 `application/json` response
@@ -7836,6 +9061,11 @@ func (r ExecuteWorkflowRpcResponse) GetJSON200() *WorkflowRpcResponse {
 // GetJSON400 returns the response for an HTTP 400 `application/json` response
 func (r ExecuteWorkflowRpcResponse) GetJSON400() *ErrorResponse {
 	return r.JSON400
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ExecuteWorkflowRpcResponse) GetJSON409() *ErrorResponse {
+	return r.JSON409
 }
 
 // GetJSON420 returns the response for an HTTP 420 `application/json` response
@@ -8958,6 +10188,126 @@ func (c *ClientWithResponses) SetLimitWithResponse(ctx context.Context, body Set
 	return ParseSetLimitResponse(rsp)
 }
 
+// DeletePauseWithBodyWithResponse Resume a workflow type or a worker host, at a pace (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Ends the
+// scope's pause. The worker calls it held become due `rps` a second (the
+// oldest first; default 50), so that a worker coming back is not flooded:
+// the answer says how many and when the last is due. Calls of a run still
+// paused for another reason (the run itself, its other scope) stay held.
+// Needs the operator role. A scope that is not paused is a 400.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+func (c *ClientWithResponses) DeletePauseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DeletePauseResponse, error) {
+	rsp, err := c.DeletePauseWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePauseResponse(rsp)
+}
+
+// DeletePauseWithResponse Resume a workflow type or a worker host, at a pace (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Ends the
+// scope's pause. The worker calls it held become due `rps` a second (the
+// oldest first; default 50), so that a worker coming back is not flooded:
+// the answer says how many and when the last is due. Calls of a run still
+// paused for another reason (the run itself, its other scope) stay held.
+// Needs the operator role. A scope that is not paused is a 400.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/pause/delete (the `DeletePause` operationId).
+func (c *ClientWithResponses) DeletePauseWithResponse(ctx context.Context, body DeletePauseJSONRequestBody, reqEditors ...RequestEditorFn) (*DeletePauseResponse, error) {
+	rsp, err := c.DeletePause(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeletePauseResponse(rsp)
+}
+
+// ListPausesWithBodyWithResponse The paused workflow types and worker hosts (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists the
+// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+// how many worker calls it holds now. Needs the reader role.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+func (c *ClientWithResponses) ListPausesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListPausesResponse, error) {
+	rsp, err := c.ListPausesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPausesResponse(rsp)
+}
+
+// ListPausesWithResponse The paused workflow types and worker hosts (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Lists the
+// scopes paused with /api/v1/pause/set, with who paused each, when, why and
+// how many worker calls it holds now. Needs the reader role.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/pause/list (the `ListPauses` operationId).
+func (c *ClientWithResponses) ListPausesWithResponse(ctx context.Context, body ListPausesJSONRequestBody, reqEditors ...RequestEditorFn) (*ListPausesResponse, error) {
+	rsp, err := c.ListPauses(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseListPausesResponse(rsp)
+}
+
+// SetPauseWithBodyWithResponse Pause a workflow type or a worker host (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Every run
+// of the workflow type, or every run whose worker URL names the host
+// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+// meanwhile start paused. The pause is one stored row, not a write per
+// run; every node holds it within seconds (at once on PostgreSQL, whose
+// nodes announce it to each other). Timers, signals and the workflow
+// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+// operator role. A scope paused already is a 400.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+func (c *ClientWithResponses) SetPauseWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SetPauseResponse, error) {
+	rsp, err := c.SetPauseWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetPauseResponse(rsp)
+}
+
+// SetPauseWithResponse Pause a workflow type or a worker host (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. Every run
+// of the workflow type, or every run whose worker URL names the host
+// (HOST:PORT), makes no waitUntil or execute call and answers an RPC with
+// 409 until the scope is resumed (/api/v1/pause/delete); runs that start
+// meanwhile start paused. The pause is one stored row, not a write per
+// run; every node holds it within seconds (at once on PostgreSQL, whose
+// nodes announce it to each other). Timers, signals and the workflow
+// timeout go on as for a paused run (/api/v1/workflow/pause). Needs the
+// operator role. A scope paused already is a 400.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/pause/set (the `SetPause` operationId).
+func (c *ClientWithResponses) SetPauseWithResponse(ctx context.Context, body SetPauseJSONRequestBody, reqEditors ...RequestEditorFn) (*SetPauseResponse, error) {
+	rsp, err := c.SetPause(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSetPauseResponse(rsp)
+}
+
 // UpdateWorkflowConfigWithBodyWithResponse Change the configuration of a running workflow
 //
 // Every field set in `workflowConfig` overwrites the run's current value.
@@ -9274,6 +10624,58 @@ func (c *ClientWithResponses) DumpWorkflowInternalWithResponse(ctx context.Conte
 	return ParseDumpWorkflowInternalResponse(rsp)
 }
 
+// PauseWorkflowWithBodyWithResponse Pause a run, holding its worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The run
+// makes no waitUntil or execute call, and an RPC answers 409, until it is
+// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+// its signals and internal-channel messages are still accepted and
+// buffered, its workflow timeout still counts (a paused run can time out),
+// and it can be stopped or reset. A worker call already under way when the
+// pause commits finishes and its answer is applied. The pause is stored
+// with the run (who, when, why): it survives restarts and failover, holds
+// on every node, shows in describe (`paused`) and in search
+// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+// resets. Needs the operator role. A run paused already, or closed, is a
+// 400.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+func (c *ClientWithResponses) PauseWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*PauseWorkflowResponse, error) {
+	rsp, err := c.PauseWorkflowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseWorkflowResponse(rsp)
+}
+
+// PauseWorkflowWithResponse Pause a run, holding its worker calls (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The run
+// makes no waitUntil or execute call, and an RPC answers 409, until it is
+// resumed (/api/v1/workflow/resume). Its timers still come due and fire,
+// its signals and internal-channel messages are still accepted and
+// buffered, its workflow timeout still counts (a paused run can time out),
+// and it can be stopped or reset. A worker call already under way when the
+// pause commits finishes and its answer is applied. The pause is stored
+// with the run (who, when, why): it survives restarts and failover, holds
+// on every node, shows in describe (`paused`) and in search
+// (`IwfPaused = true`), and passes to the run's retries, cron runs and
+// resets. Needs the operator role. A run paused already, or closed, is a
+// 400.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/pause (the `PauseWorkflow` operationId).
+func (c *ClientWithResponses) PauseWorkflowWithResponse(ctx context.Context, body PauseWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*PauseWorkflowResponse, error) {
+	rsp, err := c.PauseWorkflow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParsePauseWorkflowResponse(rsp)
+}
+
 // PublishToInternalChannelWithBodyWithResponse Publish messages to internal channels of a running workflow
 //
 // Appends every message, in order, to the named internal (inter-state) channels of the run.
@@ -9338,13 +10740,56 @@ func (c *ClientWithResponses) ResetWorkflowWithResponse(ctx context.Context, bod
 	return ParseResetWorkflowResponse(rsp)
 }
 
+// ResumeWorkflowWithBodyWithResponse Resume a paused run (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The worker
+// calls the run held become due at once, in the order they became due,
+// each made once; the timers that fired and the signals that arrived while
+// it was paused are applied as usual. A run also held by a paused workflow
+// type or worker host stays held by that pause. Needs the operator role.
+// A run that is not paused is a 400.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+func (c *ClientWithResponses) ResumeWorkflowWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ResumeWorkflowResponse, error) {
+	rsp, err := c.ResumeWorkflowWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeWorkflowResponse(rsp)
+}
+
+// ResumeWorkflowWithResponse Resume a paused run (extension of this server)
+//
+// Not part of iWF's API: an additive extension of this server. The worker
+// calls the run held become due at once, in the order they became due,
+// each made once; the timers that fired and the signals that arrived while
+// it was paused are applied as usual. A run also held by a paused workflow
+// type or worker host stays held by that pause. Needs the operator role.
+// A run that is not paused is a 400.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /api/v1/workflow/resume (the `ResumeWorkflow` operationId).
+func (c *ClientWithResponses) ResumeWorkflowWithResponse(ctx context.Context, body ResumeWorkflowJSONRequestBody, reqEditors ...RequestEditorFn) (*ResumeWorkflowResponse, error) {
+	rsp, err := c.ResumeWorkflow(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseResumeWorkflowResponse(rsp)
+}
+
 // ExecuteWorkflowRpcWithBodyWithResponse Execute an RPC of a workflow
 //
 // Calls the worker's RPC handler synchronously with the workflow's
 // persisted data (per the loading policies) and applies the mutations
 // it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 // `originalWorker*` fields; a locking RPC whose keys are held by
-// another operation answers 450 at once.
+// another operation answers 450 at once. A run that is paused (by
+// itself, or as part of a paused workflow type or worker host: an
+// extension of this server, see /api/v1/workflow/pause) answers 409
+// without calling its worker.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9363,7 +10808,10 @@ func (c *ClientWithResponses) ExecuteWorkflowRpcWithBodyWithResponse(ctx context
 // persisted data (per the loading policies) and applies the mutations
 // it returns. Worker failures answer 420 with `WORKER_API_ERROR` and the
 // `originalWorker*` fields; a locking RPC whose keys are held by
-// another operation answers 450 at once.
+// another operation answers 450 at once. A run that is paused (by
+// itself, or as part of a paused workflow type or worker host: an
+// extension of this server, see /api/v1/workflow/pause) answers 409
+// without calling its worker.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10197,6 +11645,147 @@ func ParseSetLimitResponse(rsp *http.Response) (*SetLimitResponse, error) {
 	return response, nil
 }
 
+// ParseDeletePauseResponse parses an HTTP response from a DeletePauseWithResponse call
+func ParseDeletePauseResponse(rsp *http.Response) (*DeletePauseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeletePauseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PauseDeleteResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseListPausesResponse parses an HTTP response from a ListPausesWithResponse call
+func ParseListPausesResponse(rsp *http.Response) (*ListPausesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ListPausesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PauseListResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseSetPauseResponse parses an HTTP response from a SetPauseWithResponse call
+func ParseSetPauseResponse(rsp *http.Response) (*SetPauseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SetPauseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest PauseScopeInfo
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseUpdateWorkflowConfigResponse parses an HTTP response from a UpdateWorkflowConfigWithResponse call
 func ParseUpdateWorkflowConfigResponse(rsp *http.Response) (*UpdateWorkflowConfigResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10571,6 +12160,53 @@ func ParseDumpWorkflowInternalResponse(rsp *http.Response) (*DumpWorkflowInterna
 	return response, nil
 }
 
+// ParsePauseWorkflowResponse parses an HTTP response from a PauseWorkflowWithResponse call
+func ParsePauseWorkflowResponse(rsp *http.Response) (*PauseWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &PauseWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EmptyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParsePublishToInternalChannelResponse parses an HTTP response from a PublishToInternalChannelWithResponse call
 func ParsePublishToInternalChannelResponse(rsp *http.Response) (*PublishToInternalChannelResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10651,6 +12287,53 @@ func ParseResetWorkflowResponse(rsp *http.Response) (*ResetWorkflowResponse, err
 	return response, nil
 }
 
+// ParseResumeWorkflowResponse parses an HTTP response from a ResumeWorkflowWithResponse call
+func ParseResumeWorkflowResponse(rsp *http.Response) (*ResumeWorkflowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ResumeWorkflowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest EmptyResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
 // ParseExecuteWorkflowRpcResponse parses an HTTP response from a ExecuteWorkflowRpcWithResponse call
 func ParseExecuteWorkflowRpcResponse(rsp *http.Response) (*ExecuteWorkflowRpcResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -10678,6 +12361,13 @@ func ParseExecuteWorkflowRpcResponse(rsp *http.Response) (*ExecuteWorkflowRpcRes
 			return nil, err
 		}
 		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest ErrorResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 420:
 		var dest ErrorResponse
@@ -11303,314 +12993,347 @@ func ParseGetVersionResponse(rsp *http.Response) (*GetVersionResponse, error) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcts41ij6KiidUxV7Dn3py3z1bfuXYsuJvji2P0nuTO+tLhMmIQljCuAQoB3NVKrOQ5wnPE+yC2sB",
-	"4EWkRDlxkp6dP92xiDvWWlj39a9eJJepFExo1Tv5V09FC7ak8M++1myZ6gvKkzxj5peYqSjjqeZS9E56",
-	"kwUjCVWazChPWEyeZPbAMhLRJCFyRihRmmpG2EcW5abLYS/opZlMWaY5gxloys3/mMiXvZP/1fvQH07u",
-	"bq8mw8te0Bv8bXB2Oxn0/gh6epWy3klP6YyLee9T0KO4MtN3JrMl1b2THhf6l597vjEXms1ZZlqzLJPZ",
-	"+vI/LKgmT0xo8pRJMQ+IWshMM8FioiWhmiyl0uSn4Pj4mNyvNFOHvYalLLROx5rqXDUfEB7KK0XeTiY3",
-	"cCK5OiX0XsHECyaIkIQK9QQnt2RkT/Mlk7kOSMZmuWIxiaQQLDJj7psldNixGUJpukzfq/oZ/cevDT0+",
-	"Bb2M/SPnGYvNPZhrKQ65Opw7zuJa5P3fWaTNtK+pjhZnVEQsGbF/5EzBDVWv/N60Gcbmn7WzrC3CNWyd",
-	"6BzO+p49Y6qgN0OgVjd0zsb8nw3QbcFekZRlJKVz5m9NZuSYLBkVivx0fBwUoHJ8fNzxgsrTT+QDE1/0",
-	"PFQqhWItB2L+8X9nbNY76f1fRwXuH1nEP4KxhmImy+s0nbhmS9Wpt6MYn/xSaZbRVXnAK/ZRVzZfPfwx",
-	"s8ihFyxjhGaMLGXGiOvegIpNx9Ur7aD13Er0rXpcGaNKikbwMVg9S+RTC3S5z6NcdAH10mj1voFbRevy",
-	"4arWDrBP4ACI2Q81vxEqYsK1Imkm5xlTiuyxj5oJZb7JGdELrohi2SPL9tcJ9SZUihKpWDzZkeQEvShj",
-	"VLP49aqZcNJIy4w8LaQhmplmZvWGJkYyi80fgjAaLUiWi1eKLLjSMls1Umg7z+4LjKVgHZviC9ix8dIc",
-	"ZvfWTCk6Z03v14pQe81PVJEICK95iO9XBm/sbTaeiQeLTvh87Vt/CnopE7EZpdvq/5GzbNUINhuwK2OK",
-	"6U4rG5mW13AiCnqm1cuNZX6fsGJlIl/e48IUnwuanC2oECy5okvWuBL1wFMDOFmn1Yxd69KKgAfq1hta",
-	"fgp6eRo/B2Bb3gt3B+VLd8vCAysg0sK8h+fitsvo2ohSjctuJVqXXOnWd1vU34a1a0lbX20YfcdH+5D0",
-	"oS1hIlZTwWiWcJYF5InrBaGkspyASBExIKT3ONUr8l/j6yuSGWrEFKH3MtdT8RN5z18fTkUXduDT5lPa",
-	"+Jrv+jS7h73+Lm878ybg2vSoXpcJTAPf7QhXLJky7Laj5VteJScpTAaj98Or/mTQC3pn/auzgZEYLvog",
-	"OIyHb6765h+jwXgwMT+8G97cTYbvB6N1YSLofTwwgx480kzQpTnO/9WbsGzJBSIIsrNmdMrN/8ZAN8zo",
-	"QKSCnkf63h9u8xWq1Pi4AYUrNp2xiPFHpk6Bbs84S2KFIhQ2zBBVDonpm0ou9FRoN8xklTICaydcEXdL",
-	"ZM++iYNHJvQwJjOZkbfD8eR69Pvd4LfB1eRueB5MRbmV2UZDO3N0AQpzdpzxpD8ZYH/4eeBEvMp3lOCG",
-	"11d3w/P9k+Kt4nohc024JlxNhZNyANt+PT5Gvo9rfPYV4lAV8qs76ygF1jfa/vJM4NfNyPTBcWm+g30t",
-	"ED5GjKZpUn747qVMGBWu2S0Qy83Naifb/EDhrWzH2GJnrTi79nw1gq4RBjNi9pBW2bB14DWNDrC9g+C1",
-	"u4TPZ3K5pCJu2WOliYjZx4437jjp8faDbGHI13q2n50B1tKLVhNnAJQ9BhRM+S48+GfwbJ4LqwsJitEs",
-	"WhD4HhCqyBFN+dHjT0fuBI5sC00fDH3RZM8/nP9B3vHX+43sZcHbrbGsCCXYAPfMiNIyVQFIKGohnwTS",
-	"AvMFzuuQ9P1j/fOvqIsJCEsUM/SiZQGfyUFW1z3KBQhOEVOGVBnmQrFIitixEQGZZXJJjg+PfyJ7UjCg",
-	"6uyRZSvDYEwFtlb75qn76fj4+LiJL/mr4UTEikgj9JKMamYIOoVNVjmJHdnammLDEGh4IwM44wgbN54j",
-	"DvcbTfKtFHEgIhmz+NrjxefyzjWcXOdityHjRsaphdaUZLPqqb2VT2RJxcrcrIJzgwUR26Gu99mNQ3ez",
-	"btqRbrjK8aQ/mgyv3pCnBU8YrAqG4mKO66QZYFfG4oCMbq+uTNtcaJ4g1X6iaio8XAM4CHJ2/f7mcjAZ",
-	"nJ8SZK0uB+f4KBcS5h6I5qifMdBtSBagsXkTcDHwgpuZ15e1j+DsmDm3C8NU4Ro9V3c5ODf/divqyL/B",
-	"/ePXUS4E/uvMLd78Wy7ThGlz4p+CnsWWZkWK+dVcK6hQDG9PqMOYV4rc57MZM3u0UrpaJ9uqUU65Aow1",
-	"BNANEZBcRFKofFkb7lnyg92TfZHaFNQAVvatBkw35MiMmwmaHNhtkgifXn/h5IlybYQlBPuy9t7e4uBs",
-	"MPyt83V9oNzdFvLB9lpw2jO5vDfMeKMs0ScJV9rswC2Sx4rswfuxzBPN04RHXK/2iTZSxzJXmtAkIffM",
-	"dEAYWL+yyLEjVeFqnTGpCFGN14AjtTIGhqGysylvMDHHq4CPpjPNMhA2zW+3gLj9m2HriktnpZoJf9i/",
-	"+v3u7Pr9ayM9Gdbc41ZoX4PSEPVzhTNUVHM1W3lAMIvpJH823GeDIGrnszDRhRU/W+/xKejFLOIxyyYZ",
-	"n89Z1mWc8/UenwLAsgzwxKKUna673D1sGaFp9/b53nWKcblb07hlFrr7sJNSrx3hXeWJbgDB61xHcskc",
-	"41dAdbqgigVkQQ1VAYUAcN0MRd4MxgNcV1NhHrXUcHiGfRLJClBFF5hEHrhw0PrEMuaED0NjDW/GhM5W",
-	"U2G4OA/dwjUiMotZ1iR1rkFCaZfPAwQcoB0Odp1gXOrVOKqZGx7HfsrHeRQxFjfxOhfU8NZA7osbskZe",
-	"c1rIsxtSBbyDGYRQsXqiZQV8XZL94Ea68LryGi3M8i85KYD8ric4KTrtBPA1clWXeuy76Sk9vLjFLg1A",
-	"m6ffkB8WWwrLq69r//KyoNW9oGfpeP3vdbre8RHuJ0nBFQW9vlit/+nodo19kkKzjw2P2zBmQvMZZ8gv",
-	"G5HIXaS1LZtTKDkN3LNEirkiWja4ChQm/+osP3n0n/HMPO/YMCBcRBlbMqGtxJYxna3IHsJQ/2aogHh0",
-	"NanD4NYjwqu4N9x1ZTFeuIdtPlFFDMDFeWJIEhfkVvCPVqK0OkBFDZV0MmTHpbfYYJoUSetsSM1Zg9wz",
-	"w65z8SgfDMPfNPeXNotWVDZZ2ZbQolJx70iWi7VzfI5EttEQ27q2JqntvJH9qG7hks1ptCIqZUlizlrO",
-	"SLhOT8JTAvpReOmAPIbrPFIImgLQKDQQjff9q/MmYrHt988kJpbbqxGRjb82U5jBMtWrsjxP45ibZjS5",
-	"KRGJmXm2ggbQvpfxioT/+hQaRMozgSZSr0iwrMKCPjIipGU2SvBtb9XsdC4Piu3nkf7XJ3PZVdXHupAi",
-	"iEzpP3JGUrpKJI1PSBhTTUOiWMZpwlVhsx2fv3ulCM5IGIybGaqJ+n5BHe9ENQnhMxfzEJmkQgrPmAJK",
-	"O5PZE81i0NtZrftUxAx7HZKQfdRj03oYh0chGID0IkSdAdMlgDNT26WThD8yNRVcEPYR5USYkc5ZE89k",
-	"ttlMbnBvsRu3kZy4DTaIz7RgIl0rRBPzGNjT3WOHZpd/V1KEzfTK7rkBNWWEIr+dw+2ewyON05a3z9qG",
-	"t+e74XHM/D4qA5KFTGBX5elxR1SQ8S/Yar/ZEWaNHA2yTGZlDKouBj4jmpQxpHAigGPFt0hIcfDz8bHz",
-	"WXMqXGzWKJzGTFOeNKjU8iUVBxmjMb1PGCl99Edi1tXswJDxORc0+QDsA6z/vGUaI/aObs4cp+EcglDc",
-	"DXFxoZdInLse80fSdf42JcvG+UtegaX57eE6q9jecdkZyrAP3mewK/vSsN7mR2nzaTHXcecDU/l9cUAb",
-	"9chwlr51OziPyyNWN/GeRgsuWAFbEdVsLrMVcN6ChBV8CMtP5u3VWX8yeHM9Gv7Pwfnd+Pb13XjSn9yO",
-	"e0Hvw/Xo3cXl9Ye7/uVo0D///Q4Ul62trq4nd4O/DceT8XqDweiufzO8G4xG16Ne0Lu8vnpzd3N9eQm2",
-	"1rvr20m5S7c391bYTfJ/wrvqLJT9xJzCynItpQ9XUg8+Gona/sayfsrhYMyKpJjfyCQxXM51rvEZBtNp",
-	"I9S84yJ2Zzt8mkHLyrGWLcKDu/5kMnh/M7m76A8v0cjcC1qajG/PzlqaDAaeMWlvsWGKwQBvsPa58ELe",
-	"tM6GVg1LLbVqX2210ea51tbswW1tcP+lMqL/tTrM6OasZK/HXzsr2510wUoe42bx61/GeRTVvgyYY/bW",
-	"PjSMM0D9hfvVKxUaZq5/K8/tv63PXvrUOFqxAodIpRHcT7bnh7LIYE45jbwchihlTyfl1gv1RiY8WrU4",
-	"zSxomjKh8DEwkqQVL5VFPaszQykTVSeH5FYYZg4tjCGAggcBc9MO3W6GACe3o0EFb7t06AW9m9H12WBw",
-	"fje5vju7vroYvrkdGbpooLcjGJn9u+O6FmvnYuZAtc9Enkkx4/M8YzGaxYqD5GI+RoeI9zJu1MRw9FUQ",
-	"hrOqSbxoLUu40ujXAGzNSmm2tGbyqaBaZ/zeHDFQudqcKqyc9lSEg6v+68vB+d3F9QgPY3z3YTh5W0Lo",
-	"sGoKK3foX0IYxNYhekHvfDiGVh3PeiDMoxhfyKyfGDAt/oadqA9cLzy8m+G5ggZw0m8ZTXSL1zF+IxlL",
-	"ZSGcF26odZuFQCmuQWJKnuhKkfD6XVhIIJbFRL6nORgjztuczsaoFDDCNmiNYcQFLjdasOihIx+1kEqL",
-	"RrP6W6l0SUBjdqEAaG2OuE28zfB8xHLVSgis0oDHB5lpRlJod0hA8eS04lxbh400YxGLmYgYkY8sm4rQ",
-	"qzjK04SH5LXUC6+KUG4P0x69F+ZUkmQ17ZFHmuTgjT8VNIpYajBlr9B2SWFoT5ZxI39an2we0YToVSpr",
-	"Rt/+pSEow4u7m9Hgt+H17djxSv3XV9ej9/3Ly997QXOr1kZX13eFAdngBHwYDW7HA9/Mew6aDq51Z62G",
-	"fBrObjL2yGWukHnq+/MxU6y1aG5wJQu7tEGuBDzJcsVcE++BOJy5lgb3Wk1J65TO2xDNpVhzMoEwAG/g",
-	"LXt+1JWtl4w22Sv77tbNyIZ5p5rf84Tr1SlZoFzCZjMWabJHvXHFWrUVYR9ppJNVeUld5Req38vPWlDH",
-	"eaItDuHRBk+1mjKxPFSTinDtMm/y+4SrRaPC47p0i2AZXr/GU0J9E+djSS3KKs2ThEQyF7rBRWHbph+f",
-	"4f/zuYdhjTCbLIgGjNqcFXbfZOVmW630rxTh8SkxXNfKe6ouaEyEFKzFFa3mgrHRlt3ktvGFbsDvrwrl",
-	"9RU23o4V6ZodMGYsWkUJI+wR3taZteqYV8a6DZP+zbCwhYCCISBsybUGY+9UUEHkvXkmKSIvWUj5cEgu",
-	"rDMpOMTpBRXWedC6OEvBlFNXTkXFFIxrMRsBvcqKgKMt0bJJS8lEoc0fis7xQT6udKPR1x4dCtamV1mK",
-	"3nidviG4JUbtQSrAnfYdb7qDvbjascVknOnnHM5nei9/QVuSO+vN1Lq4llrPYJNVaBOyDJrDjlHXSrWm",
-	"0cKGGjstG0JtmwJ1kw/Sv7pwlu/Yynty1rH4ga0KZXxQqNJjqinxYo9y+JzIiCZoZPARebD4htflga2+",
-	"5Kuytq1LvuSNlCmSIsqzjIloZYgOONQmprHhg0p2Z2WkvZnMIraTP/YDR8Zr0/Jhbe84us+k1Bxr8/OC",
-	"zzRX5LjFhULmWdRwc9PeLKHzac/qBDBowjleco1uyYX09EoR014FhrNPuetnZFa9yGQ+X+AJHSmmG18z",
-	"TbM505tC3YkRkQhV5O31eHJycz2akL1EYni7Yta6bY6HvVIE5MTCrxAHuB1dWt5NsP2AWIruEA+IeuPa",
-	"bADa60b1iYRN8mKfZkxrrmgbafeQ0cdm/DrzUJbw+QKY46eFTBhBx+19s0eExMK1/JQcE4AYNAzA58Mu",
-	"TuA1wgZg6i/OLdFDowetzgF8ANPnLGG6PfR+Z9wo4Gozma7upnV573ijUISRZ0gD7mUu4k1R0CfEaurP",
-	"rq/ObkejwdXZ7wHaYUuuOyKuqN3Kt6wlsKgltDidCjvmqD8ZBEQvpGI+vrkUVtDYdfL7zaCymJJPVEmL",
-	"ZTnjCr4QLqaiWLXMCv+6AY0WYGxUhEaZVAo0i0LGTFUl9vXTKIwZIwzFq6+wqwMwbPOsINfeIjHCIDzz",
-	"EJc//+HuuRZHWlOVGPkczghuvEzmhSQpzeiSaZap/XVbf3X8tkACHLYzu4UPVZNbWRnC7aCtoD1m+iXQ",
-	"bhdybsMVvJSZsTnNAGgNid+FZH9BemkazTIKeVKmggMYyycW71cTdEDszTplLcBkKoyoAE5rsmPYTSeK",
-	"23ShNxhd3arFMVK/06KspdMhFB3FZQav5SZ/9k3hQJMiBKgtEoA0CNc7aUaKXAoNLp8QUF12313bzTo7",
-	"NONm4Nr73OCJR2244oxnTHV0l3NI5GONIXK4FFc8vJoMRlf9y7uzt/2rq8FlQ4qiZoiAQ9gAB9Vww2Zw",
-	"qAMBFz6jxw5Ok5OSD6bwoSjgYsQ+6opT5l7NwbKrxu5LOfJHJa/1DcETpSdZPaDwEuDlK1y3jW6y0I1O",
-	"383grTqHNNTwtynfTZPbaCu4tjiOMoIvny78R+OcdQTnhKpyCq9N26kl/LJpAXZaPYCPWzyHdZI9rsmS",
-	"rsg986Y3IZ+6eq9CZEDDjN7+BXdpzZIYmgQK0jIQnxIbnOS8G8f1mAEFzsdP9Xgmb2Gr99+SoOzztR+I",
-	"BBcyaxFvEfjbBNwnYCxTli1B4mlA6yLIaI+iL18LE2yWdmIYu8D2Pyk4ATtp6Ze9WEbqqHCtPFzG+4ek",
-	"X0p35p7c0gqExGU3+xRXT2LMRcQ2wiK0aJ2rNpwBTkXShEbM2XxhKa8UuRheXJN/5Cxn+8/xJV4DgeLC",
-	"HVA3PwWZ4kozEbFLSQ11abUE4mdzfzFJZPTAxXzf2gML3Y3MXJB3ocU5JH1hvYWnwnZIJI0VuvhpCNR0",
-	"zJ0duUlvmtB/ruwqLg2zc041raohP8NYs/7o25W8Y6uGsc2vsFZmBLIoyRV/ZCWFsO1sVcJ7qBPOGOwb",
-	"1HByv0L2twT7Gfk505wmdv8bFqUlTOJXYjvCj35FO869BiRd3teb5l6fgl6u2Du26qubjM34xy98cZ86",
-	"QXlb6AyPFu2AbJX/QqMa1dK3/s0Qkwk8Qe8HcwkcAVmVCfzldf/8rn95CQ4V17eTu8vrs3doPIZPN/3R",
-	"ZNjv9Plu8Lezy9vx8LcBtHJNrq6vBu7fbiLfDxp2E5DNGfWT5AOi5CWCMnjp0fgGwWnbt4HDCdPCfr7C",
-	"ZE+l0W8cUEcPIGRbk+REDi2vVDVQNeRfkjE4WYZpS89wnUt1wc7PD6QrWU4bsGVXS8Ja7geArjg2PLYz",
-	"/RkOAx819KwqM2lZLrbnJywtqukZGDGdrdooP3x0lN7b28D33xnb9pqUPfuHZGAI/FQ4gwMkDNIZZ7F/",
-	"pG0CF00fUCqL2YzmiVYn5CdiZHJuAGQqgHl+pElAIslmMx5x0/nnwAjZRJEl/ciX+ZIUzXIBDyuLvdda",
-	"MBXFj851p+mduafRg5zNzoqJGlx+bbQ3ywjK76CPwBwi0NsGU0PeA7uCyrM+SyTVTSk17JaHdifWk6gp",
-	"9RjOc89mMmNW6W6ThKxP1y442aOzbHfTM+q8/gzDIrU53EJw4CJK8piB+hhB05/x8+Y/txfTum/IGnWf",
-	"x3NmOe+yYyIuxzxz9hpOwXfdCgjK5sWxYe6EJTRVBhY/c+1b7+o2TVmGKmAnYtn1PTvjQt2Y2mCQMn0g",
-	"4C9mHxEPrDdhxWZ+SAYlPxk0DC1kEpsjUlORQ6aOyDD4gtyvSAgtwCf/hIRIbcDMF8JtvBv8/uF6dB6Q",
-	"yeBvE4wkOu9PBpjTK7Q7KrUfXk0CEqKmq/Tz+fXt68tBMBWheddLH15fX6MEZqfuG6q7Pv9dfzTq/35Y",
-	"TI4bwxf8KeNaM0GoIqOLM/LLL7/8Dwx8kLOZYhoSE1ESs4gvDenBicyhQbyfoELamD/QPELjjCVU80dG",
-	"wml+fPxLdAX/Y/hHLrjGv0OyN+1dEfODmgo6l9PefiMFcptuTtVVOq6O6SfLB9/RttRmR62f+y45K1zv",
-	"+t5qGtou3GUN/n/z/bpgi+E+RdzMA15Baju6xv35YGI0cGiiFjJPYlAzMBoTuqst+sV3+Vt5lhoRNXtA",
-	"9Wttm6ewNZawyBozKhQBXmtguGpzVby4LRL2gp6hAr2g57AQtZnmB8DvXtAz+NwLehW07cilvmOrJ5kZ",
-	"8XbCPpqn9Jxqpjn4GA0F/ODw4bWUSS9wPQB2gd+sJrLYwavR6fV+uDS2KWLblFAd8uDWNRtrXZo42Eoy",
-	"im1ufO72Wp33Xsg5r2MWYLuVL+DI9/yEahvc+dZ30bzmxmuy6UC2xJ80xaoXATa17uHpuvv5U8k/fWOA",
-	"CcYltYaXnA/OhueD5obPiTSp7b8cZ4Ix/OtN/vhkY4JKBot1W2xhkW/wASus9VYfCcjODauzlBD0KxU+",
-	"Yx2R/KHR4cGl+atbrAybBGatSoheq30r6O2SPddnyK1J/mYYnydXbLNFvlIYTLFnxWzU6YNBZ3+7dG0N",
-	"bqU7aIF97eK/uBTXuU7zZlqVgpXbOrrdrxqMsRCSj6nwK7bvRlqGps1xFyNBtXWnRsU+Pou8VKcNNqy7",
-	"9WwNBqmWJNBQ16FwEZhL5gRBe7ivlPesAY0Ger2Pbs72N8QS0eTM3EHX9L1n9X7W5oVxUN0daU3z9/IR",
-	"0s10SxxU7dIgLC7lI0O1Jthu4EgOyYiBYQbzsSmb5xCFpfBu/Pv4LkQgxMSM/nRlRpjjlheGrJzY5m9G",
-	"/bPBxa3PLTS8euOpcWjEPWh1cT06GzQ3IeUWhhA3j3A+6J/fDa7OwybpapMhDL+J3QHadi3lMu4CEONy",
-	"H2t9upDZO7Zq1O6TXBguHBXNaGd7KhEFqwSFzLnep8F8gCwVduwaFQq3Uzd3Xq14d7PNZnpSS78GRjKu",
-	"iE33v24vPXEP1VRYthSspqfO8HpiU1iUAlDLw40Gk9Hvw6s3J4Q2+6HVuxA6p1x4gmDzgMnMKh6zPC1p",
-	"Emt+ah3ttkHPrWqHPJUuJNI6KfiUej6Ut2d1ty5kq7iPM5mLBj4hcj93yeKQxIab22oCteZ4qiv5nOZU",
-	"dLS523m6vE/Y9ENFxd7sS4aEaFYCFOu/AvZmsIjimmGlqM5szr1RmbI9AMB7Dmwl3YgvdTTD/oG9oYat",
-	"Ni+l9fha768Vj2+bvA43MZaX/LHuC+p9RDtykrDrHZ++Enw3qJiyvGmp1ykTmKTY1tlIKmt/ztK3OVSo",
-	"FpdgQ5xZM0te8S9Cp6ImDr37UZVlhm2uoIW/QOnO7Xn6i3JbawKiSgLPFm0KpoOmWFYC0JEv2SEJ46re",
-	"P0RbkdWqWtPKUi7Br8MTdJc9aIsE3xq4XVLYd6m6BF6At4J/9NjUqvG3Aiy9VzIx7w32hc0+O3Vc83l3",
-	"VHmgY+JX13jAtN10GJNS003qh/KQrVDYIQV15UQas02TsS07YR37aMZIeDEcDc6ryWbO3g7ObzF3OHzt",
-	"Krm6pIymH+zUvOA2h9+ZFJqLnPXVFXvabv/WDb0abN9/Rtv0bywzQl1zCgjIt5fzJG5Lg+AL0UGQ0itM",
-	"hbmk5BFH3a0snZnovDE1vvdIvOeCZitwmjTNNdlzNqbCUd3AHPh8GbgqIA/3EXODTpoouoIOYS4ehHxq",
-	"ZNRR29rmrzfn2k7VvDII1toLD2Ke6VUp84XOGAOsjhZUzJna77COubTX1LyUN9IQc+Z5LoP+wGIXCwsI",
-	"5s+by58Of/6Pw/8MW8KbYZS2Mkc4Bdq93IA/HR4fHjePhrCwceULPl8wpcEp6N4MvuRzV+KwavjHPHp7",
-	"YNrDge98W0U0vU9Yg28i9oK6VObWEXxPMe6nnDAE3YltNhLy1+Nfulf7qtblwfPzkBOUoLp8jU2Y2KqB",
-	"fVYCobo82C2DUKesQeuq3NKPz1Hbrqlri58MzS6lueuU9dB70CAD43nSarLDL5na0HrgNOeNbE/P1zcg",
-	"jrkpD2I244LFNvOeS3HXMc1Mc3q41spPb+WTjy51mdLv2YI+MlWN3wQpj8eQjxaHdk7f66fH50JmrLqC",
-	"lqjpPmabNHfhiwM5Z3IsAcohO6dmFF6eamGgkqneLn4YtzwZ4G/gc0+abeAqbQJePqtPjemcbQifXxvk",
-	"b3YHxePtb277Wfyx4fbOGvSetVAqq7VVtRuy0R50yWIf/2Cti/WiJqdTARkYnrhyLmGo1n2lSFhoSzFz",
-	"rNXn+Mto0vdtTcVhtvI8nV9dEbxLLbezpr4bkeesZbb6FdhWSGVLS0RdbYVyljWtYOaqW2PuBu9vJr8b",
-	"DnWtKVpw1hrWdbzQFlJDY8OxbdmRDsss8knzrkXNyAOpms3iqq3GZQula/MmoxGb5UnRrJ+4Ngob/VE9",
-	"7BlvSI1zw7IDKLcl5hzi5TA7HHoTkmuDtSFrSA8Xouc8KMoTlA7DGDOdjSHtW92jYt/xXz5XScKQCHKZ",
-	"OxYBc5U4J8pcMDJhy1RmNDlQKYv4jEdkycxAPMIECkWNJkLVVMz5I2v0gozKooSrWz4Ur1fWUtHJFaA0",
-	"xGSRMbWQSdcCipvOpt1g/MR1tDglOssZ0BcgrehPYcSk5otx+eyaSThryfW3kVA09YFCyJov+T9ZP9L8",
-	"keuWUoyulS9n1sXHvQq3ruDjNrkRg/CrfTfIjQVSdKRwpvWfwCc6qO9w0ytYVL5vOd2+erAFlSyzoPLl",
-	"0sheBv+cxcFMuJP0+XlnOLElMbS07OF9pVgxHunLCPDr59bGIvcbzgtl91rSgVIY6k5n2Fg8vkWSN6eF",
-	"7f1B+VJzWS66xvcCY/e+qKq+C/uNNdetNcqsx/5zj3+4eKWIO1ifX7s57XxaCvdVnapxVA44cJFqUKoI",
-	"01tZBnTXyNVaxHGT8h7DA16vtoGxkS+xscI7L04pMOwmFasWBYLOVv1NgcoIgjZMmYuy1wAWRokWlIu1",
-	"QGXTb7+75SDTu8Ch7RCg3njJk4TvojxGW0W+k1kaHcg0XzKZ6+4rNR0UkbkuIY3TEwO7b0fsuG6Uk2+z",
-	"pPmu+NPsg2tRIK3LXfOtk3x1qu9is37ZCyrvuBFO6ui8keDmy3Q7CxDny9RbGS173cACpHTOrozUUB/o",
-	"f7JMHtxTqFRL50771tX8t85Y1thtM6Ti/2Sn5Ng8VIkh+bawPhS97zbPZ978Lhdb31Lgj277XbU9jGjk",
-	"2eW6QGmomu7rgos5y9KMCx/vj9lOlKCpWkh96lHWCSD3TD8xJuB+iywmGAEGETXgPQH6ZACB5irJf1dS",
-	"nLdUaOEKepq3P+ERKyVzdhVr3OqazUxS0+TGRfXtqhT1Z1UZqLTgTRc32PZ8o7AYs5hc9IdWyqjWKTgf",
-	"nA3HQ6uiLDs0YcWGu8nvN4Ne0Du7HA6uChfU9oY4qmtX/Ta8+q1/OTy/ux0PRnelbP7ng2q70c3ZXf/s",
-	"v2+HI4wxLelUx4PRb4NRoSko9dshh79z1rugPOFi7o7T7DPhTDgP2Oon6Gm/gMvnI014fKtYVsgcMcPU",
-	"9/0IbvhSRg+F+nYMnKHDG6vxKt3mG6bNjaOGR20nnnPm3TFK/cLGUJANEdsZo/G6XGN+xfxYpvduMdu5",
-	"Yu/ZUl7IbFuY/LrCAOJZUqoXp8Tn3QZWHFWTzWLyn9G02HbrHchw54vH2bp7uPi0mZ38Oks72AlYQwyi",
-	"K/3isvA3bEEwFqvWIqtQ57c8dGDTjdrSZqh2Qv22TS1a6PANceTKylktgEU58J+tvhb1BfidBDYVg3nD",
-	"0G2k/HYhaCvLV6zBmTUf2xDPF2IzvjMk2BXyd4Ki3QThLmJK8fTCjtuLAKe5VhWHejjDRCou5t680Cjo",
-	"QkFfX7J+Z9+rqqv/hmQBXcRdrrzqJt4o3oyfJey1QE1DPco2z5sSJNUUtru9pPXOnZ/Toot7VAOMwPeG",
-	"MgjetN8Mh0u7Z99qjyH9N0kCsfH6diMMHW7w5dKIb3on30KVkFVLevlrV64bTWeoCcLCIqvD1mqTzeVB",
-	"dZavVQeFaQs+y76GjflAIb11YyVHEWWMKheHwcvVaqB2K4J1KT3aTLNsgMN11Vm2l14rOXaw2LrYfKiW",
-	"qg1IVc/nfy5c5Uup38wH68zuy7CaX5BDB7Ns4Gc4q/MJm3OgbS87DC5SImIZkP92taHeqgDj5WN5npqu",
-	"KUe8d3ksFEDF7fyxHdK3GymkYCi1r8P8Trr1Mpw1JpHJM2GztnsfbJrNWUbsRqucmFMtWOc1NuferaNL",
-	"Gj+rhGl6IzA7K2xmScXKrukU8rVaXyVvFxFSk1Qqrvkj+yo8YMlOg0Lh17XReKhpo/fX7dASEAw4KGIp",
-	"agwgnHNnOt9Ishue2gVV72XGNlX4t1CH4T3aKZsI+8iV3izNbuXLmBscq8nbYvLd7sKxVvZgNt3LljJd",
-	"NtV41WFqSVcklngCReSDdxcquU9NBR5F1fcOK1id395cDs/6k0HYVFHLf71D5dbd9VWpSJb/CtFP/zU4",
-	"m1R++tziWOc5eqcxfEeuRVH0yn+CAClzmuVfWupd+cAaprqI05lp5kWhdXhflAC3mSSaw8ZACIjQezsc",
-	"T65Hv2M9zLshepl3qRJXmshIyjtPNRm+H4Re/AHowGmV4SR8Dp31zI7NFjaqmrxpLzLGiDYciZfECt86",
-	"1lYBAr7sIhSOfAfDFDzw1GWGgJI868s6l0DkM3YQs4Qbkd9XxuYCBEcQvmiW8UcWexpi14xn2lJE44Gn",
-	"zg+j8+QuceTo5uwzZt7KC60BRLlW7fD6ykHfpiyynUYcnoenJSNpLeCKqyLi6rOtdY0yFJzVy7iMFKC5",
-	"iXJbYtJBftpGT7ZseBgXSbWfdttOe3WhdaxqLcZcg0r3TtSJWi/ovR68Gbq6ieuEyBswoO06XHZ8Id5W",
-	"qW/Qe+1YSDNrnWJa0wI0XE84UDmI3TIlgmXNnfOJNQdhrKyIlTUJEe59eqfChiIrCMWHi/RxyS5pXFvy",
-	"REO5p8KlUDRjhKX1ht2THX5OmsIvkXNwlIsXzjf4nIVvUiyM0mg7x2C9lUt9wma1QqEWWcvKvFvKXdsP",
-	"Luw5Ds67FoKrl8Gt5VDDdMgxixKaFZrY8fm7dkvTl9fN1df9xY7YurZsTF0p88LqXs4Y/wWNED9Mf+tP",
-	"tQXjP7ZhcIdnuhMSy2cmxWldHUL4dhKDwO16qUZr3kd9Q+dsIh9YU9Cb+bko5Jba4sIgMa9fTtUFzrRp",
-	"dkFsVce8t5l7mUBfvpRldqp1jPjpGMNsOuDAP3KWNTzQ4/++PEj4g1lvYp5UabALoiEPzJsr4k4yTg3S",
-	"cK4/OlxeB+j6QvdXLq9SvjlneM2grjYRkixlxpyldiMbPqgkgthJhVPd/0DobLWb2r5pgEbVlOGWXL0o",
-	"TJwFPT/fm/rZDmGb4WI3bxP19Z0O/tymrPFzLJHqO7Fj/cmPvpwRctNpQ7sNYu8uSTOfk+nyz8C/dMuB",
-	"6o/+gac2N8jW03dNw0Ni6CfkkiilcRnG1sej8qOI2ceQLHOIyiUYQrZ2b9VhGkNFIfMG93oL6NGeRqQ8",
-	"+2Y3ZDDYFMHPmOnDJdJhPt9fJQOIOsUyxPBCCmmDiv3e/jTOP1VPjc1awHHNGiqfIMzYn5lLoTD+6eCn",
-	"8JkBVZ3SN1YsyK1R4fiBJkQxrbmY2zwCFatHgyd0JoVLtdJ4BCKmWUxm/JEdYH5r04Owj6m5CJc+L2Pm",
-	"2G0QdjOjFG+RtoaoMqkXue4s5G56pHlcsw9tLGhSMSa5oJhufZv0YJ10AW73jQz2l3owP0f0VVpmdM7I",
-	"ggv9HOm3NbVBl+Ns7vypHpd4/ciyjMfsMyIwz3cAlGbrY5XEZPqcJXTVqvSAr5UqJbZmuCE93CddjU+9",
-	"PyjYIlWplnjFqinFs2tmVKhMh7fRNNvAmJSDj5rqsygGtcWr2h705FumCWRiVWvJe9eoip2lHHVUs/2W",
-	"y96ekgWFWIN7Gj24zDR2aqpIWI46ajXwZHrcZuW5ADkfLu+04ivhnXnjhPksb5A/F1LLQkksSC/bbu/5",
-	"PnKvFl6b9ZdLbX9AOZT4Lt7Mfbxvm5i1nJIVbaBqa2rW7h7/zevfsGyzWKzcWAr8/DpL3ZC/83WuuGBK",
-	"ER4zofmMF8ViN+LJUwsL0REUij7lML8dFbpg7PGHWdgoID0euQamgmcrz4TmityzSC6Zgvzo17eTw2fk",
-	"dKqwXXVy0bqZoEq//thOL7tor7aQzM4mzChjVNug5z3pIaCSCMfFENjEPwcuK049lc7+jjmKfHhS3CGB",
-	"AtLWEqlg4SG5ktrWmKYp1zaALSyrbMgDa/AoLbVoeEirbKMrJZlapwAn1Lg6j2iFDEALpiKbdMDO+tns",
-	"ppWZSjEhHSotu9Y2Mwj7qLd3xGbPMja9/Al1YEg/9027lBFNWoL2wzxVzL7V2C70GVHRtMZLiWZflYpW",
-	"fxEYqAh4XyRe2kHFWnB0fao/umJvB5LVhMDrpWfN8bqkLf4664zufT6fQzLxQqXhxIyC5aP4NKyLFCVr",
-	"SaWYZbny5EvVrMQnfuAdNGscZsY1O4CEZLHfpOUKvggoqXr1hq2xNb6xEfoADWq087PXZJHrBbW7a+i7",
-	"pTiTWi2XRuo+3dk8/ryYwnGNqW5SxihfUqnGCe8J9gj5MxYsg4qb9wXbA9LAVKBcoOX+IbHpm6w/yx6o",
-	"JV0dnDCwfEU/5X8xf8SA3PjXVIRxcfEVi3y4b3Nd8STx4vwpoSQpTeYiq6bCFgsiT9xsCtauFRHsCVSE",
-	"ucGnlGY6IOyjGQo6bprdMCAYfvjElD4o1Saq6n9cSewm55wXcgVpW/NnjekuZdRdl1TTIfkhtrHdFlqg",
-	"YE/JIr/Ws6v/bNH//GUOvJhgLW3q9ixi690aR8S8pK2CO4p8WvpCL+gYb8th2OQ5rsSh9WDjioSlWlhn",
-	"11cXwze3o8H5HXjlNesPNq7sM0X0YuznQ1kxxvil/IDa4HGjAGmIqLsOmye3yQfil2OiumYZeqn9lanz",
-	"duw0rX3m4LDdVbqod7IOvA88rZWQ6d8MAVznkiidUT5fgH7JnmCrW3Rz8bkt7EZDp9JozwdFN8Ku9O6p",
-	"lIf5eRSvPMIL0bynTcmiNyJ/a8faqM8/+PIoL0YF2m9pKx0owPxLUIKtPF5HfXhJUqri83ri0N1k+/jP",
-	"ovb4P08J8T0L+d3Vkp0h1+qpPCZ00mph60/BDy3By2oJ/o3l/N+wOr213VmzXaVWnUuIZniAuqxNFUjI",
-	"Xgv4FfQCanNc+RN4mEIuFV93C+NhysZKsxER7xRkvqQfR1vqe2E1dozyxtCRclhyOaD6uORXfBy4Pvjn",
-	"8Y5OP7tlhNwaNWbPuKBt1WPIOpzBLlXMNqWFtXHD1XppCl4sa8TfMS/OrWpEE53lIqKatYRbA8AsqEKH",
-	"5QKs9IIKTNOD8fJFESAjvzr/dASB9gRTXMxHjMadaycXhdrAgFr86RZC9srgtL8DX87FfNJ+FO9lxurV",
-	"44ri7biI+pFAxTZUYqlaJbl2d5ZnALSvFVdcpYev6jE37HQbNrRV88rrlMW6xbn4QxdXHvRcPQKo0wVx",
-	"d7bU9PXtpByNbn4+61+dDbDF2fXVZHh1Ozi/64/vrgYfOsYfusDywNfEgDpfoGixtallrsvB6ObnMyoi",
-	"hi1cLa8Y0udXghDHWqZd/FdkusEWuzVO+xQt/uaoQsK1N1VrnyQZLa22bkeLT4dMd4neHrv2f3bv59K+",
-	"10vbVK8GI0HtqdZyMCAcVqod4U9lgLXw3BEwEcTKgGfhsgJiHxr9PDoIiS3+IeQNvB8c6lWE9QD1MIBi",
-	"u6GNLg+JlnMGTbHWdFEXub2i87bSsdvKdRZ1lxs/b0xBePm95Bh8HrS2XXYX0ardH6jhjpqq3z8jj94m",
-	"7hRdWjqF4z65pl9Mi7FJNbBFkTG6OftaaoznhQLzaumdoZhJ1Z7+bMuxFWOg5afqKWzzb9jCTS5dlCYJ",
-	"o+ABytaKRsFJgYJ0L/zXp9B58YtKSQT5QmHNL32XXVQ85QCRl7saDOp5wYv5QrqkLvG+JULRWYUEtALd",
-	"u8JCHVGKDyN7QuryN+fwtf+FYoR/eIc82zvkGdqdHw4i60/tJ3gL2orxvp1Mbo7+a3x9RQxyZjTSRKUQ",
-	"kny/IvxpdoA8T0AoifMMapp5yQ0/TYXLdvvEM3ZgVks1h4YuXRT/cEEefyKjwXgChsA9hRozCTlMaGIa",
-	"TMX4/J0iERUkzgzvyfU+uc81eWAsVaWyQlyQ8X9flqs5OnXs4VRMhdlULKMcSo+7/LuK6CdpprY5mtSC",
-	"Zgz9YBjQC3uwJ2aEv8Da/vIXy+31b4Z/+QvZ03ROQvwp3D+BJj8fG1EAMujYcYsDmwpCFlLZbNrwcXz+",
-	"jkSQK1+hjnDvp/9Bwpvr8SQkhs7YyrO5iLF7eERTfvT405E78KOQpEmuSPhmMCFH5k6PsOQsFEQI908J",
-	"HKHNJ0O0hFEWWqcnR0eg7DYrOvnP/zz+KTwt9mnDDcr7xJ/cPn8pbdOM4L2DzPi0KDn6SrnQhT2bJqT4",
-	"xZwKj5h1sC8x01D9xQzkizVZPaoqKQlO1g8D0OwITLIh2aPOUAMjOZvBftDWD31Xyh3dtPvmwhqPHx+g",
-	"owzeFChk7UJGrOtQWPbQDjEWEXdWr4BaKgq6dmnNN/ZLCND9gWdQw9DQdgMtFmDZI8tWWKuWK2LQ+dQ5",
-	"Zy1p9sBi4p5h8LGiyRNdqVK1jgCyIpbXuiILmaB3yT9ZJsmjITdkL5z2pr0wIOGx+c+MJooZuJMu0s9O",
-	"SjOAjYTNNJG5rSmUC6ieio5mIFlRRUKRJwlCo5WZsG77Lz8f3HNNcgEFZABesBC4MisPUe46IZBRFLsb",
-	"wRmXiSPkacqyg8jcEbIjiIouChYW8Miye6r5EgagYk3pEFaUFiGWl3KRTVZVwSpaCbPtvYRqpvQ+uL1b",
-	"Q0BYiHa43JSuDMOpyF5YYRmsG5xM6T9y5mtVY7pg069EKQx9NadLbT4Ip0cNfz4+DgvqC2BhmDnobysL",
-	"4xllLJVFZVoqSFgpihxC3xMS/moGNE8WxwoeZpf2GOypcgUpjmVmawN4WFcBCX/92XZPpJgfpDJJXFkp",
-	"wFczwOjmzJEKt0LT8a/HlgW1sUkRFVB2G2uFwKuQyOhBeaT9a7FSK5WA0ksB9owN6BVQCoFrWLj3nkU0",
-	"V6h3zoBS24LzyjokKoa+Vsup2Gt3byRrnpD4NZtgvX8I4wqmIqzEf0K7Nr9Eg2bcgO+t4B99ZSnnPwIO",
-	"lRurkgKpWsFtpzTzsS/+tS/hxFQ4t0tU2iQ8YpbPFiB99fopjRbs4OfD417Qy7Okd9IzxEqdHB09PT0d",
-	"Uvh8KLP5ke2rji6HZ4Or8cD0OVzoZYLh4ToBLQnyBU+WqOGC9opHdL8X9B5dtfceFIbHeptM0JT3Tnq/",
-	"HB4f/gIVm/QCmCZHs++pjhZHEarOTv7VS2WTZuFKan8oWKKvfzM8MbCGkhhYUJptXYekPxUABxbsXagL",
-	"zOx1r6j8uxycnxAhySzPQEmGVTSmoihUQFDLl4Ch2aEQDuWKOgmpDcOPV+OpwDDunfRwn69N856vYf1a",
-	"xiuvGcE0caW3+ujvVpmMZHUbwwlj4xq9Ab0q3eksZ5j/E0gH3MbPx8dfdgUo5X5ak3PxNTanRSFykZvj",
-	"ejo0wPLrF1xDtWJ8wzpsgSNHGwNMSU1UbkDCrA+W9NevuyRLBy2/BeTQLuOXr7cMNE/KDGKIc0EfKU8M",
-	"1TrFIo2HILnYOqJgKZIpJFCE8sBgOHT14j3SGA6q/Ge7XboX9DSdgzYdf+n9YaarEgsnK7wQucCE6grL",
-	"QCOs7gHrGbgESAGJpWCBde4NXOVZYEgrWd+B87bGVFYwBM4rWIqgnKmXKimaiIbb74uTjXr93W9BONZq",
-	"2W4mIiIm1B+3YTIcT/KDpPxpSUofj+uVKkoRu3rFRS1a9blUJOFIORwFqeKc+QrwCBb2F8O4S670t8Q2",
-	"nL/95spFCe7xOL45Yv1Ao25o5KmkEdAEe/KeWp+LOcBMv9DjO3ikSW6Ecnx+bU4bSARJpIgYppI0h+AN",
-	"+8BH4susCucgeHpx1FfKvhaQzzggLFGM/Hp8vH+KWaMFGpcEashY7bGeCi2x1hU+6EvCPtJIJ7iewrkt",
-	"zFIV4npSUJsYuY/sWXXRVPz1eD+w2nvwdXLSfYpihlNUmXWqPHvkj0yRjLliLUZodmF9hBoJg5nXJWau",
-	"pKzCv2LO1CG5Yiwub8NIPTJhOAwcm/nLCph+p68UUVzME3bgij2fEErGwzdX/Uu7MuEGnoqnjGs4WxhL",
-	"S4m6RJok8Mu+P+dfmnga2NeLMzQV//tvQV+rntQbWRnUNMrMRothMqxvzsNQ4TRJiITA1YCjIGCcS9uF",
-	"nnEFwwyY9oNQd+R30hSoSVlCMDQHVMWQpd7RQU/lnkvA4V6OYpYw/XLiE9AppDMwH5HCbgYJFhZXs/W7",
-	"Tr1XT9UPlGsyl1NBF4zGSBszMzBNMKW/wZMTOBi46FlC50TQpUuyB97cD2xFYmmWIqQm95n7iIuCPE7W",
-	"wgHZfIEkNdHOqTAE7ZQYiqeZcKpemsdck0TOm2U2c8SXZqYXInAw9jlM840oHO6uBf7xkFHJY0ibzVPG",
-	"oV4oXOT3JaHhegGOfxCujoQLUZ1QqPQHVpUIbDIZ1SXUL2Xj/2zKVRfaviDdMqJQmWopWHsRLyjiStyI",
-	"tSOX6JrlHoOpsEUi8SQXMkF6sjyxLuKKGaqTyXxuwe7I/ILWZ/OdWn21YweKfH2OnTXkTpG9gwM824PS",
-	"+QdT4X/OQGl1cKBXKSu32QcK+8BWytn4YKIS7ZuKCuPYROHMVQAFUC9J4L6hgFyafzPGWHDhkM80Qses",
-	"By5s1D/N5pai/BCa/xxCc5maASvuyZlao2fu0j+XsCn2UnRtDMJyibCdNhAteKUrfBlKc9AGE7KgyVoF",
-	"xUturdhq/5D0rduBnJFjktLc29otpWRTYRkCJ2LLE1sHnJpnFyXYf+QsNxI1RhdRsXISO2S9nAp8oDMK",
-	"Wd+g6D1Ef5yW7iKBfAUzLrhamGVZEgrjTIW0WV7VOjn1AU2OdQwIjTKpCiH8cCpa5OrdWEPF9IvzhWOm",
-	"v2um0D4435oqkj0qSC4ehHwSQLIDQi3F9pXhjezw9no8Obm5Hk0CqB02p4BzAPJBjf0pd3NVyrC4V4By",
-	"M0jKUBEXScr+D9Lc0dLIILYUrexfh+n0/nwRpHs+yqHoZDuhHgBhxfxXhqfjonAnwozRIWTAAt1ZOd7L",
-	"RUoBSB2ukQyct5Z7+mXIR3USV2Xzm5CSwTLVq20AhEcDIqb3ifkuBEuXtzmW6BLinJggetb6jeyFH65H",
-	"7y4urz/cXV1P7gZ/G44n47vx7WvIA3U7Dr8j4lDBxTNEQuufNOPz3OqtXPFq8LBxoN8Vy2KqqS2wczTf",
-	"xBBZE30hZcX13P82fBhkHBuwC1djDh2j/oEjWqL6PDTtILEc+BXuQ8XeSkgJkVlsuCmDHsAF4g06676U",
-	"TS/9vLGq0Asj7pvG0kdfGXXbFrMZl4s7qt8mytpYVfw7Ru4/LT6PGF0/9D34wSLkfjUY/DkovVHGuYWQ",
-	"DGVlE/DIRi48Y2lCI6e7RYbK4jy+luQS/EoX5tH1qRMggoAa1qII2Fhjw78+co6/B+Ts9K4Ci/LjWf26",
-	"aAgRX53w8NlP7Ff0nUPW1u4OFaiA3PUsO+i3zYV39zlBjUG6oIpZJ1EuMOOMTdtmRSrn9AX2mxLLH7jo",
-	"CKqnAiJ4uCKxEdZAC0KV9ok57Xh7byeTG1c6AJZq7mc/cJk7p8InATESLCb+sL57oLO1Po+RS0lxSPrE",
-	"ZsjwlzQVyJXYlXL0ZzLXCLEST4sVWbCMrXEZ1t9JLxjPpsJ6G44xhUxioN8zLpvcBz8UoPKSJO4bOxGu",
-	"L2MLz5EL711mT7YOoOoHz/ESxM7dkC3dXr8EgyRfQHJnGLKD1PMokZiKqE2sUDJ5ZArjayqxPsiBZmzG",
-	"MoXpUN0OsbjVVOyF7KMGZeswDsn/Q0KoJqsX4T7hApx2CBcJB4c6CChCq7YNluIKiO5UWKcc/uGiCLS4",
-	"zzX8wLViyawAgExC6e8FdNaLU3s2aipcwFF9mS7w6NfjXxttOpLG1bDol6EV9fLMX5f9WZ98nSzYO0IS",
-	"b8AS3mC8wPj7sOb8evzrV9bVITIvqIG+JtCKC9CUsxl41XFVOLV8p3To0twzFX5DycrJFxYIupKaHVQW",
-	"LruWz01kS7gUrAeJmaY8sTm4StoGjAvVmkIpZoiJQx0G+ObZcTBJfpazLWqJl9dFfHsFRAcO4JVyd7IH",
-	"Bj97GXCuhVLCfMKL2P/BEbwwR1BOOufDZ61/2A74+IHrxQfKN+DlpQt0dbX1fL09J04G1jkYjZ0EqtyH",
-	"c6YxcHcqslbUtdHbDlnxwUeDpyIRTVOIz5+KsJYGCysDu7oezkppk1mRvf84Jsp8ta7F+1gvEGWuiKZg",
-	"I2VIHjBUv7QllLWc9FhN6fjrz8fIOZDw8vrqzd3N9eXl3WT4fnB3fTspw48vZ2CTceHx0TnlYgu98ffx",
-	"g+6UZDtPfgLSCkz/DhTn15+Pvy7H0gj0DngBEe/zeM5QgP64oDkaCLaA/35hoPwulUhmX+BAUaWiWiLI",
-	"IaPmSC3gYidyuuCGLVp9Pc2RIZAixgRIdnLy//+//9+aeO4SdGB4A/p+GLLtnONo4tP9uyQvjNvDU0GR",
-	"3dXrboKpgCrdiswM1QgKXhcSvKmAxDYPkkKNEp6rWVs5I3IwFT4YlGpCIZXCIbmhNk8G6KFC9siENiIj",
-	"MHrYWE1FSGeaZQP3UUtMfuu9laHwZZOeaAsFfmtv8WUJsJ3lGxNhv4puAW5wEz+UPS9nYKIWsR0yf752",
-	"x+UOOYrzZdpOmSq1AU6KdDplFwyfhgTJC1UQkfFf4+urqfBpqlA6KCS5QjgoYpAPyZWExCQxSyEBrRRO",
-	"gwzX4eQ+N2ijzjZf+jS27nxfWm+bL9NvrbOFJXRDVmCNBU3VQv6wCX8RlA0I1Ne2b5A1sNyzlbT8EjxX",
-	"KeSjbsBtUFr6Ye3FeFtVgIPer+D/XbG7mpCxSMPZjuj9FFEODU0+UyYX6L8ROAdNQZcsLta7B/86AMzf",
-	"L5JwlhQ0axjauraXwdKblum+ZxOyPX7rgPPDjPzVHlsLLMUFaFnAehm6n29HzthGb44zqDKuwFv2qZxd",
-	"DbyrvVjCbcLFyGbkVz7WZSqihVSgflNME8hpiC7p92zOYc0Bob5OBmSCqwsGU8HjAL84jgPGgbjvqkwI",
-	"CQKttMhE7PJqVVEelvKVNKcjM9c3fo7tGjYjeVFryd70j8f4Cz7GyGMWGGCz6t0zMpO5iNdfYogkKxUD",
-	"Arsjo1nCQU9nxoDUiPayOqN7Gm1AdhfkYSXuVwoyAC6oiBOWEbUS0SKTQuYqWRX5jtzYr9RUpLban/VB",
-	"23PpviuJvjlTmGGpnKZhmWNFLwXRIZY1R8G4lKDQmz1/PrZ1DwwYDEZ3/Zvh3WA0uh6FhaNHKDM+54Im",
-	"OMhfQpuFECocy+jBLAiSIBYepjRjzv9sKlx2hiKY26mOf/3rMaEa8kY00RcbXujRL41emsgUufy/FYkp",
-	"JQlvITCY8h1Tev9Qgj5DCdqIlC4DWWZxBrRnJBcqT22iUafisvuqIIvdyV+/4k76JVnbYeEDgyy6zvNz",
-	"HfFal/798WwDV6EY06c+y9kWs0RsCk+xyXUIJeP/vjwAU9aMJ9ocmlnZfc4TfcDRGUetFWMA/apTf0BZ",
-	"ZaENUwWVVopsICDsYeGl5vg3M66jAC/vcWtm+8Zkzi2im2qjklnl28fISXO7yUxmRmSGJDDfKQpdcBFX",
-	"TB6ujIYF5QMPyriN3dCqwINujh5V/CiIlyFaKPRgzFeyAo8a6sIJuTA45o4elRar1NBnVYxySK5FsqqO",
-	"6hJFIzk/nArMM1zxJA6HmPjcVfQIA2J+shWerFPpMFbhPlnSFWQaLvk/GEk+SVrcU7fHwKxVdHhxI3B9",
-	"xm9vFF5fUdeQmHVy/CMo5ivYLNaP/TOe5hIN2TkYpr6QLxD38pURcvzdIOSfNQKG7KGKvghax7QL5oHY",
-	"/z8lPKYFI5+rycQCX9tNCuY9twpVVETi0eMzactQ7FftCzj0VFiVa8Xhs6Qgh/TYqijwhX5o1HZ3/glg",
-	"P1T5EpJ1NPLV0Pwr6SexXtn3jL729H5EsH1VFB0zyMhtD1/Lz0HMzWlmW00M+FyWbAwBUTk4+zvs5PFB",
-	"xnLFpsJVEAR5N1qwOE+Y99GGDFzmUd3jM0LFav+Q9K0mryiYFbtQcvSxMiyZAbkIVofmB7suFyLmzgM8",
-	"W8Fx0+eI6GOTMfozXcNWVUhoAhvRrYlUvxbSf8N0qrU1bPf7K93C94H31Psyo6sLjz1IAAXwvmkePm2B",
-	"SzKT2T2PVaHgEqxMIfqXo0H//HdDGkaTwfmfgkwAdlUdFHegC1gt8QW8EC/MPU1FYT9ZpS5o1HRc8zy0",
-	"8adF0XzHiE+FuUyMYN0rsgja4LagseR94BMMumagbctW4Lg008zAUDVudR8XZwCCC8xSjXMCIVpQNRX3",
-	"DOuEZQyKOtmsvgholkxD6N2afXgPs0WDI+S+95iFIjqCYbJWs/xDMtTgm6h8Kuwl/Tgyh2GOBTNk2GWW",
-	"nCPJnq9lj9GvpoE5btCGLGXGGoNvDatXKv/vl1QK1ixlcDXLYu0pDMu6CQCqFyef3zwhh13DtqRM8LJy",
-	"QXLFvgOhR0hSw8hSFi4LbD/SaLWn0TIL+sqxgvbuXilweiYZFba8oItHwRV7n2ar6q6Ke0C0bLY9S18r",
-	"yhekF0pTYXg8oM1eEfL5vqVKyw0upQMRe+9RQl39sME52QvxnyHSPBekE5DJYPR+eNWfDM6nYi/0f4X7",
-	"hjm46A+xs/lHuFYWyMyA4SBWZtxv5gVl+tVYQZl+19KflqknID9kwK/iOFq1H8MNGARtqRj2XLEQGJIj",
-	"9cA3IOd7mj0oG3CRVeXCevIRqogZK2UxeIXhPy3bQyKZC8OXl2JDkFlSRUFOqkh4MRwNzm2tWezJlfdg",
-	"u1+REH48QyZmGIcAA2u/i5h99HXcjXhgBoFVuwT4CM5cEYAo5J3K3jWNROGBpxMzzUtTBDfPd00WHnj6",
-	"vZEDl4EeYOHf0pBywTPmsdGy8viS17GR0SzpbJfVWKr1zDqP9tUVe2qnCUMBOTSAE8ik81hzFclRgWR2",
-	"ADqrWcbUAmOs+r56ugtD9n0gMg1KequiWrYZqCTPm9mQ0jUhZ+MWXgZPJw1Tfc+o+uPx/ia42lcPDY8z",
-	"BI9ayDEvnmCd32sjoV/IDDwLzvAV5bitrQH5LiV35LvZAlrNxMMpX6ciY3OuNBhTqC3sQvZCu5JiEd7b",
-	"gRzZIPz1zwM3PHhF4ENcTMmVNfUwrheGRphHXdX6Fc+9wglDkia5rURvZ33HVqGvGLqUjwzCzdBPBJWY",
-	"EFnWkEDA5yNwsfXh6VQYUvox5dlqPcSfdInwb6JVLRf5slzFh8ZJv7ESpW1RHbQqJdgpUsV9H+mEvrpf",
-	"6r9z/L234VYv/ZXyOt7+zRBUnSqPIsZi1jXNEEDdEVar3+yTz2o5RGwBRVzTK1UEvtOMEUU1VzNujl9m",
-	"UxHzjEGRQxBHCgU29+LSPlbuSqlekAfGUqRnGGjDI5pMhaGMZNrDpU57lnqhZz6tG9LwoLzTsWGdML2K",
-	"9/AHzixNk9Uh6YuVI2poEYGk+j8fH5v11XXk6LYKIpvOzAZddIE7BwAma2tpJHyw5NJrwL6Copidw7F9",
-	"B+piv5Iu5K1ygZUAjeL6vjS5wziNHXzhScb+ziKN/u8WWFw6G1idVdp97RUasEZ4toErhZbBIjKuv05x",
-	"huJRPpQxu0RjSlQFO2+iKttM7k1ExZaDcaQOM6OWzVroLWPoxFQ0EQpi6QRMPu3tb6QTJVOQlt4G5ckF",
-	"6UItpmIbuSDbqIXzHNhCLj44uvk1CMZ3Yp33C9mS/ajtGn8QjW9ENIpHvjvZwDVuDw9coxrmtsOb6/GE",
-	"NMUaGokJiitblQvawaG0cZ8IKQ4M7hZSTcYSujLXge49o5szl5kMHOt//fm4HU9fPsrug5vnW0stxTq2",
-	"RtzZeLsfCPkNEFJUAvXavM0rWMnFTB4tGE30AtSRZic2SKUK89jmDNq8IMi9hWmGYia35JKF6D3TtqG2",
-	"qDmzQq1adMjTNkkJjuGRZcoqmOwRfEH/oCu6dLX0MpYwqnwuGqRGXMyhZl7g9FZQ70zE5I0kdmG2IO5U",
-	"QLAdJDwoHHIWfL5gSkMYNOQkWPK5CyKGqGcgcobDAvt5MBVK4hlRUGqb+fN0ntHY4IEgijHytODRwi8X",
-	"fISgrB+Y3Mklf2C4IbwI1GebRWKtdyGJlg+sLbHjb/a0XxCY7BSboKl6+K8UBDLGPqU4nNUr5XJt24to",
-	"hbhSzk13as4/tOi9q4PBJ/9jgycBBOYrspDKUgn+NDuwEA9ZZ/0Tyj9cQG6pKOGYrCzoGfYZ4jpgqk9B",
-	"l/EBYosbeaVgYM9zV2b0SylNZqnPpz8+/e8AAAD//w==",
+	"7L1tc9u4lj/4VVDarYp9l35Id+7UjF37QrHlRBPH9khyZ3r+6jJhEpJwTQG6BGhF91aq9kPsJ9xPsoVz",
+	"ABKkSImy4yR9/3nTHYsgiIeDg/P4O//sRHK+kIIJrTon/+yoaMbmFP7Z1ZrNF/qC8iRLmfklZipK+UJz",
+	"KTonndGMkYQqTSaUJywmS5k+sJRENEmInBBKlKaaEfaZRZl55bATdBapXLBUcwZfoAtu/sdENu+c/K/O",
+	"p25/dHd7NepfdoJO7797Z7ejXuePoKNXC9Y56SidcjHtfAk6FEdm3p3IdE5156TDhf71l07emAvNpiw1",
+	"rVmaynR9+J9mVJMlE5osUymmAVEzmWomWEy0JFSTuVSavA6Oj4/J/UozddipGcpM68VQU52p+gXCRXml",
+	"yPvR6AZWJFOnhN4r+PCMCSIkoUItYeXmjOxpPmcy0wFJ2SRTLCaRFIJFps99M4QWMzZdKE3ni4+qukb/",
+	"9qbmjS9BJ2V/z3jKYrMPZluKRS5355az2BZ5/zcWafPZt1RHszMqIpYM2N8zpmCHylt+b9r0Y/PPylpW",
+	"BuEaNn7oHNb6nj3hU0FngkStbuiUDfk/aqjbkr0iC5aSBZ2yfNdkSo7JnFGhyOvj46AglePj45Yb5H9+",
+	"JB+Y+KrroRZSKNawIOYf/2fKJp2Tzv9xVJz9I3vwj6CvvphIf5zmJa7ZXLV623GML/lQaZrSld/hFfus",
+	"S5MvL/6Q2cOhZyxlhKaMzGXKiHu95ijWLVfHm0Hjunn8rbxcKaNKilryMad6kshlA3W5x4NMtCF1r7fq",
+	"u4EbRePwYavWFrBLYAGImQ81vxEqYsK1IotUTlOmFNljnzUTyjyTE6JnXBHF0keW7q8z6k1HKUqkYvFo",
+	"R5YTdKKUUc3it6t6xkkjLVOynEnDNFPNzOgNT4xkGps/BGE0mpE0E68UmXGlZbqq5dD2O7sPMJaCtWyK",
+	"N2DLxnOzmO1bM6XolNXdXytC7TYvqSIRMF5zEd+vzLmxu1m7JjlZtDrP13nrL0FnwURsemk3+r9nLF3V",
+	"ks2G05UyxXSrkQ1My2tYEQVvLsqbG8vsPmHFyEQ2v8eBKT4VNDmbUSFYckXnrHYk6oEvDOGkrUYzdK29",
+	"EYEM1O5taPkl6GSL+GkEi7LGbZq0v03cDvkk4QaNy1nQqz0RObUXtOAf5toDVzupRpZ2yZVuvNVF9eZY",
+	"27RF450Ove94pR+SLrQlTMRqLBhNE87SgCy5nhFKSsMJiBQRAzZ7j596Rf5zeH1FUsOrmCL0XmZ6LF6T",
+	"j/zt4Vi0ERa+bF6ljXf9rhe3u/art/a2Na8jrk1X7rXPfmqkcsfWYsmUEcYdp990Z5Gb7u2wZ665sRj0",
+	"hrcfe2RBM8Xg4kuZyuas6IcqckQX/Ojx9ZG7b4/y1mNxZNvH8pQMe6O7T9eDD73B3e3gkqTsIJWZZqro",
+	"TEsS5kcvDMbinuklM8LLUpphGnLwdCMV2CGZm0wBp45mVEyZudO4VmPhbjMgEKccjXqDj/2r7qjXCTpn",
+	"3auznlGSLrqgKw3776665h+D3rA3Mj986N/cjfofe4NO0IGFwYe3H80/ylNa17CCzucD89mDR5oKOjdU",
+	"9L86I5bOuUC+gDK++T7l5n9DYKbmE8C5g07OCc3nzbris2xu/jFk+lPOqf5wNFFi5bUSAVwLxbKnLGL8",
+	"kalTWMIJZ0msUO/EhilykENi3l1ILvRYaNfNaLVgBOZGuCKOeMmeXfreIxO6H5OJTMn7/nB0Pfj9rvdb",
+	"72p01z8P8g2CVmaaNe3M4geoAdt+hqPuqIfvw889pxeXnqPa27++uuuf758UFzzXM5lpwjXhaiycaghM",
+	"6M3xMQrLXKOspJByygyhPLOWqnN1os3X9Qh+3cxjPjnRNn/BXrFIPwNGF4vElxbupUwYFa7ZLdwhm5tV",
+	"Vrb+Vsdd2c7Iipk1srK1O7+WdI0GnRIzh0VZdl0nXtPoANs7Cl7bS3h8JudzKuKGOZaaiJh9brnjjh0O",
+	"ty9kgxaz9mbz2hli9S76ig4IpJyfgEKT2UVxeYagm4uuVc1KMZpGMwLPg9qrxLbQ9MHwF032cnni38gH",
+	"/na/ViYvBOI1OR+pBBvgnBlRWi7sVaJmcimQF5gnsF6HpJvLML+8QQNWQFiimOEXDQN4pthdHvcgE6Bt",
+	"RkwZVmVkLsUiKWInXQVkkso5OT48fk32pGDA1dkjS1dG7hoLbK32zQX7+vj4+LhOXPurEdDEikg9MyeG",
+	"amYYOoVJlgWsHXWBijXIMGi4ZYP8xhYsqV1H7O43mmRbOWJPRDJm8XV+Lp6vcJSUgJpJlO5+nIwVTox4",
+	"k9+uIKngBhn5xUiAY1Gy8IoTQoXZEZlkmpGZ1os9tQ+9FNrnK+X1PhYLmfBoRWiSyKUiewcH+PAgS5MD",
+	"+HHfo1HYvs08Z1152cZsNsrLDbzUU9jLC/peLsmcipVZMZTkYEDEvlA1BraxvRaKmfvqphnpGlIdjrqD",
+	"Uf/qHVnOeMJgVNAVF1McJ02Be6QsDsjg9urKtM2E5gnu/pKqscjPLVCIIGfXH28ue6Pe+SlB4fOyd45C",
+	"R2F22AN7DRrtzOk1+w9sytx5OBiQUMyX14e1XxZ33SyM4IhjzOXey965+bcbUUv5FfYfnw4yIfBfZ27w",
+	"5t9yvkiYNiv+JehYblBvXTO/mm0Fu5pR6Qh1HOGVIvfZZMLMHK3pRq1fS6pWPb0CjmQYvOsiIJmIpDCC",
+	"c7m7J6mNdk72xm3yWgBZWVkEOJlht6bfVNDkwE6TRCha5BtOlpRroyMj2fsuHbuLvbNe/7fW2/WJcrdb",
+	"KOfbbcHPnsn5vVFGalXILkm40mYGbpA8VmQP7sd5lmi+SHjE9WqfaKNszjOlDUci98y8gDSwvmWRE7fK",
+	"OvW64FXSnWu3AXtqFHyMwGi/pnIvmlleBXoCnWiWolJJub6Fg9u96TeO2FsrVX8nhN2r3+/Orj++Nfql",
+	"UT3ysxXa287rorqusIaKaq4mq5wQzGBamR1q9rPG/mC/Z2mijapxtv7Gl6ATs4jHLB2lfDplaZt+ztff",
+	"+BLAKUvhnNgjZT/X3tzSb+ihbvZWPNn1E0P/tbp+fRWhfbcj760d6V1lia4hwetMR3LOnGBbUPViRhUL",
+	"yIwargJ2INAqGKr0KfQHZ12NhbnUFkaCNeKhSFZwVHRxksgDF45alyxlTrkyPNbInkzodDUWRkrNqVu4",
+	"RkSmMUvrtOo1SvBm+TRCwA6a6WDXDwy9t2p7Nd+Gy7G74MMsihiL62SdC2rkMmD3xQ5Zz79ZLdRJDKsC",
+	"2cF0QqhYLanvlalq6p9cTxe5A6XCC9Psa34USH7XFRwVL+1E8BV2VdXq7L2Zc3q4cYtZGoI2V79hPyy2",
+	"HJaXb9fu5WXBqztBx/Lx6t/rfL3lJdxNkkIqCjpdsVr/0/HtivgkhWafay63fsyE5hPOUF4GY6zdSBtw",
+	"YFbB0zPuWSLFVBEta+JHijiQ8lde58d/wlNzvWPDgHARpWzOhLYaacp0uiJ7SEPdm74C5tE2zgI6t2Ey",
+	"uWdjw16XBpMbL2CaS6qIIbg4SwxL4oLcCv7ZaszWxqmo4ZJOR2459AZfUZ2hbF0MqUTwkHtmxHUuHuWD",
+	"Efjrvv21feUlk1Tqu5AaTEbuHkkzsbaOT9HINnrnG8dWp7Wd14of5SlcsimNVkQtWJKYtZYTEq7zk/CU",
+	"gP0Xbjpgj+G6jBSCJQQsJjVM42P36ryOWWz7/ZnMxEp7FSay8dd6DtObL/TK1+dpHHPTjCY3HpOYmGsr",
+	"qCHtexmvSPjPL6E5SFkq0G+eGxKsqDCjj4wIaYUNj77trpqZTuVBMf0s0v/8Yja7bNpZV1IEkQv694yR",
+	"BV0lksYnJIyppiFRLOU04apw5A/PP7xSBL9IGPSboqPKPBXUyU5UkxAeczENUUgqtPCUKeC0E5kuaRqD",
+	"XdJ6FcYiZvjWIQnZZz00rftxeBSC30/PQrQZMO0RnPm0HTpJ+CNTY8EFYZ9RT4Qv0imrk5nMNOvZDc4t",
+	"dv3WshM3wRr1mRZCpGuFx8RcBnZ199ihmeXflBRhPb+yc645mjJCld9+w82ewyWNn/Wnz5q6t+u74XJM",
+	"83mUOiQzmcCs/M/jjKggw1+x1X59dNQaO+qlqUz9E1QeDDzGY+KfkMK2B8uKd5GQ4uCX42MXyOhM1Nis",
+	"VjmNmaa8xkb5PptTcZAyGtP7hBHvYb4kZlz1US0pn3JBE/QuwvjPGz5j1N7BzZmTNFyUGKq7IQ4uzDUS",
+	"F8PJ8iVp+/0mI8vG73uhor59FhfXef32jv0IOSM+5IGkbcWXmvHWX0qbV4u5F3deMJXdFwu00U4Oa5m3",
+	"bibnod9jeRIfaTTjghW0FVHNpjJdgeQtSFg6D6F/Zd5enXVHvXfXg/7/9M7vhrdv74aj7uh22Ak6n64H",
+	"Hy4urz/ddS8Hve7573dguGxsdXU9uuv9d384Gq436A3uujf9u95gcD3oBJ3L66t3dzfXl5fgS767vh35",
+	"r7S7c2+FnST/B9yrzgPbTcwqrKzU4j24krr32WjU9jeWdhccFsaMSIrpjUwSI+VcZxqvYXAN11LNBy5i",
+	"t7b95QRalpbV93j37rqjUe/jzejuotu/RCd6J2hoMrw9O2to0uvlgklziw2f6PVwByuPi9D0TeOsaVUz",
+	"VK9V82jLjTZ/a23MObmtdZ4/KfWY/1ruZnBz5sUj4K+tje1Ou2BeGoEZ/PqTYRZFlSc95oS9tQc1/fTQ",
+	"fuF+zY0KNV+uPvO/nT9b/7r3qLa3YgTuIHk9uJ/sm598lcGs8iLK9TA8UnZ1FtyGJt+A16whVmpGFwsm",
+	"FF4GRpO06qWyR8/azFDLRNPJIbkVRphDD2oIpJCTgNlpd9xu+kAnt4Ne6dy2eaETdG4G12e93vnd6Pru",
+	"7Prqov/udmD4oqHelmRk5u+W61qsrYv5Bpp9RvJMigmfZimL0S1WLCQX0yEGfHyUca0lhqPPUxjJqqLx",
+	"orcs4Upj3AaINSul2dyGAYwF1Trl92aJgctVvqnC0mqPRdi76r697J3fXVwPcDGGd5/6o/fegQ7LrjD/",
+	"he4l5MZs7aITdM77Q2jVcq17wlyK8YVMu4kh0+JvmIn6xPUsp3fTPVfQAFb6PaOJbghFx2ckZQtZKOdF",
+	"bHLVZyFQi6vRmJIlXSkSXn8ICw3Eipgo99Rn6MRZU6zhEI0CRtkGqzH0OMPhRjMWPbSUo2ZSaVEbNvBe",
+	"Ku0paMwOFAitKTq7Trbpnw9YphoZgTUa8PggNc0IutkPCRienFWcaxuQskhZxGImIkbkI0vHIsxNHP5n",
+	"wkPyVupZbopQbg7jDr0XZlWSZDXukEeaZJCiMRY0itjCnJS9wtolheE9acqN/mkD9XlEE6JXC1lx+nYv",
+	"DUPpX9zdDHq/9a9vh05W6r69uh587F5e/t4J6ls1Nrq6viscyOZMwINBD2Mi8a88ttK84Fq3tmrIZX9y",
+	"k7JHLjOFwlM3Xx/zibUW9Q2uZOGXNocrgUg5jJ2EJnkEZn/iWpqz1+hKWud0uQ/RbIp1JxPIDckdvH5k",
+	"S9XYeslonb+y63bd9GyEd6r5PU+4Xp2SGeolbDJhkSZ7NHeuWK+2IuwzjXSy8ofUVn+h+qN81oBafifa",
+	"kiUQbYjEqxgT/a7qTIRrm3mT3SdczWoNHtfeLoJneH0bTwnNm7gYUmqPrNI8SUgkM6FrQhS2TfrxCfFN",
+	"z10M64TZ5EE0ZNQUrLD7JEs72+ilf6UIj0+JkbpWeSTujMZESMEaQu0qIRgbfdl1YRtfaQfy+ZWpvDrC",
+	"2t2xKl19AMaERasoYYQ9wt06sV4dc8vYsGjSvekXvhAwMASEzbnW4OwdCyqIvDfXJMXDS2ZSPhySCxss",
+	"CwF/ekaFDY60IdxSMOXMlWNRcgXjWMxEwK6yIhBITLSss1IyUVjz+6J1Dk6ebLzR6WuXDhVr85avRW/c",
+	"zrwhhF1GzZlLIJ12nWy6g7+4/GKDyzjVT1mcZ0Znf0Vfklvrzdy62JbKm8Emr9Cmw9Krz0VHWyvVmkYz",
+	"m3/urGxItU0G1E0xSP9sI1l+YKs8UrV6ih/YqjDGB4UpPaaaklztUe48JzKiifKSW1iMg6+5XR7Y6mve",
+	"KmvTuuRzXsuZIimiLE2ZiFaG6UDAcGIaGznIz9Ix2t5EphHbKd78gaPgtWn4MLYPHMNnIOuo4XrBa5or",
+	"ctwQQiGzNKrZuXFnktDpuGNtApgU4gIvucao3lKMrmmvAiPZL7h7z+isepbKbDrDFTpSTNfeZpqmU6Y3",
+	"4R8QoyIRqsj76+Ho5OZ6MCJ7iUTMA8Wsd9ssD3ulCOiJRVxhEZyMsptg+wGxHN0dPGDqtWOzeYdva80n",
+	"EibJi3maPq27oqmn3dMyH+vP11lOZQmfzkA4Xs5kwggGpu+bOSIlFqHzp+QYs9ps3ph5fNgmyL3C2IBM",
+	"841zQ8ypMSet1nmbQNPnLGG6GY9h57NR0NVmNl2eTePwPvBapQgTDpEH3MtMxJtS40+ItdSfXV+d3Q4G",
+	"vauz3wP0w3qhOyIumd38XdYSRFTvWJyOhe1z0B31AqJnUrE86d1Lm6h9dfT7Ta80GC8myrNiWcm4dF4I",
+	"F2NRjFqmRXxdj0YzcDYqQqNUKgWWRSFjpsoa+/pqFM6MASYrVkfYNgAYpnlWsOvcIzHAJERzEfuP/3D7",
+	"XEkfrphKjH4OawQ77rN5IcmCpnTONEvV/rqvv9x/UyIBdtta3MKLqi6szKdw22kjaQ+Zfoljtws7t+kK",
+	"uZaZsilNgWgNi9+FZX9FfmkaTVIK4DljwRVmnrB4v4zaArlF65y1IJOxMKoCBK3JlmlFrThu3YZCvuwa",
+	"K63kVjE0nlCiIrlgGxkWmB99K4ucYCaPk2aBX+HGvpdK1ylDtQleefbLjCVxWXa6Z6CPxxnzNsPP9zL6",
+	"3YvmdBXzeaIesHlfGk8/Vfo8YxUhoSEcEMCz0Kg6NzOMMxZguNqcJwnPY/98tCjr7jf/cdaFFiII5rPH",
+	"u+4hxT18StSc+2IjhW/k0l31oHK1HYUSpPRtsDWbvtW0Z3jsW3Ns6HFoBlMPl1BZCNt74zoUPdVoK/7U",
+	"d9JDzHYCw9zIxgsuh1/AG1/IJdmTE0wWM0cYeHiSmIY8te+2jTPFGWwH+bEz5fUaBj7dXfTeAuH0LAax",
+	"tsmIfrI+1MDbjWYyYM2n4QbvpW/G7DclImOusfWEJlxpLqYQZhtb+DFiUycGN2cY/qPqUpEbI4WLLalY",
+	"SDDmOROGWlRJLUQYB1gHTx7xVcqxKOuUxVuGh56Qfz8GZjPTehGQN29+zf9yWYlbyaNpsG6D+KeLrZJP",
+	"7aWDCDuNLp1rUWS4rAEuEopZY2YyVG1MbtuU+zwq8p2b0gJJjaV9JzdJgbZVk/8BoDp+Ls/abNZtIxNu",
+	"Ot5+D1OLzTDhKVMteZqTqHNoFgu0ksOw9K9GvcFV9/Lu7H336qpXA7HSIB7CIvzRTAdlbIV6cqgSARc5",
+	"5tsOGRQjLyFD5HmpEG/MPutShsZeJduirfvua2X1RV4K24ZMSk8/Vw9oyQxw8xWO26Y6W+pGNlZP3qp1",
+	"fmPl/NYhItblkGwUG2uySBhBNVgXySRt5Ta8nd6uEKandgnXdpwrlBeNiJgplmfycOXu8T2KseB119Qp",
+	"UQzf8e4MtQRDZIjvh/snCHVD5jT2GABiNDGzAzCq9XUz78A2FokP68zBCN4e7OOmDayA4FowrJ32C5bP",
+	"bReK+WSPazKnK3LP8sgjIZethaoZrdurIvwHqNdGZWFmNviH/U08JTY32yV3DKspkwpyr5bVdO48wKj6",
+	"/hbQ3uc7f/DYX8i0wbqPx73Jvo9yw4KlczD41pB1kWO9iXz3T+ACPxn9ftML7PsnheBhP+r9shfLSB0V",
+	"mSWH83j/kHTLSl11BELisOsFpfJKDLmINquc0KLxW5XuDHEqskhoxApBb871K0Uu+hfX5O8Zy9j+U5TC",
+	"NRIoNtwRdf3llyquNBMRu5TU8NPGQCh8bPYvJomMHriY7ttwqMJ1JVOH4VM4sQ5J1/GMHKYkkTRWmOGg",
+	"AafC2bZsz3XCc0L/sbKjuKTplJ1TTcte2GfEqtRwMhzJB7aq6dv8CmNlMWGfoyRT/JF5/nD7svWI76FL",
+	"PGUwb/BCyv3SRbcF68DoPqnmNLHz3zAoLeEjnooPL8KP+Yh2/PYakbSRKG7q3/oSdDLFPrBVV92kbMI/",
+	"f+WN+9KKypsyh3k0ayZkG/sgNHqRLX/r3vQRK2oJbz+YTeBIyMpn8JfX3fO77uUlxJNe347uLq/PPmDs",
+	"HDy66Q5G/W6rx3e9/z67vB32f+tBK9fk6vqq5/7tPpS/Bw3b+QfMGnWT5BMeyUskZUhSoPENktO2Zz13",
+	"JkwL+/gKIU693m8cUUcP4GOwEVkj2bfSYTk+pwZ1VMaQYxIuGt4M1+Vyh/XydBwBL3Cs5rTsGkixBu0F",
+	"1BXHRqtwkU9GwsBLDc24vliaZmI7Zrc3qLprYMB0umri/PDQcfo83AhSH12s0V6dr2v/kIC2PhYu3gLw",
+	"IHXKWZxf0hafT9MHJ7dOaJZodUJeE0W44IZAxgLUhUeaBCSSbDLhETcv/xKQ18fHxIiyn/k8m5OiWSbg",
+	"YmVxHrQfjEXxo4tcrrtn7mn0ICeTs+JDNRlPFuyGpQTdF+COQYg4eNtiyQDskx1B6VqfJJLqOuu6nXLf",
+	"zsQGUtcB7uJ37tlEpszGHFgMuPXPNauKdums2F13jbqkByOwSG0Wt1CVuIiSLGbgPUfSzNf4ad8/txvT",
+	"OG8ABb3P4imzkrefl4HDMdec3YZTSN2zCoKysIcW5YewhC6UocVnjn3rXt0uFixFD7hTKu34ngw4VY0l",
+	"q7Fwm3cA7yBmn/Ec2GSKUsjgIel5Nk2Mi5nJJDZLpMYiA6CyyAj4gtyvSAgtICXxhITIbSDKKYTd+ND7",
+	"/dP14Dwgo95/jzCR+rw76iFka2hn5LXvX40CEqKvyfv5/Pr27WUvGIvQ3Oveg7fX16iB2U93Dddd//5d",
+	"dzDo/n5YfBwnhjf4MuVaM0AqHlyckV9//fU/MO9TTiaKacCdpCRmEZ8b1oMfMosG/iNBhbTuI3C8QuOU",
+	"JVTzR0bCcXZ8/Gt0Bf9j+EcmuMa/Q7I37lwR84MaCzqV485+LQdyk65HYvWWqyUku7/wLe37TWFk1XXf",
+	"BbLLvV2dW8VB3Ua6rND/b/l7bU6LkT5FXC8DXlHr/a1IfzmWCsZ3aKJmMgNDDUkZjQndNRTvxWf5m/+V",
+	"ChM1c0CDc2WapzA1lrDIxnKUOALc1iBwVb5VSmKzh7ATdAwX6AQddwrRfmt+gPPdCTrmPHeCTunYtpRS",
+	"P7DVUqZGvR2xz+YqPaeaaQ4h1n0BP7jz8FbKpBO4N4B2Qd4s43jtkNThLJk/MzqaTM9NRqgWtSGqlo21",
+	"V+ok2BIW17YsBrd7jbkLL5Sb0LIyhp3KV8hjeDpe7oZshvVZ1I+5dpssGtqW9Ns6qJ4iv7jyeni6nn23",
+	"9NLzNubXYlp2Y3btee+sf96rb/iURNvK/P00W4QwWm/yxxebEu25aNYjLYqAxBqfaRGsaO2RcNi5EXXm",
+	"EjBPpMJrrOUhf6iN93QozlUfnRGTwJFXQiho9OgF1uvXMh/eFUioaP6mG0B7NusntnlfXyn07+9ZNRtt",
+	"+uDC2t+uXVsXo7cHDbSvXfo7l+I604usnlctIMjPxvnfr2rcz4BIhOWhSqF/tbwMnbnDNk6CcutWjYp5",
+	"PIu9lD8bbBh349qaE6QaSp9ArbMiTmAqmVME7eK+UnlgMVg0MOlvcHO2vyGVmiZnZg/aVmc4q75nfV6Y",
+	"Bt4+j8g0/ygfAW2vHW5i+ZUaZXEuHxmaNcF3A0tySAYMHDMIR6sszDMqS+Hd8PfhXYhEiLjU+erKlDAn",
+	"Lc8MWzmxzd8Nume9i9scWrF/9S7nxqFR96DVxfXgrFffhPgtDCOu7+G81z2/612dh3Xa1SZHGD4TuxO0",
+	"fdUrVdGGIIb+O9b7dCHTD2xVa90nmTBSOBqa0c+29JiCNYJCYYQ8isM8AJAu23eFC4XbuZtbr8Zzd7PN",
+	"Z3pSQZ91nm5b5GrdX3riLqqxsGIpeE1PneP1xCJ4efgbfneD3mjwe//q3Qmh9WH41VcInVIucoZgYVBl",
+	"ag2PabbwLImVMP2Wftug40a1A0y3Q4SwYRk5onCOZNKxtluXsV7sx5nMRI2cELmf24BYJbGR5ra6QK07",
+	"nuoSnOWUipY+d/udNvcTNv1UMrHXx2AiI5p4hGIjdsDfDB5RHDOMFM2Z9dBjpU825z/mkQNbWTeel7VA",
+	"R/g1sDtUM9X6oTQuX+P+NZ7j27oQ3k2C5SV/rKbC5CkyLSVJmPWOV59H3zUmpjSrG+r1ggkMu7XV5ZLS",
+	"2J8y9G0BFaohI8owZ1YvkpciqjCMqk5Cb79Uvs6wLZy6iBfw9tyuZ75Rbmp1RFTCL2+wpmA1DIpVw+A4",
+	"8jk7JGFctvuH6CuyVlXrWpnLOcR15AzdgSdu0eAbcWs8g32bSqQQ93gr+Of8NDVa/K0Cm5dwwXdhsk9G",
+	"zq1f75YmDwzF/OYWD/hsOxvGyGu6yfzgd9lIhS0qcJRWpLbYBhnaqmI2lJGmjIQX/UHvvIy1d/a+d36L",
+	"pVPgaVvN1WFSm/dgpuYGtxDGZ1JoLjLWVVdsud3/rWveqvF9/xl907+x1Ch19XkcADec8SRuQoHKizND",
+	"jvYrRAKfU/KIve5Wqtl86Ly2MlAekXjPBU1XECZqmmuy53xMRZ6eoTmI+TJ0VVAeziPm5jhpougKXggz",
+	"8SDkslZQR2trU7zelGv7qfqRQcrYXngQ81SvPOAvnTIGpxprZ6r9FuOYSrtN9UN5Jw0zZ7nMZY4/iNjF",
+	"wAKC8MFT+frwl387/PewAd0FemmqYomfQL+X6/D14fHhcX1vSAsbRz7j0xlTGoKC7k3ncz51Zb/Ljn+E",
+	"Ed4D1x52fJe3VUTT+4TVxCbiW1CN1ew6ku8ppj37eGk28hbB2Mhfj39tX+O2nDuG65dTTuBRtb+NdSex",
+	"0QL7JPzEqj7YDkCxFWjiuinX+/EpZts1c23xk+HZHspvK9DnPIIGBZhcJi1jPX9NZGcbgVMPm92MTtw1",
+	"JI7Q3Acxm3DBYgs87BB+Wybb1KPjNhb2fC+XObiGKxRzz2b0kakyfAVoeTyGJFbs2gV9r68enwqZsvII",
+	"GkBjugi2bfYir/3ogsmxLD4HcHLNKNw85bqPnqveDr4fN1wZEG+QQ2+baeAobf0BPql+GqtZWASDfGxQ",
+	"vsItFI+337nNa/HHht07q7F7VjLJrdVWVXbI5rfQOYvzjA/rXazWdDsdC8hOXnLlQsLQrPtKkbCwliJw",
+	"vrXn5JtRZ+/bikRmpvI0m1/VELxLqd6zunc3Hp6zhq9Vt8C2Qi7rDRFttSXO6Vtawc1V9cbc9T7ejH43",
+	"EupaU/TgrDWs2nihLVTGwIZD27IlH5ZplGMGX4uKkwcqVZjBlVsNfQ+la/MupRGbZEnRrJu4Ngob/VFe",
+	"7AmvQQa8YekBVFMVUw4ZggiOi9GE5Nqc2pDVoOOGGDkPhvIEtcMwRqDXIaDeViMq9p38lUO1JQyZIJeZ",
+	"ExEwj98FUWaCkRGbL2RKkwO1YBGf8IjMmemIR4gfVZSoJFSNxZQ/stooyMhXJW5s3f++eLuynopWoQBe",
+	"F6NZytRMJm3rY29am2aH8ZLraHZKdJox4C/AWjGewqhJ9Rvj4HzrWThrgDreyCjq3vkSdORC8zn/B+tG",
+	"mj9y3VBp27XKq9W2iXEv062r571Nb0QMovK7G/TG4lC05HCm9Z8gJjqoznDTLXhuU+u2QyxQKyyobD43",
+	"upc5f87jYD64k/b5vDUc2TxCLfPUQB8fBJf0ZRT49XVrEpG7NeuFunsFc8lLvN1pDdFj3i63EEo1Q3sP",
+	"JsRW2k0z0TajGQS7jyja1G7cBvH702xVeKPMeOw/9/ini1eKuIXNy4vsb0B4aHtoIVnVwW8svNxo1aqO",
+	"WWlvApfkBkUeERjUyq67pvlW0rPr7P6YWfB2te0EGNUUG1tog2KBAyOpUrFqsD3odNXdlNWN1Gtzurnw",
+	"Aw6wpFw0o1ysZXWb9/bbOx1SvQsJ2xdq0G92KGeX7eTRxtgzzedMZrr9SM0LishMl2F5wMQMmoLtseW4",
+	"N1RrN3vFl5NPrkVx3h3q3/eGR21VGc/ipdoN8mdcSyfV47yRV2fzxXbpIc7mi9xBaSXzGulhQafsyigc",
+	"1Y7+h6Xy4J4qgEKdOsNdW8/hukxaxXaZMqL4P9gpOTZ3XGJuC7ziXpOP/G3L7zxz53fZ2OqUgnzptu9V",
+	"052K/qFdtgvsjapuvy64mLJ0kXKRgyMgTpwSdKFmUp/mR9bpLvdMLxkTsL8F/hsmj0EyDgRegCkaSOC4",
+	"9vT9TUlx3lDbDpARpmDaT3jEvDIYrtafG129h0pqmty4hMBd7an5WpU68ga8aeN6225+1DNjFpOLbt8q",
+	"KOUKT+e9s/6wb62bfiwU1rq6G/1+0+sEnbPLfu+qiF5tboi9unblZ/2r37qX/fO722FvcOfVQTrvldsN",
+	"bs7uumf/ddsfYHqqZ44d9ga/9QaFkcF7b4fqRy7O74LyhIupW04zz4Qz4YJny4/gTfsEokUfacLjW8XS",
+	"Ql2JGRYN6kaww5cyeigsv0MQKt25scYybzffMW12HI1DajvznLI8ksN7L6zNItmQ7J0yGq+rROZXRBY1",
+	"b++W7p0p9pHN5YVMt2XYr9saIBVmQfXslOQVS0CKR6tmvYb9Z/RKNu16CzbceuPxa+2DY3LA8VYhod4M",
+	"diLWEPPvvF9c/aKaKQjGYtVYnv5CpuWuAwvUbovCosUKTeMWlL0w/1tUHFTRGgiLcpA/G8M0qgPIZxJY",
+	"FAdzh2HEiX93IWkrK1es0Zn1PNvs0BcSM36wQ7Ar5e9ERbvp0G3UlOLqtRCetfSJoe2qFIsPa5hIxcU0",
+	"90zUKroAJAq185Viu4dtlbMENuAMtFF3ucqtPvFG9Wb4JGWvgWpqKnk3Be14lFSx9e52k1Zfbn2dFq+4",
+	"SzXA5P3cxwZ5n/aZkXBpe6iy5vTTfxH8iI3btxtjaLGDL1eAZdM9+R7qq60aCvNcC0aY0LbkrbUEYUm2",
+	"1WFjne76wuo6zdbqqsNnCznL3oa1uLxQGKS2BraIUkaVS+Hgfp0/qHqPZO0hq000S3vYXVtzZ3PRWi8m",
+	"hMU2OudTuch/QMp2vvznIsreQ40zD2wcfF7A3vyCEjp4dIP8C2dVOWEzfNpWQycouVJELAX232w21FsN",
+	"YNxflqeZ6eqq6+TRkoUBqNidP7ZT+nb/hhQMtfZ1mt/JLO/TWS3+TJYKW+8mD9+m6ZSlxE60LIk504KN",
+	"e2NTnkeEtIJVRiNM3R2BWLswGYD2xjGdAtK9DXPKXSpCarKQimv+yL6JDOi5eFAp/LbunZxqmvj9dTO1",
+	"BARzFYo0jIoACOvcms/Xsuyaq3ZG1UeZNmHjwn5aqsPMIO2MTYR95kpv1ma3ymXMdX7PEojxl+33wolW",
+	"dmE27cuWAqe2SEs51mpOVySWuAJF0kQeaeRFXo0FLkU5bA9rf57f3lz2z7qjXlhXizR/eofGrbvrK6+8",
+	"aP4UEqf+s3c2Kv303LKi5xkGtjG8R65FUS40fwS5VWY1/V8aKoWue8+aTXpeFFkJLJ6mDLFf11nnWOQA",
+	"mZWKBQgrKKQ+JCFgmEPmRJhmIixc0BY6dizuV4RrxZIJ2TuiC370+PrI7eURtAkIJTfd22GP3FMdzfYD",
+	"EgIi51X3Y892OBYWiLZc8QbUuZlUuoDndCPw2tsCJ2ORfx8eHimma5FwXhDjfv0ifrqPbAMYPmxKC5QL",
+	"aLbpHANpbQeyN9u9y93bDpK+BEEPsclWtN0FgP7ZV9u3vtIGTLUxjqWmWW7YqKkY4V1D9QKOYZ2YEQWp",
+	"uu/7w9H14Pe73m+9q9FdH9NN2lTL9j5kqH3nT436H3thbswAXo+fVUYvyMG01iFe6/3l9ZR1kTJGtNEv",
+	"crtKEWTLmirhwZNdTDyD/AVzCh/4wkHEQGnS9WGdSxDZUnYQs4Q/GuHSahKECzADgSmFpil/ZHEuEdgx",
+	"45o2FBN84AsXkNX64w5BdnBz9owvb9Vs1ggCPUCYtdy/vnLUtwlOulWP/fPw1At5qGReclWkXn5l3jFw",
+	"IrFi+mVixwrSbMFMWlhDtvGTLRPux0U9geVu02musrp+qtY9UhzhDStU6aS+KlPrBJ23vXd9Vz9+nRHl",
+	"7khou06XLeW992XuG3TeOoXQfLXKMa2jEBquI4+UFyKbtykjZkWTXe/lP+mFuRuOLAQPuL5PrPSCSAIi",
+	"VtbrTXie8TAWFqhBAVAJUHeO2uAgNZugZc11NhYOYNb0EXrjDdtDwT4HxPVrILIOMvHCaKxPGfgm2+lg",
+	"EW0Xo2wuh/dOWG85LSy/a5j1uwGS2/dgw56S/rFrlfBKLnIVYRLB4mMWJTQtnE3D8w/NzvSv736ojvur",
+	"LbGN3tsI7CuzIrDIr6fxFf2sP6Mb1uUXS8Z/bDvBLWSXVodYPhEyrHF0SOHbWQwSt3tL1QYsfNY3dMpG",
+	"8oHVpQSbn4sq34uUPXKZoVFwfXPKUb6mTYN5osni/NHimjOB4coLltpPrZ+I18eYhNjiDPw9Y2nNBT38",
+	"r8uDhD+Y8SbmSpXmdEGu+IG5c0XcSvGrUBp+648Wm9eCur7S/vnltvyd88qAolWNzGXKXDDKRt2kV4LJ",
+	"2clKXZ5/T+h0tZtnsq6DWuu7kZZcMWGEFYQ3ny98PjnmdTNd7BZQp759XNWf21s/fEqwhfpBXPV/8qX3",
+	"8XI3rTa022AL2AVS+Ck4wH8G+aUdQnS+9A98YZGTtq6+axoekmuo+EpC7YFc9WMbxlb6UcTsc0jmGWAW",
+	"EEywXdu3cje1ifSAS8RzYw680Qyy5H99c6YF+KQLaAjEQXIwYyxHQy3hIymID7EwSUJayIV8bn+a+MZy",
+	"MNpm0+iwEvAhl+C5y9fMAcwMXx+8Dp+YbtoK3LYUJNOImYEPaEIU05qLqUVZKTl2a5I9UikcEFXtEoiY",
+	"pjGZ8Ed2gOj/5g3CPi/MRjhw0ZSZZbd+zXpBKd6ibfXRZILVt8oC5rMvaR5XXOAbyz2V/OUu76/du3V2",
+	"sFa2ADf7WgH7a12Yz1F9lZYpnTIy40I/RfttBH5ps5z1L3+pZm1fP7I05TF7Rn76+Q6EUh9gUWYxqT5n",
+	"CV01Gj3gaamGExxXjDXjOSR1fJqHvEO4hSpU0HLghhRPrihU4jIt7kbTbINg4udX1lWvUlgrvGztwWDl",
+	"+SIBnGq1Bm2+xlXsV5rrhX/ygxROyYxCOtU9jR4cbpf9NFUk9BMrG71eqR42ub4uQM+HzTsthYPl+Qpx",
+	"wnIMTCzkPpePANiM4NvNTrAfA5m6CEyv3lxq+wXKY0X2vDtzH/fbwlb7gNXoGFZbgavbJzXVj3/DsM1g",
+	"sa6tl9v+bYa6Ad34baa4YEoRHjOh+YQXxcM3npNlgwjRkhSKd/xM5h0NuuDsyRez8FEAeCi5BqGCp6tc",
+	"CM0UuWeRnDMF1SOub0eHT0C8K4ldVXbROJmgzL/+2M4v21ivtrDM1n7dKGVUO5+izCmgBBPm0qQsLNqB",
+	"wwyrAo3t74jglmdgxi3gZZC3eqyChYfkSmpms6kWXNsc3dA32ZAHVhM077WouUjLYqMrtLuwkRJOqXFV",
+	"cNELGYAVTEUWksV+9dniptWZvLS3FpX3XWuLm8Q+6+0vYrMnOZtefoVaCKTPvdMuZUSTBlySMFsoZu9q",
+	"bBfmeNHoWuMeDPcrVcBRfhUaKCl4XwUSwlHFGv5D9VN/tD29LVhW3QFeL8xtltdBWuXbWRV077PpFEot",
+	"FCYNp2YUIh/Fq2FdpfC8JaVSv35d3peq6ItXfC+PQa9ImCnX7ADgGuN8klYq+CqkpKq1bbamD+aNjdIH",
+	"x6DCO589Jnu4XtC6u3Z8t5SuU6v53Gjdpzu7x5+WNj2sCNV1xhiVF5yrSMJ7gj0CRNCMpVCP+L4Qe0Ab",
+	"GAvUC7TcPyQW3M7Gs+yBWdJVCQsDK1d0F/wv5o8YDjf+NRZhXGx8ySMf7lskQJ4kuTp/SihJvI+55NGx",
+	"sKXUyJKbScHYtSKCLcFEmJnztKCpDgj7bLqCFzd93QggmGG9ZEofeJXbyvafscB7qC4454VCQZrG/Kw+",
+	"3aYM2tuSKjakvIttYrelFihn5nnk195sG1RcvH/+MgtefGANVHo7xuL6a7U9Impzo+KOKp+WeRkszP2x",
+	"xYIsPpgLfbcRbFyR0KsUeHZ9ddF/dzvond9BqGK9/WDjyJ6pohd9P53Kij6GLxUH1ESPGxVIw0TddlgU",
+	"8boYiF+PiWoLpPZS8/O58/bTaVrnuOphc/x4UQ1qnXgf+KJSYKt70wdynUqidEr5dAb2JbuCjbHi9aU5",
+	"t4gbNS95vT2dFF0Pu/K7pYdS/zSO5/fwQjxvuQlKf+Phb3yx0uvTF97v5cW4QPMubeUDBZl/DU6wVcZr",
+	"aQ/3NKXyeV6HVd5Nt4//LGaP//2MED+ykt/eLNmacq2dKj8Jraxa2PpL8NNK8LJWgn9hPR9Gp5zvzrrt",
+	"SpU8HeajkQGqujZVoCHnVsBvYBdQm6EzlhBhCnBReVVCzIcpZVQrbUS4XXKG5vTzYEv1Qwhhp5izi6kj",
+	"PvKCny907MUVHwfuHfzzeMegn91Ab7em0tk1LnhbJaW5xRrsUuNxE/K1hUYoV5NUcGNZJ/6O0F+3qvaY",
+	"6DQTEdWsIdcLCGZGFQYsF2SlZ1QgEhlCghQl0oz+6uLTkQSaMfS4mA4YjVtXli/KWIIDtfjTDYTs+eS0",
+	"v4NczsV01LwUH2XKqrU1rX0wH0R1SaCeJRqxVKXOZnM4yxMIOq+kWWxlTl/lZa6Z6bbT0FTrMKtyFhsW",
+	"55IyHXRG0HHVWqCKIeTd2UL817cjH3DD/HzWvTrrYYuz66tR/+q2d37XHd5d9T61TMp02BlBXjEIqiCC",
+	"ocVW7peZ9vE2zM9nVEQMW7hKhzEUFyllZg61XLSJX5GLDb7Yrcnrp+jxN0sVEq5zV7XOceDR02qrGjXE",
+	"dMjFLintQ9f+zx797M17vfBXeWswE9SuagVmBumwVAsOf/IJ1tJzS8JEEvMJz9JlicQ+1cZ5tFASG+JD",
+	"yDu4PzhU8wmrWfthAKXIQ5tyHxItpwyaYiX+omp8c737bYW1txUzLqrS1z7eiLJ6+aPAqD6NWps2u41q",
+	"1RwPVLNHa6ifT4MK3SSdYkhLq3TcpWv61awYm0wDWwwZg5uzb2XGeFoqMC8XJuuLiVTNCI9blq3oAz0/",
+	"5UhhC0piy9o5RDxNEkYhApStldSDlQID6V74zy+hi+IXpYIx8oXSml96L9uYePwEkZfbGkzqecGN+Uq2",
+	"pDb5vh6jaG1CAl6B4V1hYY7w8sPInpDaf+YCvva/Uo7wz+iQJ0eHPMG68zNAZP2q/QJ3QVOp8vej0c3R",
+	"fw6vr4g5nCmNNFELSEm+XxG+nBygzBMQSuIshYqPueaGj8bCAXovecoOzGip5tDQYWjxTxfk8TUZ9IYj",
+	"cATuKbSYScAwoYlpMBbD8w+KRFSQODWyJ9f75D7T5IGxhfKKrnFBhv916de6debYw7EYCzOpWEbZ3Ihu",
+	"DiROEb2U5tMWuErNaMowDoYBv7ALe2J6+AuM7S9/sdJe96b/l7+QPU2nJMSfwv0TaPLLsVEFAFbI9lss",
+	"2FgQwBVU1klPNRmefyARlANRaCPce/0fJLy5Ho5CYviMrcudiRhfD9cAEUOySDJFwne9ETkye3qEBbmh",
+	"5ku4f0pgCS2eDNESeplpvTg5OgJjN6Ah/vu/H78OT4t52nQDf574k5vnr940TQ95dJDpnxYFmQv4yD0L",
+	"E1L8YlaFR8wG2HvCNCBNmo7yUnbWjqo8I8HJ+mLAMTsCl2xI9qhz1EBPzmewHzS9h7Er/ovus/tmw2qX",
+	"Hy+goxTuFENm9y5lxIYOhX6Edoi5iDizan1or2Ty2qbV79ivIVD3J55ChVfD2w21WIJljyxdYSVvrog5",
+	"zqcuOGtO0wcWE3cNQ4wVTZZ0pbyCRAEAv/pjXZGZTDC65B8sleTRsBuyF447404YkPDY/GdCE8UM3UmX",
+	"6Wc/SlOgjYRNNJGZxQbNBNSWxkAz0KyoIqHIkgSp0epMCDv66y8H91yTTECNLKAXOKJEmZGHqHedEADA",
+	"xNeN4ozDxB6yxYKlB5HZIxRH8Ci6LFgYwCNL76nmc+iAijWjQ1gyWoRYQc9lNllTBStZJcy09xKqmdL7",
+	"EPZuHQFhodrhcBd0ZQRORfbCkshgw+Dkgv49Y3klf0REN+95nMLwV7O61OJBODtq+MvxcVhwXyALI8zB",
+	"+7buOq5RyhayqNtNBQlLJeNDePeEhG9Mh+bK4likyMzSLoNdVa4AxV2mtvxJTusqIOGbX+zriRTTg4VM",
+	"Elc5D86r6WBwc+ZYhRuhefGvx1YEtblJERVGYKNYDgluhURGDyo/tH8tRmq1EjB6KTg9Q0N6BZVC4hqW",
+	"Nb9nEc0U2p1T4NSPLIVCGjYgUTGMtZqPxV5zeCNZi4TEp+ko5dMpg/oeEARZyv+Edk1xieaYcUO+t4J/",
+	"zgFjXfwIBFRurNkMrAoxeRc0zXNf8tveOxNj4cIu0WiT8IhZOVuA9tXpLmg0Ywe/HB53gk6WJp2TjmFW",
+	"6uToaLlcHlJ4fCjT6ZF9Vx1d9s96V8OeeedwpucJpofrBKwkKBcsLVPDAe0Vl+h+J+jYfeicdF4fHh8e",
+	"YzViJuiCd046vx4eH/4KRen0DIQmx7MBK/goQtPZyT87C1lnWbiSOl8ULGDavemfGFpDTQw8KPW+rkPS",
+	"HQugA0v2LtUFvpzbXtH4d9k7PyFCkkmWgpEMCwWNRVGLhaCVLwFHsztC2JWrWyekNgI/bk3OBfpx56SD",
+	"83xrmnfyCv9vZbzKLSMIE+fd1Ud/s8ZkZKvbBE7oG8eYO9DL2p1OM4agqMA6YDd+OT7+uiNALffLmp6L",
+	"t7FZLQqZi9ws1/LQEMubrziGEnOsG4et4eZ4Y4Co+0RlhiTM+GBIf/22Q7J80MpbwA7tMH79dsNA96RM",
+	"IYc4E/SR8sRwrVOsQ3sImoutsgyeIrkAAEUong6OQ5s2VhQwMhKU/2ezX7oTdDSdgjUdf+n8YT5XZhZO",
+	"V3ghdoE1IxQWyUda3QPRM3AASAGJpWCBDe4NXF1uEEhLhS1A8rbOVFYIBC4qWIrAhy+mSoo6puHm++Js",
+	"o1qd/HswjrVK35uZiIgBJhWX2wgZTib5yVL+tCyli8v1ShWF2l0196LctnouF0k4cg7HQcpnzjwFegQP",
+	"+4uduEuu9Pc8bfj95p3z667c43J894P18xi1O0Y5lzQKmmDLPFLruScHhOkXunx7jzTJjFKO16/FtAEg",
+	"SCJFhEUkYBFyxz7IkXgzqyI4CK5e7PWVsrcF4BkHhCWKkTfHx/untqgKOpcEWshY5bIeCy2xnB9e6HPC",
+	"PtNIJzieIrgtTBcqxPEswGxi9D6yZ81FY/HX4/3AWu8h1slp9wtUM5yhyoxTZekjf2SKpMzVozJKs0vr",
+	"I9RoGMzcLjFzVbMV/hVzpg7JFWOxPw2j9ciEYTewbOYvq2DmM32liOJimrADV8/+hFAy7L+76l7akQnX",
+	"8VgsU65hbaEvLSXaEmmSwC/7+Tr/WifTwLxeXKApxd9/D/5ajqTeKMqgpVGmNlsMwbC+uwxDhbMk4SEE",
+	"qQYCBeHEOdgujIwrBGY4aT8ZdUt5Z7EAbuJrCIbngKkYUOodH8y53FMZOOzLUcwSpl9OfQI+hXwGvkek",
+	"sJNBhoX1I22VpNM8qqccB8o1mcqxoDNGY+SNqemYJgjpb87JCSwMbPQkoVMi6NyB7EE09wNbkViaoQip",
+	"yX3qHuKgAMfJejgAzRdYUh3vHAvD0E6J4XiaCWfqpVnMNUnktF5nM0t8ab70QgwO+j6Hz3wnDoeza6B/",
+	"XGQ08hjWZnHKOJREho38sTQ0HC/Q8U/G1ZJx4VEnFIqZglclAp9MSrV39EuF6p7JuapK21fkW0YV8rmW",
+	"grEX+YIiLuWNWD+yx9es9BiMha2Diys5kwnyk/mJDRFXzHCdVGZTS3ZH5hf0Ppvn1NqrnThQ4PU5cdaw",
+	"O0X2Dg5wbQ+89Q/GIv85BaPVwYFeLZjfZh847ANbKefjgw95vG8sSoJjHYczWwEcQL0kg/uOCrL3/c0n",
+	"xpILBzzTCAOzHriwWf80nVqO8lNp/nMozT43A1E8Z2dqjZ+5TX8uY1PspfjaEJRlj7Gd1jAtuKVLchlq",
+	"c9AGAVnQZa2C4ia3Xmy1f0i6NuxATsgxVq1SnlwHDMUKBE7FlicYvACB3Rw12L9nLDMaNWYXUbFyGjug",
+	"Xo4FXtApBdQ3mRIUsuJTby8SwCuYcMHVzAzLslDoZyykRXlV6+w0T2hyomNAaJRKVSjhh2PRoFfvJhoq",
+	"pl9cLhwy/UMLhfbC+d5ckexRQTLxIORSAMsOCLUc2+EXQW3FvCxtALXDphTOHJB8UBF//NdclTIs7hWg",
+	"3gyaMhT9Rpay/5M1t/Q0MsgtRS/7txE6scDwi6rLPeEkLijj+0oh+0SVt3zVaCzxjBELJM6YtTnS3NiI",
+	"klspKdeFq4H5EaI5oWa361nOMRQienBEO0mkjFl8gjeGDVSCWK6ZXGLpenMp5qFyCVVA8HHGDskZjNQV",
+	"aceInLzoMzJ1NF2itxMvGQiygNLSAVwD2AKWYx9dx2bezewX+LxpXTp8rqyzIpS8OT5uVtKh/PELMWPo",
+	"+7sq6aURbDmLsIYcbrxs/gOwZzA/pgtFLILLvcxErEBt1/54i+3+yUvbau5mh9dgA6DkuldrHbwblCzo",
+	"cwRcZKIvrbl7PFTlVeO5npG1YvE25sIr/c5oNAuAo5n/rtBNknO7NSYMCr2QS99WmDIas83KMpZZf0lG",
+	"8x2VZe/7m4nULjluVFCmP4WX1k9l+U+kLLujVt5HkBAKPvJsEezl1OOe87KMRQUMH6YCl03hiUFQCjuz",
+	"28ElJOAhBzDzHIu9XFXYD8icPkA4qGdGNL356DMQwIRqtIucNtxpLN4c/4ct9qBrrmayVyei7p/mzjjr",
+	"zhiLOaMCEzbQpmjvSZLvnekVcWZBU07lMnDKS8o1IwuWQgxbyWyAPLDGaEA1uumlIDdS6WnKhv91GeC6",
+	"jYV518xTyMw0wsoV6Fs3Mt/+IYGSWSogmHapcuBMtyljYePRyVQSROgBsbJUKnstHQce7m+wb+YSpO3G",
+	"hTBukh4V0y8uOn4/PR4/b9ZkUyivz81/DH9O6bSUd/MnW2/H1mHrt8qGT2fp+bGMoIjSUbaI6Sb9Glk0",
+	"okorBtbCsFy9KQRcaeBXPoqKwx8BQ83h2gHG71YqOr3MYS5/5BY+/J0Odm++0Ktt1IJLA47bPNPkhzne",
+	"hsfHEhMtXGoQYFLZbIy98NP14MPF5fWnu6vr0V3vv/vD0fBuePsW0JVvh+EPZHIrHbwzNG3ZrJ8Jn2Y2",
+	"GsQZVCBvxZF+21MWU01t2dqj6SY5yga+F77LuFpRz8o/4Dm0MFiwNWbREUsPrEZztA6Fph3AtUO23n4A",
+	"WXk+UAORaWyEMHM8wLeCO+hi5qWsu3entbV6X/jgvqstKPyNj27TYDaf5WKPqruJHmxzgH7ow/2nPc8D",
+	"RtcXfQ9+sAdyvwyx9pQjvVE1ugWgA2VFd8hzRt9WyhYJjVxEFLop7JnH25JcQrYmWpwdICHk5VMjRxQw",
+	"CGtC8bc/nMMf4XC2uldRpfp5rX7TYwg4Kq3O4ZOv2G+YkYairZ0dhiXB4a5i12I2NBd5Es0JKr6LGVXM",
+	"pl5ygTiuFgzdOipdKhVERXrWz8A5fageC7BeoNsnKPxArtyF7W/v/Wh04wrywVDN/uwHTq0fixxak2tC",
+	"EU7TZsRBJJRVwyMH9GgUdYs76ZkESlYZjllCZhvBa7WcrciMpWxNyrBZRHrGeDoWNodviMCsCUenFgou",
+	"m5LyPhWk8pIs7jun5q0PY4vMkYk8Z8uubJVA1U+Z4yWYndsh64GtboI5JF9Bc2cIhIHc8yiRCPDbpFYo",
+	"mTyC3Y9UEDRQAk3ZhKUKi4y4GWLJ6LHYC9lnDSFM/Tgk/xcxf95QPQv3CReQCkO4SDikqQFMB1o2LQQJ",
+	"mIBSnZt2+aeLAr7gPtPwA7qeCwJIZQZFJuFlPTu1a6PGwsF4VIfpvORvjt/UOn8kjctgYy/DKyqAZt9Y",
+	"/Fn/eJ25EPYIWbwhS7iDcQPjH8Pt8+b4zTc2zOFhnlHwFNSQVlyQppxMIFeNqyJV5AflQ5dmn6nIJ5Ss",
+	"nH5hiaAtq9nBZOEwq3PEX1sYtRA9SMw05S5ExbM2INqS1jSaQWJ+srI2DMh4s/1g6bk0Y1vMEi9vi/j+",
+	"BogWEsAr5fZkD8Jo7WbAuhZGCfMIN2L/p0TwwhKBD+Weg1LZrKsdzuMnrmefKN9wLi8dfJTynJgIpmM3",
+	"O7Apt9b3mfAHRsIp06H1f6aNR9diornDaiPlKGo0EV0sAPVuLMIKuHQIfblqmS7210JEk71/OybKPLUB",
+	"c/tYhR91rogu0PmK7AH9qd6UUNdy2mO5UMKbX45RciDh5fXVu7ub68vLu1H/Y+/u+nbk00/u67QQ17h8",
+	"dEq52MJv8v34yXc83S5nPwFpJKZ/BY7z5pfjbyux1BJ97qg3B/E+i6cMFejPM5qhg2AL+e8X3sgf0ohk",
+	"5jXJnaA5F9USSQ4FNcdq4Sy2YqczbsSi1bezHBkGKWKEFbYfJ//f//P/rqnnDvYSo+Ewo8KwbZdyBtEr",
+	"aOfJwzS4XTwVFDVTcttNgLEbKUR5AZKlk3UBNl0FJLbowgotSriuZmx+SHMwFjnEEkQnmk4PyQ216JNg",
+	"hwrZIxPaqIwg6GFjNRYhnWiW9txDLbGkTJ4DLEWDnWgLB35vd/FlGbD9yndmwvko2sHGwE78NPa8nIOJ",
+	"2oPtDvPzrTsOkfMozuaLZs5Uqrh3UoDU+iEYObgnsheKsWb/Oby+Gosc/Bm1g0KTK5SDAtnrkFxJgPuM",
+	"2QLKukjhLMiwHU7vc53W2myzeV4cxq3vS9tts/nie9tsYQjtDiuIxoIu1Ez+9Al/lSMbEHY4PXR3kHWw",
+	"3LOVtPISXFcLqPJUc7bBaJl3azcm91UF2On9Cv7f9nRDUNwLyRtWPByL7aGvgY19hZhXpwa+Of4Pm+2J",
+	"HirUA0sBr/k88Mn+IelrRaxkgTJpnh9lvmCEjWAsAJbeCyp1q3pgS264shro38Z+nI8WRSBXgAOTlIrg",
+	"OBuP6j4NteD2SgGpERXQjMhM7wdjgUZ5+Pke3O6gs8rU6ClMH5Ku73XLnWAAN0+WdJXnXtnMKpC1AB0P",
+	"hbQCLq/QQjHvthr3ixY5q566k7a3nEkvG2L/xIy1FpIKHG0Sig5AQLCRzLwo4YComVxCXm4uGO+FuC7h",
+	"vt0FC20zFnthfzm5wUX7v8HKFlpH4YIidrf07hWjKnBm5MxU2nqFsEmwgs0IWGZtzRzLgaFBgYYdwGKN",
+	"RUPML7z3jcx8sBY/cjCD1QO9zKvve1t8nSAGIAY0Jv0MH35O+DBcUIYvGAnRsczn5+QW91ipXE9RpKn5",
+	"ausuUHREFpXXUeIC4xADx2IENTdOfu/uwb8OQILdL0o0eY6GdT7RNLYXyhVo+NyPzD3y+xYCSX+GQ30z",
+	"pdESS7EBWha07lP30+Oh4BZuPodnKaNYNkawpV97A7A3csmK23I8ka3XqnIkpLGIZlKBG0kxTaDiDeaS",
+	"37MphzEHhOZVlDF3oWLgGgseB/jEac7QD6CClm2bUD7G3nZMxK7qQvnIw1C+kWgwMN/6zmqlHcPmQ15U",
+	"4rc7/VOp/IpKJdpKihNga67cMzKRmYhrkr6ZLuX1QPwMo2nCwd9k+oDCOXazdjju2fwlVUqUHDDoMLcu",
+	"raFh2NxDuNBB8jeXOqIM3bOIYqtgLCDhcE5jBs0RgNLqj8BvJtyBsAJPskojAmekKX90HkAAJFrSQk5M",
+	"HZ5STKgimcpo4hQOmiiZB1PTatbsWLgUKz/BSmlA3bAvwfctNkiTdjMW+LUdcTBw/74d78rmfwa95sdB",
+	"wfjqis1PwIwnA2b4ecbPVmHSRbRBSsqZHTKFVwpMZTMq4oSlRK1ENEulkJlKVkUZEdf3KzUWC5YqXmT+",
+	"7LkquqX6uZwptMX46OfzTGPpMuBx1jaPnjGv7lce9/jLsS0nbmiwN7jr3vTveoPB9SAsIr1DmfIpFzTB",
+	"Tv4S2uJeRtxKZPRgBgTp70WKmWGolv2NhUMOKjCSc6PhX48d73fs1jFAu1t7pgMHMWREPpXfR7QWwaDC",
+	"is1dNRZN2x0QxRhpSDr3TZtFBKm5yMpqcR1ftubSnHMuopfmzUVx7+8lVXpVgxtOLdaAxhq//xLxG8f/",
+	"8V3iN9zZsEGatYzsxDfccIukDfFJcWGmx4tSoagWYmRN6JIvaCGB6LFweF9VG7o9ct7HzLHbB+CIwNUV",
+	"jMdiOVuRvfD26qw76r27HvT/p3deXtCx+C4hMbUc2lV5Si0DBaGSZEJlC1vM0QU8WFIpcU5LHH/9hjPp",
+	"ep5Xx5IfGKBg5KLrGhduHPqPZ/noWfeTdTo9KfUS3RWbwApsARNCyfC/Lg8gsHHCE20WzYzsPuOJPuCY",
+	"mqHWCt5bLwY6w6VghAmdrqBKiF9xAVx/XFBdb4zAfh1Tffn8S/O173xzuEG0c3SXqld8fxxSaXY3mch0",
+	"zmyhjR/0CF1wEZcC4Gy+nitRcZCTMk5jt2NVnIN2Yf/l81EwL8O00HSICCDJCvIrqINs5cKcMbf0aPpf",
+	"LVBtz3s5JNciWZV7dcV4kZ0fjgXWci3llYZ9LC5t5oVlZIn5CZmPSzHsxyrcJ3O6gmquXjS8IkuWJA3J",
+	"itsREdaq5r94SHD1i98/RHh9RG0BEtbZ8U+IhG8Qwba+7M+4mj0esjM0QnUgXwEF4RsfyOEPcyD/rHgI",
+	"ZA8DtgpgcIS2NxfE/v8uYAkNJ/Kp/kC0oW93zJv73Lol0Z2HS4/XpC31v1/20mPXY+HCuPz0P8/NbI3p",
+	"LobLKq/Uvu6i1SGaFJRZwmsjSLH5N7KUD+FjP/Lxtav3E8/kmx7RIYOqx3bxtXzOwdxcyrPRUY/Xpeep",
+	"D4jKIPXbnU4eH6QsU2wswMq8wlA+sxBxlrA8YxeqHJlLdY9PCBWr/UPStQbT3KQNTuQ8hQVFMkNyEYwO",
+	"nfh2XC5W0q0HYrYyMRY5YmAXmwwxu+UapqpCQhOYiG4sVvmtDv13LFlZGcN2K6K3Cz/Guad5ZiuaMXkB",
+	"5QocoACUdfSJTpAVmcj0nseqMHAJ5nOI7uWg1z3/3bCGwahqdPxB2QScrnK62g58QasXcuhfmH0aiwrM",
+	"MpYnemTreWgWjUgumA30dYI4BlIjntFeEWduoU6CUjlJl44W5DHorhlY29IVpLFMNDM0VEYx2sfBGYLg",
+	"AtGK8ZvAiGZUjcU9w4DslJFEiqktXeDHD5Rizosoqz2syAvBB/t5/qQZixQMC2Ka4R+SvoZMNZWXG57T",
+	"zwOzGGZZEC/RDtNLlSN7Os1EREG1NeIPRDqsFgysIXOZslooJiPq2a9AnRo3JA+6pz3yvW+bAKJ6cfb5",
+	"3eEZ7Ri2+Z7hZuWCZIr9AEqPkFXgc6/SkSW2n6WKmqMFzIC+MXKM3btXmP1CUiqgUEqBToAjzjNcram7",
+	"rO4B07KRRJa/lowvyC+UpsLIeMCbc0PI8wMglJYbEgxdbSSMoFLkrHt11rvsnZO9EP8ZIs9zkA0BGfUG",
+	"H/tX3VHvfCz2wvyvcN8IBxfdPr5s/hEGhYBpixFRZcEBrM64Xy8LysU3EwXl4ofW/rRc5Azkpw74TdII",
+	"y/5j2AFzQNdlP7l4hloIAsmReuAbDudHmj4om36flvXCKhQlVcT0tWAxxFbjP63Y4zLmqIcUgMKSIimz",
+	"86SKhBf9Qe88RKMOvslVHgd+vyIh/HiGQkw/DoEG1n4XMfscYkCBkEY9MJ3AqF2RcSRnrghQFMpOfqhV",
+	"LVN44AuoXPHSHMF954dmCw988aOxA1flG2jhX9KRcsFTlp9GK8rjTV49jYymSWu/rE75dGqOD6ZgdNUV",
+	"WzbzhL4AREWQBFLpwhdHbL6QKU3QgGRmADarScrUDBE3unZqRYBc/g7glEQzFj1YZ5zbOE+fN19DTld3",
+	"OGun8DLndFTzqR860vnn5f09zmpXPdRczgAlZCnH3HiCtb6vjYZ+IVOILDjDW5TjtLbCs7myx1H+GklZ",
+	"JNMG5uGMr2ORsilXGpwprtoU2QvtSIpB5NEO5MhCsq0/7rnuISoCL+Lik1xZVw/jemZ4hLnUVeW94rpX",
+	"+MGQLJIM+Y/76ge2Cq2gMhZz+cgAfATjRNCICTgjNXByOTqdQ1oLTzHX/fOCp6t1wDfSBu+tjlc1bOTL",
+	"ShWfaj/6nY0oTYNqYVXxaKcADv8xwGW/eVzqvzIaW+7DLW/6K5XbeLs3fTB1qiyKGItZW9BZoLqjmEU8",
+	"ZpsTNFgFURKr39kxvVIFDBqgilDN1YSb5ZfpWMQ8ZZF2SLOFAZvn6tI+JqctqJ6RB8YWttIgpKvyiCZj",
+	"YTgjGXdwqONOqWw0rTrScKHyoGMo0ghgm3m6B0hmi0WyOiRdKPQMTA09IlC4/JfjY0wlqyD9gx2bO1yO",
+	"mLhUE7cOQEzW11LL+GDI3m3AvoGhmJ3Dsv0A5uJ8JG3YW2kDS9k6xfZ9bXaHSTs7xMKTlP2NRRrj3y2x",
+	"OHBTGJ012n3rERqyRnq2WUyFlcEeZJuPU+E4ffEoH/yT7fEYj6vgy5u4yjaXex1TuWcTmeYfJ1gnw3dr",
+	"YbSM4RNjUccoiOUTWBS0s7+RT3iuIC1zH1TOLkgbbjEW29gF2cYtXOTAFnbxyfHNb8EwfhDvfD6QLVi4",
+	"Tdv4k2l8J6ZRXPLt2QaOcXuu6BrXMLsd3lwPR6Qu8dRoTJAtb00u6AfnTB2SLhFSHJizW2g1KUvoymwH",
+	"hvcMbs4cTjUE1r/55bj5nL584uIn953vrbUU49iaxGhTGH8eyO9wIEUpUa8p2rx0KrmYyKMZo4megTnS",
+	"zMQmqZRpHtucQZsXJLn38JlNxZktG4DsPdO2JqndrFlhVi1eyBZNmhIswyNLlTUw2SX4ivFBV3TOHGI1",
+	"SxhVOTIpciMuphZe0Nqt5hwP0TtJ7MAIt0YqSLYD2KAiIGfGpzOmNOTEA7LPnE9dRrlF79ASQo7Afx6M",
+	"hZIW/QOM2ub72WKa0pgBhKNijCxnPJrlw4UYIaiTDi53cskfGE4INwLt2WaQUF2ECEm0fGBNMP+/2dV+",
+	"QWKyn9hETeXFf6UgkTHOoSZhrV4pV3nJbkQjxXkVGNyqufjQ4u1dAwy+5D/WRBIAvI2CvGLkEnw5ObAU",
+	"DzVI8iuUf7oApOEo4QhdHXSM+Ax5HfCpL0Gb/oFiix15paDjXOYufTEfivcxy32+/PHl/w8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

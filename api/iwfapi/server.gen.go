@@ -37,6 +37,15 @@ type ServerInterface interface {
 	// SetLimit Set or change a concurrency or rate limit on worker calls (extension of this server)
 	// (POST /api/v1/limit/set)
 	SetLimit(w http.ResponseWriter, r *http.Request)
+	// DeletePause Resume a workflow type or a worker host, at a pace (extension of this server)
+	// (POST /api/v1/pause/delete)
+	DeletePause(w http.ResponseWriter, r *http.Request)
+	// ListPauses The paused workflow types and worker hosts (extension of this server)
+	// (POST /api/v1/pause/list)
+	ListPauses(w http.ResponseWriter, r *http.Request)
+	// SetPause Pause a workflow type or a worker host (extension of this server)
+	// (POST /api/v1/pause/set)
+	SetPause(w http.ResponseWriter, r *http.Request)
 	// UpdateWorkflowConfig Change the configuration of a running workflow
 	// (POST /api/v1/workflow/config/update)
 	UpdateWorkflowConfig(w http.ResponseWriter, r *http.Request)
@@ -64,12 +73,18 @@ type ServerInterface interface {
 	// DumpWorkflowInternal Read the internal snapshot of a run, page by page
 	// (POST /api/v1/workflow/internal/dump)
 	DumpWorkflowInternal(w http.ResponseWriter, r *http.Request)
+	// PauseWorkflow Pause a run, holding its worker calls (extension of this server)
+	// (POST /api/v1/workflow/pause)
+	PauseWorkflow(w http.ResponseWriter, r *http.Request)
 	// PublishToInternalChannel Publish messages to internal channels of a running workflow
 	// (POST /api/v1/workflow/publishToInternalChannel)
 	PublishToInternalChannel(w http.ResponseWriter, r *http.Request)
 	// ResetWorkflow Reset a workflow to an earlier point in a new run
 	// (POST /api/v1/workflow/reset)
 	ResetWorkflow(w http.ResponseWriter, r *http.Request)
+	// ResumeWorkflow Resume a paused run (extension of this server)
+	// (POST /api/v1/workflow/resume)
+	ResumeWorkflow(w http.ResponseWriter, r *http.Request)
 	// ExecuteWorkflowRpc Execute an RPC of a workflow
 	// (POST /api/v1/workflow/rpc)
 	ExecuteWorkflowRpc(w http.ResponseWriter, r *http.Request)
@@ -157,6 +172,24 @@ func (_ Unimplemented) SetLimit(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// DeletePause Resume a workflow type or a worker host, at a pace (extension of this server)
+// (POST /api/v1/pause/delete)
+func (_ Unimplemented) DeletePause(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ListPauses The paused workflow types and worker hosts (extension of this server)
+// (POST /api/v1/pause/list)
+func (_ Unimplemented) ListPauses(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// SetPause Pause a workflow type or a worker host (extension of this server)
+// (POST /api/v1/pause/set)
+func (_ Unimplemented) SetPause(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // UpdateWorkflowConfig Change the configuration of a running workflow
 // (POST /api/v1/workflow/config/update)
 func (_ Unimplemented) UpdateWorkflowConfig(w http.ResponseWriter, r *http.Request) {
@@ -211,6 +244,12 @@ func (_ Unimplemented) DumpWorkflowInternal(w http.ResponseWriter, r *http.Reque
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
+// PauseWorkflow Pause a run, holding its worker calls (extension of this server)
+// (POST /api/v1/workflow/pause)
+func (_ Unimplemented) PauseWorkflow(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
 // PublishToInternalChannel Publish messages to internal channels of a running workflow
 // (POST /api/v1/workflow/publishToInternalChannel)
 func (_ Unimplemented) PublishToInternalChannel(w http.ResponseWriter, r *http.Request) {
@@ -220,6 +259,12 @@ func (_ Unimplemented) PublishToInternalChannel(w http.ResponseWriter, r *http.R
 // ResetWorkflow Reset a workflow to an earlier point in a new run
 // (POST /api/v1/workflow/reset)
 func (_ Unimplemented) ResetWorkflow(w http.ResponseWriter, r *http.Request) {
+	w.WriteHeader(http.StatusNotImplemented)
+}
+
+// ResumeWorkflow Resume a paused run (extension of this server)
+// (POST /api/v1/workflow/resume)
+func (_ Unimplemented) ResumeWorkflow(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNotImplemented)
 }
 
@@ -408,6 +453,48 @@ func (siw *ServerInterfaceWrapper) SetLimit(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// DeletePause operation middleware
+func (siw *ServerInterfaceWrapper) DeletePause(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DeletePause(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ListPauses operation middleware
+func (siw *ServerInterfaceWrapper) ListPauses(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ListPauses(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// SetPause operation middleware
+func (siw *ServerInterfaceWrapper) SetPause(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.SetPause(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // UpdateWorkflowConfig operation middleware
 func (siw *ServerInterfaceWrapper) UpdateWorkflowConfig(w http.ResponseWriter, r *http.Request) {
 
@@ -534,6 +621,20 @@ func (siw *ServerInterfaceWrapper) DumpWorkflowInternal(w http.ResponseWriter, r
 	handler.ServeHTTP(w, r)
 }
 
+// PauseWorkflow operation middleware
+func (siw *ServerInterfaceWrapper) PauseWorkflow(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.PauseWorkflow(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // PublishToInternalChannel operation middleware
 func (siw *ServerInterfaceWrapper) PublishToInternalChannel(w http.ResponseWriter, r *http.Request) {
 
@@ -553,6 +654,20 @@ func (siw *ServerInterfaceWrapper) ResetWorkflow(w http.ResponseWriter, r *http.
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ResetWorkflow(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ResumeWorkflow operation middleware
+func (siw *ServerInterfaceWrapper) ResumeWorkflow(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ResumeWorkflow(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -949,6 +1064,21 @@ func HandlerWithOptions(si ServerInterface, options ChiServerOptions) http.Handl
 	})
 	r.Group(func(r chi.Router) {
 		r.Post(options.BaseURL+"/api/v1/workflow/stats", wrapper.GetWorkflowStats)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/workflow/pause", wrapper.PauseWorkflow)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/workflow/resume", wrapper.ResumeWorkflow)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/pause/list", wrapper.ListPauses)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/pause/set", wrapper.SetPause)
+	})
+	r.Group(func(r chi.Router) {
+		r.Post(options.BaseURL+"/api/v1/pause/delete", wrapper.DeletePause)
 	})
 
 	return r
@@ -1391,6 +1521,198 @@ func (response SetLimit500JSONResponse) VisitSetLimitResponse(w http.ResponseWri
 type SetLimit503JSONResponse ErrorResponse
 
 func (response SetLimit503JSONResponse) VisitSetLimitResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePauseRequestObject struct {
+	Body *DeletePauseJSONRequestBody
+}
+
+type DeletePauseResponseObject interface {
+	VisitDeletePauseResponse(w http.ResponseWriter) error
+}
+
+type DeletePause200JSONResponse PauseDeleteResponse
+
+func (response DeletePause200JSONResponse) VisitDeletePauseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePause400JSONResponse ErrorResponse
+
+func (response DeletePause400JSONResponse) VisitDeletePauseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePause500JSONResponse ErrorResponse
+
+func (response DeletePause500JSONResponse) VisitDeletePauseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeletePause503JSONResponse ErrorResponse
+
+func (response DeletePause503JSONResponse) VisitDeletePauseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPausesRequestObject struct {
+	Body *ListPausesJSONRequestBody
+}
+
+type ListPausesResponseObject interface {
+	VisitListPausesResponse(w http.ResponseWriter) error
+}
+
+type ListPauses200JSONResponse PauseListResponse
+
+func (response ListPauses200JSONResponse) VisitListPausesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPauses400JSONResponse ErrorResponse
+
+func (response ListPauses400JSONResponse) VisitListPausesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPauses500JSONResponse ErrorResponse
+
+func (response ListPauses500JSONResponse) VisitListPausesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPauses503JSONResponse ErrorResponse
+
+func (response ListPauses503JSONResponse) VisitListPausesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetPauseRequestObject struct {
+	Body *SetPauseJSONRequestBody
+}
+
+type SetPauseResponseObject interface {
+	VisitSetPauseResponse(w http.ResponseWriter) error
+}
+
+type SetPause200JSONResponse PauseScopeInfo
+
+func (response SetPause200JSONResponse) VisitSetPauseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetPause400JSONResponse ErrorResponse
+
+func (response SetPause400JSONResponse) VisitSetPauseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetPause500JSONResponse ErrorResponse
+
+func (response SetPause500JSONResponse) VisitSetPauseResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type SetPause503JSONResponse ErrorResponse
+
+func (response SetPause503JSONResponse) VisitSetPauseResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -1880,6 +2202,70 @@ func (response DumpWorkflowInternal500JSONResponse) VisitDumpWorkflowInternalRes
 	return err
 }
 
+type PauseWorkflowRequestObject struct {
+	Body *PauseWorkflowJSONRequestBody
+}
+
+type PauseWorkflowResponseObject interface {
+	VisitPauseWorkflowResponse(w http.ResponseWriter) error
+}
+
+type PauseWorkflow200JSONResponse EmptyResponse
+
+func (response PauseWorkflow200JSONResponse) VisitPauseWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWorkflow400JSONResponse ErrorResponse
+
+func (response PauseWorkflow400JSONResponse) VisitPauseWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWorkflow500JSONResponse ErrorResponse
+
+func (response PauseWorkflow500JSONResponse) VisitPauseWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PauseWorkflow503JSONResponse ErrorResponse
+
+func (response PauseWorkflow503JSONResponse) VisitPauseWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PublishToInternalChannelRequestObject struct {
 	Body *PublishToInternalChannelJSONRequestBody
 }
@@ -1980,6 +2366,70 @@ func (response ResetWorkflow500JSONResponse) VisitResetWorkflowResponse(w http.R
 	return err
 }
 
+type ResumeWorkflowRequestObject struct {
+	Body *ResumeWorkflowJSONRequestBody
+}
+
+type ResumeWorkflowResponseObject interface {
+	VisitResumeWorkflowResponse(w http.ResponseWriter) error
+}
+
+type ResumeWorkflow200JSONResponse EmptyResponse
+
+func (response ResumeWorkflow200JSONResponse) VisitResumeWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWorkflow400JSONResponse ErrorResponse
+
+func (response ResumeWorkflow400JSONResponse) VisitResumeWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWorkflow500JSONResponse ErrorResponse
+
+func (response ResumeWorkflow500JSONResponse) VisitResumeWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ResumeWorkflow503JSONResponse ErrorResponse
+
+func (response ResumeWorkflow503JSONResponse) VisitResumeWorkflowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExecuteWorkflowRpcRequestObject struct {
 	Body *ExecuteWorkflowRpcJSONRequestBody
 }
@@ -2012,6 +2462,20 @@ func (response ExecuteWorkflowRpc400JSONResponse) VisitExecuteWorkflowRpcRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExecuteWorkflowRpc409JSONResponse ErrorResponse
+
+func (response ExecuteWorkflowRpc409JSONResponse) VisitExecuteWorkflowRpcResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2665,6 +3129,15 @@ type StrictServerInterface interface {
 	// SetLimit Set or change a concurrency or rate limit on worker calls (extension of this server)
 	// (POST /api/v1/limit/set)
 	SetLimit(ctx context.Context, request SetLimitRequestObject) (SetLimitResponseObject, error)
+	// DeletePause Resume a workflow type or a worker host, at a pace (extension of this server)
+	// (POST /api/v1/pause/delete)
+	DeletePause(ctx context.Context, request DeletePauseRequestObject) (DeletePauseResponseObject, error)
+	// ListPauses The paused workflow types and worker hosts (extension of this server)
+	// (POST /api/v1/pause/list)
+	ListPauses(ctx context.Context, request ListPausesRequestObject) (ListPausesResponseObject, error)
+	// SetPause Pause a workflow type or a worker host (extension of this server)
+	// (POST /api/v1/pause/set)
+	SetPause(ctx context.Context, request SetPauseRequestObject) (SetPauseResponseObject, error)
 	// UpdateWorkflowConfig Change the configuration of a running workflow
 	// (POST /api/v1/workflow/config/update)
 	UpdateWorkflowConfig(ctx context.Context, request UpdateWorkflowConfigRequestObject) (UpdateWorkflowConfigResponseObject, error)
@@ -2692,12 +3165,18 @@ type StrictServerInterface interface {
 	// DumpWorkflowInternal Read the internal snapshot of a run, page by page
 	// (POST /api/v1/workflow/internal/dump)
 	DumpWorkflowInternal(ctx context.Context, request DumpWorkflowInternalRequestObject) (DumpWorkflowInternalResponseObject, error)
+	// PauseWorkflow Pause a run, holding its worker calls (extension of this server)
+	// (POST /api/v1/workflow/pause)
+	PauseWorkflow(ctx context.Context, request PauseWorkflowRequestObject) (PauseWorkflowResponseObject, error)
 	// PublishToInternalChannel Publish messages to internal channels of a running workflow
 	// (POST /api/v1/workflow/publishToInternalChannel)
 	PublishToInternalChannel(ctx context.Context, request PublishToInternalChannelRequestObject) (PublishToInternalChannelResponseObject, error)
 	// ResetWorkflow Reset a workflow to an earlier point in a new run
 	// (POST /api/v1/workflow/reset)
 	ResetWorkflow(ctx context.Context, request ResetWorkflowRequestObject) (ResetWorkflowResponseObject, error)
+	// ResumeWorkflow Resume a paused run (extension of this server)
+	// (POST /api/v1/workflow/resume)
+	ResumeWorkflow(ctx context.Context, request ResumeWorkflowRequestObject) (ResumeWorkflowResponseObject, error)
 	// ExecuteWorkflowRpc Execute an RPC of a workflow
 	// (POST /api/v1/workflow/rpc)
 	ExecuteWorkflowRpc(ctx context.Context, request ExecuteWorkflowRpcRequestObject) (ExecuteWorkflowRpcResponseObject, error)
@@ -2995,6 +3474,99 @@ func (sh *strictHandler) SetLimit(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// DeletePause operation middleware
+func (sh *strictHandler) DeletePause(w http.ResponseWriter, r *http.Request) {
+	var request DeletePauseRequestObject
+
+	var body DeletePauseJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DeletePause(ctx, request.(DeletePauseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeletePause")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DeletePauseResponseObject); ok {
+		if err := validResponse.VisitDeletePauseResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ListPauses operation middleware
+func (sh *strictHandler) ListPauses(w http.ResponseWriter, r *http.Request) {
+	var request ListPausesRequestObject
+
+	var body ListPausesJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPauses(ctx, request.(ListPausesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPauses")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ListPausesResponseObject); ok {
+		if err := validResponse.VisitListPausesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// SetPause operation middleware
+func (sh *strictHandler) SetPause(w http.ResponseWriter, r *http.Request) {
+	var request SetPauseRequestObject
+
+	var body SetPauseJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.SetPause(ctx, request.(SetPauseRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "SetPause")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(SetPauseResponseObject); ok {
+		if err := validResponse.VisitSetPauseResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // UpdateWorkflowConfig operation middleware
 func (sh *strictHandler) UpdateWorkflowConfig(w http.ResponseWriter, r *http.Request) {
 	var request UpdateWorkflowConfigRequestObject
@@ -3274,6 +3846,37 @@ func (sh *strictHandler) DumpWorkflowInternal(w http.ResponseWriter, r *http.Req
 	}
 }
 
+// PauseWorkflow operation middleware
+func (sh *strictHandler) PauseWorkflow(w http.ResponseWriter, r *http.Request) {
+	var request PauseWorkflowRequestObject
+
+	var body PauseWorkflowJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.PauseWorkflow(ctx, request.(PauseWorkflowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "PauseWorkflow")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(PauseWorkflowResponseObject); ok {
+		if err := validResponse.VisitPauseWorkflowResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // PublishToInternalChannel operation middleware
 func (sh *strictHandler) PublishToInternalChannel(w http.ResponseWriter, r *http.Request) {
 	var request PublishToInternalChannelRequestObject
@@ -3329,6 +3932,37 @@ func (sh *strictHandler) ResetWorkflow(w http.ResponseWriter, r *http.Request) {
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ResetWorkflowResponseObject); ok {
 		if err := validResponse.VisitResetWorkflowResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ResumeWorkflow operation middleware
+func (sh *strictHandler) ResumeWorkflow(w http.ResponseWriter, r *http.Request) {
+	var request ResumeWorkflowRequestObject
+
+	var body ResumeWorkflowJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ResumeWorkflow(ctx, request.(ResumeWorkflowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ResumeWorkflow")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ResumeWorkflowResponseObject); ok {
+		if err := validResponse.VisitResumeWorkflowResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {

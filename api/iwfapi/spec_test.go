@@ -53,6 +53,19 @@ var serverOps = map[string][2]string{
 	"/api/v1/batch/describe": {http.MethodPost, "describeBatch"},
 	"/api/v1/batch/list":     {http.MethodPost, "listBatches"},
 	"/api/v1/batch/cancel":   {http.MethodPost, "cancelBatch"},
+	// Incident controls: pause and resume a run, or a workflow type or
+	// worker host.
+	"/api/v1/workflow/pause":  {http.MethodPost, "pauseWorkflow"},
+	"/api/v1/workflow/resume": {http.MethodPost, "resumeWorkflow"},
+	"/api/v1/pause/list":      {http.MethodPost, "listPauses"},
+	"/api/v1/pause/set":       {http.MethodPost, "setPause"},
+	"/api/v1/pause/delete":    {http.MethodPost, "deletePause"},
+	// Limits on worker calls at run time, and where the open runs of a
+	// type stand.
+	"/api/v1/limit/list":     {http.MethodPost, "listLimits"},
+	"/api/v1/limit/set":      {http.MethodPost, "setLimit"},
+	"/api/v1/limit/delete":   {http.MethodPost, "deleteLimit"},
+	"/api/v1/workflow/stats": {http.MethodPost, "getWorkflowStats"},
 }
 
 var workerOps = map[string][2]string{
@@ -106,10 +119,11 @@ func TestEmbeddedSpecLoadsAndValidates(t *testing.T) {
 func TestSpecHasExactlyTheContractPaths(t *testing.T) {
 	doc := loadSpec(t)
 	paths := doc.Paths.Map()
-	// iWF's 23 paths plus our extensions: history, describe, version and
-	// the four batch operations.
-	if got, want := len(paths), len(serverOps)+len(workerOps); got != 30 || want != 30 {
-		t.Fatalf("spec has %d paths, test expects %d; both must be 30", got, want)
+	// iWF's 23 paths plus our extensions: history, describe, version,
+	// the four batch operations, the five pause controls, the three limit
+	// calls and the states in use.
+	if got, want := len(paths), len(serverOps)+len(workerOps); got != 39 || want != 39 {
+		t.Fatalf("spec has %d paths, test expects %d; both must be 39", got, want)
 	}
 	check := func(ops map[string][2]string, tag string) {
 		for path, mo := range ops {
@@ -163,7 +177,7 @@ func TestSpecHasExactlyTheContractPaths(t *testing.T) {
 	}
 	wantErrors("/api/v1/workflow/getWithWait", 420)
 	wantErrors("/api/v1/workflow/waitForStateCompletion", 420)
-	wantErrors("/api/v1/workflow/rpc", 420, 450)
+	wantErrors("/api/v1/workflow/rpc", 409, 420, 450)
 
 	// Schemas that no operation references are kept.
 	for _, name := range []string{"EventType", "IwfEvent", "WorkerErrorResponse", "ErrorSubStatus"} {

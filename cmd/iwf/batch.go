@@ -21,12 +21,13 @@ var batchCommands = map[string]command{
 var batchOperations = map[string]iwfapi.BatchOperation{
 	"terminate": iwfapi.BatchOperationTerminate, "cancel": iwfapi.BatchOperationCancel, "fail": iwfapi.BatchOperationFail,
 	"signal": iwfapi.BatchOperationSignal, "reset": iwfapi.BatchOperationReset, "skip-timer": iwfapi.BatchOperationSkipTimer,
+	"pause": iwfapi.BatchOperationPause, "resume": iwfapi.BatchOperationResume, "set-worker-url": iwfapi.BatchOperationSetWorkerUrl,
 }
 
 func cmdBatchStart(ctx context.Context, c *cli, args []string) error {
-	fs := c.flagSet("batch start", "iwf batch start --query Q --operation terminate|cancel|fail|signal|reset|skip-timer [operation flags] [--rps N] [--reason R]")
+	fs := c.flagSet("batch start", "iwf batch start --query Q --operation terminate|cancel|fail|signal|reset|skip-timer|pause|resume|set-worker-url [operation flags] [--rps N] [--reason R]")
 	query := fs.String("query", "", "the search query selecting the runs, as `iwf workflow list --query` takes it (required)")
-	op := fs.String("operation", "", "terminate, cancel, fail, signal, reset or skip-timer (required)")
+	op := fs.String("operation", "", "terminate, cancel, fail, signal, reset, skip-timer, pause, resume or set-worker-url (required)")
 	rps := fs.Float64("rps", 0, "runs processed per second at most, from 0.01 to 10000; 0 means the server's default, 50")
 	reason := fs.String("reason", "", "why; the stop's reason (FAIL: the runs' error message), shown with the batch")
 	channel := fs.String("channel", "", "signal: the signal channel's name")
@@ -39,12 +40,13 @@ func cmdBatchStart(ctx context.Context, c *cli, args []string) error {
 	skipSignals := fs.Bool("skip-signal-reapply", false, "reset: do not deliver again the signals that came after the reset point")
 	commandID := fs.String("timer-command-id", "", "skip-timer: the timer's command id")
 	index := fs.Int("timer-index", -1, "skip-timer: the timer's zero-based position among the state's timers")
+	workerURL := fs.String("worker-url", "", "set-worker-url: the worker URL the runs call from their next worker call on")
 	if err := c.parseSub(fs, args, "query", "operation"); err != nil {
 		return err
 	}
 	operation, ok := batchOperations[strings.ToLower(*op)]
 	if !ok {
-		return usagef("%s: --operation %q: want terminate, cancel, fail, signal, reset or skip-timer", fs.Name(), *op)
+		return usagef("%s: --operation %q: want terminate, cancel, fail, signal, reset, skip-timer, pause, resume or set-worker-url", fs.Name(), *op)
 	}
 	// The server checks the request (each operation's parameters, the
 	// rate, the limits) and answers what is missing; the command line
@@ -82,6 +84,8 @@ func cmdBatchStart(ctx context.Context, c *cli, args []string) error {
 			st.TimerCommandIndex = ptr(int32(*index))
 		}
 		req.SkipTimer = st
+	case iwfapi.BatchOperationSetWorkerUrl:
+		req.WorkerUrl = optional(*workerURL)
 	}
 	var resp iwfapi.BatchStartResponse
 	if printed, err := c.call(ctx, "/api/v1/batch/start", req, &resp); printed || err != nil {
@@ -147,8 +151,10 @@ func batchOperationText(b iwfapi.BatchInfo) string {
 		s += " (" + string(b.Reset.ResetType) + ")"
 	case b.SkipTimer != nil:
 		s += " (" + b.SkipTimer.WorkflowStateExecutionId + ")"
+	case b.WorkerUrl != nil:
+		s += " (" + *b.WorkerUrl + ")"
 	}
-	return strings.ReplaceAll(s, "skip_timer", "skip-timer")
+	return strings.NewReplacer("skip_timer", "skip-timer", "set_worker_url", "set-worker-url").Replace(s)
 }
 
 func cmdBatchList(ctx context.Context, c *cli, args []string) error {

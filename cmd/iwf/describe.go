@@ -56,6 +56,9 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 	b.addIf("Retried by run", deref(d.RetriedByRunId))
 	b.addIf("Error type", deref(d.ErrorType))
 	b.addIf("Error message", deref(d.ErrorMessage))
+	if p := d.Paused; p != nil {
+		b.add("Paused", pausedText(p))
+	}
 	b.write(c.stdout)
 	if len(d.PendingStates) == 0 {
 		return nil
@@ -67,8 +70,12 @@ func cmdDescribe(ctx context.Context, c *cli, args []string) error {
 		if p.Attempt != nil {
 			attempt = strconv.Itoa(int(*p.Attempt))
 		}
+		nextAttempt := formatMillis(p.NextAttemptTimestampMs)
+		if deref(p.HeldByPause) {
+			nextAttempt = "held: paused"
+		}
 		t.row(p.StateExecutionId, p.StateId, string(p.Phase), attempt, formatMillis(p.FirstAttemptTimestampMs),
-			formatMillis(p.NextAttemptTimestampMs), waitingFor(p))
+			nextAttempt, waitingFor(p))
 	}
 	if err := t.flush(); err != nil {
 		return err
@@ -131,4 +138,26 @@ func waitingFor(p iwfapi.PendingStateExecution) string {
 		out = wt + ": " + out
 	}
 	return out
+}
+
+// pausedText says what paused a run, who, when and why: "the run, by
+// oncall at 2025-01-02T03:04:05Z: worker down".
+func pausedText(p *iwfapi.WorkflowPauseInfo) string {
+	s := "the run"
+	switch {
+	case strings.HasPrefix(p.Scope, "type:"):
+		s = "workflow type " + strings.TrimPrefix(p.Scope, "type:")
+	case strings.HasPrefix(p.Scope, "host:"):
+		s = "worker host " + strings.TrimPrefix(p.Scope, "host:")
+	}
+	if by := deref(p.PausedBy); by != "" {
+		s += ", by " + by
+	}
+	if p.PausedTimestampMs != nil {
+		s += " at " + formatMillis(p.PausedTimestampMs)
+	}
+	if r := deref(p.Reason); r != "" {
+		s += ": " + oneLine(r)
+	}
+	return s
 }

@@ -55,6 +55,7 @@ var flagRules = map[string][]flagRule{
 		{flags: []string{"timer-command-id", "timer-index"}, when: "with --operation skip-timer", applies: valueIs("operation", "skip-timer"), by: "operation"},
 		{flags: []string{"timer-index"}, when: "without --timer-command-id: give one of the two",
 			applies: func(_ *cli, fs *flag.FlagSet) bool { return !isGiven("timer-command-id")(nil, fs) }},
+		{flags: []string{"worker-url"}, when: "with --operation set-worker-url", applies: valueIs("operation", "set-worker-url"), by: "operation"},
 	},
 }
 

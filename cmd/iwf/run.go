@@ -69,6 +69,8 @@ var workflowCommands = map[string]command{
 	"history":    {"print a workflow run's history", cmdHistory},
 	"rpc":        {"call a workflow's RPC and print its output", cmdRPC},
 	"skip-timer": {"fire a waiting timer of a state execution now", cmdSkipTimer},
+	"pause":      {"hold a workflow's worker calls until it is resumed (operator role)", cmdPause},
+	"resume":     {"resume a paused workflow: its held calls are made (operator role)", cmdResume},
 	"stats":      {"show how many open runs of a workflow type are in each state, and the oldest", cmdStats},
 }
 
@@ -182,6 +184,19 @@ func (c *cli) dispatch(ctx context.Context, args []string) error {
 			return usagef("limit: unknown subcommand %q (one of %s)", args[1], strings.Join(sortedNames(limitCommands), ", "))
 		}
 		return cmd.run(ctx, c, args[2:])
+	case "pause":
+		if len(args) < 2 {
+			return usagef("pause: a subcommand is required: %s", strings.Join(sortedNames(pauseCommands), ", "))
+		}
+		if args[1] == "help" || args[1] == "-h" || args[1] == "--help" {
+			c.printTopUsage(c.stdout)
+			return nil
+		}
+		cmd, ok := pauseCommands[args[1]]
+		if !ok {
+			return usagef("pause: unknown subcommand %q (one of %s)", args[1], strings.Join(sortedNames(pauseCommands), ", "))
+		}
+		return cmd.run(ctx, c, args[2:])
 	default:
 		cmd, ok := topCommands[name]
 		if !ok {
@@ -197,6 +212,7 @@ func (c *cli) printTopUsage(w io.Writer) {
 Usage:
   iwf [global flags] workflow <subcommand> [flags]
   iwf [global flags] batch <subcommand> [flags]
+  iwf [global flags] pause <subcommand> [flags]
   iwf [global flags] limit <subcommand> [flags]
   iwf [global flags] health
   iwf [global flags] version
@@ -213,6 +229,10 @@ Workflow subcommands:
 	fmt.Fprintf(w, "\nLimit subcommands (operator role):\n")
 	for _, name := range sortedNames(limitCommands) {
 		fmt.Fprintf(w, "  %-11s %s\n", name, limitCommands[name].summary)
+	}
+	fmt.Fprintf(w, "\nPause subcommands (workflow types and worker hosts; operator role, list: reader):\n")
+	for _, name := range sortedNames(pauseCommands) {
+		fmt.Fprintf(w, "  %-11s %s\n", name, pauseCommands[name].summary)
 	}
 	fmt.Fprintf(w, "\nOther commands:\n")
 	for _, name := range sortedNames(topCommands) {

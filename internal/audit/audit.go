@@ -59,6 +59,9 @@ type Entry struct {
 	// its key and value ("worker:host:80=5", "type:Order=0") or its key
 	// and "removed".
 	Limit string `json:"limit,omitempty"`
+	// Scope is the workflow type ("type:NAME") or worker host
+	// ("host:HOST:PORT") a pause/set or pause/delete names.
+	Scope string `json:"scope,omitempty"`
 	// Outcome is "ok", or why the call failed: an engine error code
 	// (workflow_not_exists, invalid_argument, …), "forbidden" for a call
 	// outside the actor's role, or "http_<status>".

@@ -32,11 +32,13 @@ type Rule struct {
 }
 
 // api is where the REST API lives, batchAPI its batch operations,
-// limitAPI the limits on worker calls.
+// limitAPI the limits on worker calls, pauseAPI the pauses of workflow
+// types and worker hosts.
 const (
 	api      = "/api/v1/workflow/"
 	batchAPI = "/api/v1/batch/"
 	limitAPI = "/api/v1/limit/"
+	pauseAPI = "/api/v1/pause/"
 )
 
 // Rules is the access table.
@@ -76,6 +78,13 @@ var Rules = []Rule{
 	{Method: http.MethodPost, Path: api + "timer/skip", Need: PermOperate, Operation: "skipTimer"},
 	{Method: http.MethodPost, Path: api + "config/update", Need: PermOperate, Operation: "updateConfig"},
 	{Method: http.MethodPost, Path: api + "triggerContinueAsNew", Need: PermOperate, Operation: "triggerContinueAsNew"},
+	// Incident controls: pause and resume a run, a workflow type or a
+	// worker host. The list of paused scopes is for anyone who reads.
+	{Method: http.MethodPost, Path: api + "pause", Need: PermOperate, Operation: "pause"},
+	{Method: http.MethodPost, Path: api + "resume", Need: PermOperate, Operation: "resume"},
+	{Method: http.MethodPost, Path: pauseAPI + "set", Need: PermOperate, Operation: "pause/set"},
+	{Method: http.MethodPost, Path: pauseAPI + "delete", Need: PermOperate, Operation: "pause/delete"},
+	{Method: http.MethodPost, Path: pauseAPI + "list", Need: PermRead},
 	// Batch operations act on many runs: operator, also to read them. A
 	// batch start needs, besides, what its operation needs on one run
 	// (BatchNeed, checked once the body is decoded).
@@ -101,6 +110,9 @@ var Rules = []Rule{
 	{Console: true, Method: http.MethodPost, Path: "actions/stop", Need: PermOperate, Operation: "stop"},
 	{Console: true, Method: http.MethodPost, Path: "actions/reset", Need: PermOperate, Operation: "reset"},
 	{Console: true, Method: http.MethodPost, Path: "actions/skip-timer", Need: PermOperate, Operation: "skipTimer"},
+	{Console: true, Method: http.MethodPost, Path: "actions/pause", Need: PermOperate, Operation: "pause"},
+	{Console: true, Method: http.MethodPost, Path: "actions/resume", Need: PermOperate, Operation: "resume"},
+	{Console: true, Method: http.MethodPost, Path: "actions/resume-scope", Need: PermOperate, Operation: "pause/delete"},
 	// Batch operations, as on the API: operator, also to read them, and a
 	// batch start what its operation needs (BatchNeed).
 	{Console: true, Method: http.MethodGet, Path: "batches", Need: PermOperate},
@@ -116,10 +128,12 @@ var Rules = []Rule{
 }
 
 // batchOperationCalls names, for each batch operation, the API call that
-// makes it on one run.
+// makes it on one run; "" for an operation that has none (a re-route is
+// made by batch only: batch/start's permission is all it needs).
 var batchOperationCalls = map[string]string{
 	"TERMINATE": api + "stop", "CANCEL": api + "stop", "FAIL": api + "stop",
 	"SIGNAL": api + "signal", "RESET": api + "reset", "SKIP_TIMER": api + "timer/skip",
+	"PAUSE": api + "pause", "RESUME": api + "resume", "SET_WORKER_URL": "",
 }
 
 // BatchNeed returns the permission a batch start of operation needs: the
@@ -134,6 +148,9 @@ func BatchNeed(operation string) Permission {
 		return PermRead | PermWrite | PermOperate
 	}
 	start, _ := FindRule(false, http.MethodPost, batchAPI+"start")
+	if call == "" {
+		return start.Need
+	}
 	direct, _ := FindRule(false, http.MethodPost, call)
 	return start.Need | direct.Need
 }
@@ -156,7 +173,7 @@ func AllowBatch(ctx context.Context, operation string) error {
 		return nil
 	}
 	msg := fmt.Sprintf("forbidden: a %s batch needs the %s role", operation, need)
-	if call, ok := batchOperationCalls[operation]; ok {
+	if call, ok := batchOperationCalls[operation]; ok && call != "" {
 		direct, _ := FindRule(false, http.MethodPost, call)
 		msg += fmt.Sprintf(" (batch/start needs the operator role, and POST %s, which makes it on one run, the %s role)", call, direct.Need)
 	}

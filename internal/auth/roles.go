@@ -26,7 +26,7 @@ const (
 	// attribute writes, the long polls that wait for a run or a state.
 	PermWrite
 	// PermOperate: what operators do — stop, reset, skip timer, config
-	// update, continue-as-new, and batch operations.
+	// update, continue-as-new, pause and resume, and batch operations.
 	PermOperate
 )
 

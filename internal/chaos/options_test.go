@@ -27,7 +27,8 @@ import (
 // certificates, tracing, all three kinds of limits, an allow-list of worker
 // URLs, worker headers, retention with an archive, the audit log, a config
 // file, external storage for payloads — and runs the chaos workload through them with kills, a pause and
-// cut connections: it starts, serves, and loses nothing. An option that
+// cut connections, and a pause and resume of its workflow type: it starts,
+// serves, and loses nothing. An option that
 // cannot be combined with the others (tracing once hid the store's
 // permits, so limits refused to start) fails here first. Every new option
 // joins this test in the change that adds it.
@@ -105,7 +106,8 @@ func TestAllOptions(t *testing.T) {
 	a, b := node("a"), node("b")
 	crashtest.StartAll(t, a, b)
 
-	p := plan{kills: 3, pauses: 1, cuts: 1, clients: 3, worker: worker}
+	p := plan{kills: 3, pauses: 1, cuts: 1, clients: 3, worker: worker,
+		extra: []extraFault{{name: "pause_type", n: 1, do: pauseChaosType}}}
 	res := chaosRun(t, newCluster(a, b), p, func() (int, error) { return cutConnections(pgtest.URL(t), app) })
 	if res.workflows == 0 || res.lost != 0 || res.double != 0 {
 		t.Fatalf("workflows=%d lost=%d double_applied=%d", res.workflows, res.lost, res.double)
@@ -150,6 +152,38 @@ func TestAllOptions(t *testing.T) {
 	}
 	fmt.Printf("all-options: workflows=%d lost=%d double_applied=%d trace_exports=%d archived=%d external_objects=%d\n",
 		res.workflows, res.lost, res.double, traceExports.Load(), archived(archiveDir), archived(payloadDir))
+}
+
+// pauseChaosType pauses the workload's workflow type during the run, as
+// an operator does in an incident: the calls of its runs are held (those
+// of the runs the clients keep starting among them), then resumed at a
+// pace; the check that follows the run finds each workflow done once.
+func pauseChaosType(d *driver, _ func(*workflow), _ func() *workflow) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	n := d.c.pick()
+	set, err := n.Client().SetPauseWithResponse(ctx, iwfapi.PauseSetRequest{WorkflowType: ptr("Chaos"), Reason: ptr("all options: a pause during the run")})
+	if err != nil || set.StatusCode() != http.StatusOK {
+		return fmt.Errorf("pause/set: %v %v", err, set)
+	}
+	for {
+		list, err := n.Client().ListPausesWithResponse(ctx, iwfapi.PauseListRequest{})
+		if err != nil || list.JSON200 == nil {
+			return fmt.Errorf("pause/list: %v %v", err, list)
+		}
+		if ps := list.JSON200.Pauses; len(ps) == 1 && ps[0].HeldCalls > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("the paused type held no call within a minute: %+v", list.JSON200.Pauses)
+		}
+		time.Sleep(50 * time.Millisecond) // the clients start workflows meanwhile
+	}
+	del, err := n.Client().DeletePauseWithResponse(ctx, iwfapi.PauseDeleteRequest{WorkflowType: ptr("Chaos"), Rps: ptr(500.0)})
+	if err != nil || del.StatusCode() != http.StatusOK {
+		return fmt.Errorf("pause/delete: %v %v", err, del)
+	}
+	return nil
 }
 
 // apiCall posts body to url with the test's client certificate and token

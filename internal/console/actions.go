@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/auth"
 )
 
@@ -37,7 +38,8 @@ type prepared struct {
 	do func(r *http.Request) (string, string, error)
 }
 
-// action serves POST <prefix>actions/{signal,stop,reset,skip-timer}: it
+// action serves POST <prefix>actions/{signal,stop,reset,skip-timer,pause,
+// resume,resume-scope}: it
 // refuses cross-site requests, checks the form, asks for confirmation,
 // and once confirmed runs the action and redirects to the run's page with
 // a flash message. The access table says who may (the server refuses the
@@ -74,6 +76,12 @@ func (c *console) action(w http.ResponseWriter, r *http.Request) {
 		pa, err = c.prepareReset(id, runID, f)
 	case "skip-timer":
 		pa, err = c.prepareSkipTimer(id, runID, f)
+	case "pause":
+		pa, err = c.preparePause(id, runID, f)
+	case "resume":
+		pa, err = c.prepareResume(id, runID)
+	case "resume-scope":
+		pa, err = c.prepareResumeScope(id, runID, f)
 	default:
 		c.fail(w, r, http.StatusNotFound, "unknown action")
 		return
@@ -244,6 +252,61 @@ func (c *console) prepareSkipTimer(id, runID string, f url.Values) (*prepared, e
 	sum := []string{"Skip timer " + timer + " of state execution " + xid + " of workflow " + strconv.Quote(id) + runLabel(runID), "The timer fires now."}
 	return &prepared{title: "skip timer", summary: sum, do: func(r *http.Request) (string, string, error) {
 		return runID, "Timer " + timer + " of " + xid + " skipped.", c.be.SkipTimer(r.Context(), req)
+	}}, nil
+}
+
+func (c *console) preparePause(id, runID string, f url.Values) (*prepared, error) {
+	reason := strings.TrimSpace(f.Get("reason"))
+	req := engine.PauseRequest{WorkflowID: id, RunID: runID, Reason: reason}
+	sum := []string{"Pause workflow " + strconv.Quote(id) + runLabel(runID) + ": its worker is not called until it is resumed",
+		"Its timers still fire, its signals are still accepted, its workflow timeout still counts."}
+	if reason != "" {
+		sum = append(sum, "Reason: "+shorten(reason, 500))
+	}
+	return &prepared{title: "pause", summary: sum, do: func(r *http.Request) (string, string, error) {
+		return runID, "Workflow paused.", c.be.PauseWorkflow(r.Context(), req)
+	}}, nil
+}
+
+func (c *console) prepareResume(id, runID string) (*prepared, error) {
+	req := engine.ResumeRequest{WorkflowID: id, RunID: runID}
+	sum := []string{"Resume workflow " + strconv.Quote(id) + runLabel(runID) + ": the worker calls it held are made now"}
+	return &prepared{title: "resume", summary: sum, do: func(r *http.Request) (string, string, error) {
+		return runID, "Workflow resumed.", c.be.ResumeWorkflow(r.Context(), req)
+	}}, nil
+}
+
+// prepareResumeScope resumes the workflow type or worker host that holds
+// the run of the page (its form names the scope).
+func (c *console) prepareResumeScope(_, runID string, f url.Values) (*prepared, error) {
+	var scope engine.PauseScope
+	label := ""
+	switch s := f.Get("scope"); {
+	case strings.HasPrefix(s, "type:"):
+		scope.WorkflowType = strings.TrimPrefix(s, "type:")
+		label = "workflow type " + strconv.Quote(scope.WorkflowType)
+	case strings.HasPrefix(s, "host:"):
+		scope.WorkerHost = strings.TrimPrefix(s, "host:")
+		label = "worker host " + strconv.Quote(scope.WorkerHost)
+	default:
+		return nil, fmt.Errorf("the scope must be type:NAME or host:HOST:PORT")
+	}
+	rps := 0.0
+	if v := strings.TrimSpace(f.Get("rps")); v != "" {
+		var err error
+		if rps, err = strconv.ParseFloat(v, 64); err != nil {
+			return nil, fmt.Errorf("the rate must be a number of calls per second")
+		}
+	}
+	req := engine.ScopeResumeRequest{Scope: scope, RPS: rps}
+	pace := "at the server's default pace"
+	if rps != 0 {
+		pace = strconv.FormatFloat(rps, 'g', -1, 64) + " a second"
+	}
+	sum := []string{"Resume the " + label + ": every run it holds, not this one only", "The worker calls it held are made " + pace + ", the oldest first."}
+	return &prepared{title: "resume " + label, summary: sum, do: func(r *http.Request) (string, string, error) {
+		res, err := c.be.DeletePause(r.Context(), req)
+		return runID, fmt.Sprintf("Resumed the %s: %d held calls.", label, res.Resumed), err
 	}}, nil
 }
 

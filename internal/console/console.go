@@ -58,6 +58,11 @@ type Backend interface {
 	StopWorkflow(ctx context.Context, req iwfapi.WorkflowStopRequest) error
 	ResetWorkflow(ctx context.Context, req iwfapi.WorkflowResetRequest) (iwfapi.WorkflowResetResponse, error)
 	SkipTimer(ctx context.Context, req iwfapi.WorkflowSkipTimerRequest) error
+	// The incident controls: pause and resume a run, resume the workflow
+	// type or worker host that holds it.
+	PauseWorkflow(ctx context.Context, req engine.PauseRequest) error
+	ResumeWorkflow(ctx context.Context, req engine.ResumeRequest) error
+	DeletePause(ctx context.Context, req engine.ScopeResumeRequest) (engine.ScopeResumed, error)
 	// The batch operations: the batch pages and the "apply to all
 	// matching" action make the same calls as the API.
 	StartBatch(ctx context.Context, req engine.BatchRequest) (engine.BatchStarted, error)
@@ -231,7 +236,7 @@ func New(eng Backend, opts Options) (http.Handler, error) {
 
 // actionNames are the console's actions, each served at
 // <prefix>actions/<name>.
-var actionNames = []string{"signal", "stop", "reset", "skip-timer"}
+var actionNames = []string{"signal", "stop", "reset", "skip-timer", "pause", "resume", "resume-scope"}
 
 // allowedActions says which actions the request's principal may take
 // (all of them without authentication): the pages show only those.
@@ -284,7 +289,8 @@ type page struct {
 	Refresh int // seconds; 0 means no auto-refresh control
 	SignOut bool
 	Now     time.Time
-	// Can says which actions (signal, stop, reset, skip-timer; "any") the
+	// Can says which actions (signal, stop, reset, skip-timer, pause,
+	// resume, resume-scope; "any") the
 	// signed-in principal may take, and "batch" whether it may see and
 	// start batch operations; the pages hide the others.
 	Can  map[string]bool

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
@@ -46,6 +47,9 @@ type runPage struct {
 	BufferedTotal  int
 	// Archived is set when the page shows an archived run (read-only).
 	Archived *archivedView
+	// Pause says why the run's worker calls are held; nil when they are
+	// not.
+	Pause *pauseView
 	// Problems are the parts that could not be read, said plainly.
 	Problems   []string
 	ResetTypes []string
@@ -215,6 +219,7 @@ func (c *console) run(w http.ResponseWriter, r *http.Request) {
 		ResetTypes: []string{"BEGINNING", "HISTORY_EVENT_ID", "HISTORY_EVENT_TIME", "STATE_ID", "STATE_EXECUTION_ID"},
 		StopTypes:  []string{"CANCEL", "TERMINATE", "FAIL"}}
 	runID := d.WorkflowRunId // later reads address the run described
+	p.Pause = pauseViewOf(d.Paused)
 	p.Duration = runDuration(d, c.opts.Now())
 	for _, ps := range d.PendingStates {
 		pv := pendingView{PendingStateExecution: ps}
@@ -378,4 +383,34 @@ func (p *runPage) problem(c *console, what string, err error) {
 		c.opts.Logger.Error().Err(err).Str("workflowId", p.WorkflowID).Str("part", what).Msg("console: read run")
 	}
 	p.Problems = append(p.Problems, "cannot read the "+what+": "+msg)
+}
+
+// pauseView is what holds a paused run's worker calls, for the page's
+// badge and its Resume action.
+type pauseView struct {
+	// What names it: "this run", "workflow type T", "worker host H".
+	What string
+	// ByRun: the run is paused by itself (Resume resumes it); otherwise
+	// Scope is the workflow type or worker host that holds it.
+	ByRun  bool
+	Scope  string
+	By     string
+	At     *int64
+	Reason string
+}
+
+func pauseViewOf(p *iwfapi.WorkflowPauseInfo) *pauseView {
+	if p == nil {
+		return nil
+	}
+	v := &pauseView{Scope: p.Scope, By: deref(p.PausedBy), At: p.PausedTimestampMs, Reason: deref(p.Reason)}
+	switch {
+	case strings.HasPrefix(p.Scope, "type:"):
+		v.What = "workflow type " + strings.TrimPrefix(p.Scope, "type:")
+	case strings.HasPrefix(p.Scope, "host:"):
+		v.What = "worker host " + strings.TrimPrefix(p.Scope, "host:")
+	default:
+		v.What, v.ByRun = "this run", true
+	}
+	return v
 }

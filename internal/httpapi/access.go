@@ -142,6 +142,7 @@ func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code st
 		if id := strings.TrimSpace(f.Get("batchId")); id != "" {
 			e.BatchID = id
 		}
+		e.Scope = f.Get("scope")
 	} else {
 		v := ri.bodyNames()
 		e.WorkflowID, e.RunID, e.BatchID = v.WorkflowID, v.RunID, v.BatchID
@@ -151,6 +152,9 @@ func finish(log *audit.Log, e *audit.Entry, r *http.Request, status int, code st
 	}
 	if ri.resultLimit != "" {
 		e.Limit = ri.resultLimit
+	}
+	if ri.scope != "" {
+		e.Scope = ri.scope
 	}
 	if ri.resultRunID != "" {
 		if e.Operation == "reset" {

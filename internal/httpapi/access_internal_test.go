@@ -220,14 +220,18 @@ func TestBatchStartRolePerOperation(t *testing.T) {
 		{iwfapi.BatchOperationSignal, "signal", `{"query":"WorkflowId = 'w3'","operation":"SIGNAL","signalChannelName":"go"}`},
 		{iwfapi.BatchOperationReset, "reset", `{"query":"WorkflowId = 'w3'","operation":"RESET","reset":{"resetType":"BEGINNING"}}`},
 		{iwfapi.BatchOperationSkipTimer, "timer/skip", `{"query":"WorkflowId = 'w3'","operation":"SKIP_TIMER","skipTimer":{"workflowStateExecutionId":"S-1","timerCommandIndex":0}}`},
+		{iwfapi.BatchOperationPause, "pause", `{"query":"WorkflowId = 'w3'","operation":"PAUSE"}`},
+		{iwfapi.BatchOperationResume, "resume", `{"query":"WorkflowId = 'w3'","operation":"RESUME"}`},
+		// A re-route has no single-run call: batch/start's role is all it needs.
+		{iwfapi.BatchOperationSetWorkerUrl, "batch", `{"query":"WorkflowId = 'w3'","operation":"SET_WORKER_URL","workerUrl":"http://green:8803"}`},
 	}
 	// Each role's expected answer: 200 where the role may make the
 	// single-run call and batch/start, 403 elsewhere.
 	may := map[auth.Role]map[string]bool{
 		auth.RoleReader:   {},
 		auth.RoleWriter:   {},
-		auth.RoleOperator: {"stop": true, "reset": true, "timer/skip": true},
-		auth.RoleAll:      {"stop": true, "signal": true, "reset": true, "timer/skip": true},
+		auth.RoleOperator: {"stop": true, "reset": true, "timer/skip": true, "pause": true, "resume": true, "batch": true},
+		auth.RoleAll:      {"stop": true, "signal": true, "reset": true, "timer/skip": true, "pause": true, "resume": true, "batch": true},
 	}
 	for _, o := range ops {
 		for _, role := range []auth.Role{auth.RoleReader, auth.RoleWriter, auth.RoleOperator, auth.RoleAll} {

@@ -14,7 +14,7 @@ import (
 // batchRequestIn is a batch/start body as the engine takes it.
 func batchRequestIn(req iwfapi.BatchStartRequest) engine.BatchRequest {
 	out := engine.BatchRequest{Query: req.Query, Operation: engine.BatchOperation(req.Operation), Reason: deref(req.Reason),
-		RPS: deref(req.Rps), SignalChannel: deref(req.SignalChannelName)}
+		RPS: deref(req.Rps), SignalChannel: deref(req.SignalChannelName), WorkerURL: deref(req.WorkerUrl)}
 	if v := req.SignalValue; v != nil {
 		out.SignalValue = &engine.EncodedValue{Encoding: v.Encoding, Data: v.Data, ExtPath: v.ExtPath, ExtStoreID: v.ExtStoreId}
 	}
@@ -34,7 +34,7 @@ func batchInfoOut(b engine.BatchInfo) iwfapi.BatchInfo {
 	out := iwfapi.BatchInfo{BatchId: b.ID, Query: b.Query, Operation: iwfapi.BatchOperation(b.Operation), Rps: b.RPS,
 		State: iwfapi.BatchState(strings.ToUpper(string(b.State))), Matched: b.Matched, Done: b.Done, Failed: b.Failed,
 		Pending: b.Pending, CreatedBy: b.CreatedBy, CreatedTimestampMs: b.CreatedAt.UnixMilli(), UpdatedTimestampMs: b.UpdatedAt.UnixMilli(),
-		Reason: nonEmpty(b.Reason), Message: nonEmpty(b.Message), SignalChannelName: nonEmpty(b.SignalChannel)}
+		Reason: nonEmpty(b.Reason), Message: nonEmpty(b.Message), SignalChannelName: nonEmpty(b.SignalChannel), WorkerUrl: nonEmpty(b.WorkerURL)}
 	if !b.ClosedAt.IsZero() {
 		out.ClosedTimestampMs = ptr(b.ClosedAt.UnixMilli())
 	}
@@ -74,4 +74,22 @@ func nonEmpty(s string) *string {
 		return nil
 	}
 	return &s
+}
+
+// pauseInfoOut is a paused scope as the API shows it.
+func pauseInfoOut(p engine.PauseInfo) iwfapi.PauseScopeInfo {
+	return iwfapi.PauseScopeInfo{WorkflowType: nonEmpty(p.WorkflowType), WorkerHost: nonEmpty(p.WorkerHost), Reason: nonEmpty(p.Reason),
+		PausedBy: p.By, PausedTimestampMs: p.At.UnixMilli(), HeldCalls: int64(p.Held)}
+}
+
+// scopeText names a scope in the audit log: type:NAME or host:HOST:PORT,
+// as the request gave it.
+func scopeText(s engine.PauseScope) string {
+	switch {
+	case s.WorkflowType != "":
+		return "type:" + s.WorkflowType
+	case s.WorkerHost != "":
+		return "host:" + s.WorkerHost
+	}
+	return ""
 }

@@ -34,6 +34,7 @@ var errorTable = map[engine.ErrorCode]errorMapping{
 	engine.CodeLongPollTimeout:   {statusLongPollOrWorkerError, iwfapi.ErrorSubStatusLongPollTimeOut},
 	engine.CodeWorkerAPIError:    {statusLongPollOrWorkerError, iwfapi.ErrorSubStatusWorkerApiError},
 	engine.CodeLocked:            {statusLocked, iwfapi.ErrorSubStatusWorkerApiError},
+	engine.CodePaused:            {http.StatusConflict, iwfapi.ErrorSubStatusUncategorized},
 	engine.CodeUnimplemented:     {http.StatusNotImplemented, iwfapi.ErrorSubStatusUncategorized},
 	engine.CodeUnavailable:       {http.StatusServiceUnavailable, iwfapi.ErrorSubStatusUncategorized},
 	engine.CodeDeadlineExceeded:  {http.StatusGatewayTimeout, iwfapi.ErrorSubStatusUncategorized},

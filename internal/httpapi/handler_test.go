@@ -135,6 +135,21 @@ func (f *fakeService) ListBatches(_ context.Context, req engine.BatchListRequest
 func (f *fakeService) CancelBatch(_ context.Context, id string) (engine.BatchInfo, error) {
 	return engine.BatchInfo{}, f.record(id)
 }
+func (f *fakeService) PauseWorkflow(_ context.Context, req engine.PauseRequest) error {
+	return f.record(req)
+}
+func (f *fakeService) ResumeWorkflow(_ context.Context, req engine.ResumeRequest) error {
+	return f.record(req)
+}
+func (f *fakeService) ListPauses(context.Context) ([]engine.PauseInfo, error) {
+	return nil, f.record("pause/list")
+}
+func (f *fakeService) SetPause(_ context.Context, req engine.ScopePauseRequest) (engine.PauseInfo, error) {
+	return engine.PauseInfo{PauseScope: req.Scope, Reason: req.Reason}, f.record(req)
+}
+func (f *fakeService) DeletePause(_ context.Context, req engine.ScopeResumeRequest) (engine.ScopeResumed, error) {
+	return engine.ScopeResumed{}, f.record(req)
+}
 func (f *fakeService) Healthy(context.Context) error { return f.healthErr }
 func (f *fakeService) SchemaVersion(context.Context) (int, error) {
 	if f.healthErr != nil {

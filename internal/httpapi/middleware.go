@@ -54,6 +54,8 @@ type requestInfo struct {
 	errCode       string
 	resultRunID   string
 	resultBatchID string
+	// scope is the paused scope a pause/set or pause/delete names.
+	scope string
 	// resultLimit is the limit a limit call set or removed ("worker:h:80=5",
 	// "worker:h:80 removed"), for the audit log.
 	resultLimit string

@@ -249,6 +249,67 @@ func (s *Server) CancelBatch(ctx context.Context, req iwfapi.CancelBatchRequestO
 	return iwfapi.CancelBatch200JSONResponse(batchInfoOut(resp)), nil
 }
 
+// PauseWorkflow serves POST /api/v1/workflow/pause, an extension of this
+// server.
+func (s *Server) PauseWorkflow(ctx context.Context, req iwfapi.PauseWorkflowRequestObject) (iwfapi.PauseWorkflowResponseObject, error) {
+	b := req.Body
+	if err := s.svc.PauseWorkflow(ctx, engine.PauseRequest{WorkflowID: b.WorkflowId, RunID: deref(b.WorkflowRunId), Reason: deref(b.Reason)}); err != nil {
+		return nil, err
+	}
+	return iwfapi.PauseWorkflow200JSONResponse(emptyResponse), nil
+}
+
+// ResumeWorkflow serves POST /api/v1/workflow/resume, an extension of this
+// server.
+func (s *Server) ResumeWorkflow(ctx context.Context, req iwfapi.ResumeWorkflowRequestObject) (iwfapi.ResumeWorkflowResponseObject, error) {
+	b := req.Body
+	if err := s.svc.ResumeWorkflow(ctx, engine.ResumeRequest{WorkflowID: b.WorkflowId, RunID: deref(b.WorkflowRunId)}); err != nil {
+		return nil, err
+	}
+	return iwfapi.ResumeWorkflow200JSONResponse(emptyResponse), nil
+}
+
+// ListPauses serves POST /api/v1/pause/list, an extension of this server.
+func (s *Server) ListPauses(ctx context.Context, _ iwfapi.ListPausesRequestObject) (iwfapi.ListPausesResponseObject, error) {
+	ps, err := s.svc.ListPauses(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := iwfapi.PauseListResponse{Pauses: make([]iwfapi.PauseScopeInfo, 0, len(ps))}
+	for _, p := range ps {
+		out.Pauses = append(out.Pauses, pauseInfoOut(p))
+	}
+	return iwfapi.ListPauses200JSONResponse(out), nil
+}
+
+// SetPause serves POST /api/v1/pause/set, an extension of this server.
+func (s *Server) SetPause(ctx context.Context, req iwfapi.SetPauseRequestObject) (iwfapi.SetPauseResponseObject, error) {
+	b := req.Body
+	scope := engine.PauseScope{WorkflowType: deref(b.WorkflowType), WorkerHost: deref(b.WorkerHost)}
+	infoFrom(ctx).scope = scopeText(scope)
+	p, err := s.svc.SetPause(ctx, engine.ScopePauseRequest{Scope: scope, Reason: deref(b.Reason)})
+	if err != nil {
+		return nil, err
+	}
+	return iwfapi.SetPause200JSONResponse(pauseInfoOut(p)), nil
+}
+
+// DeletePause serves POST /api/v1/pause/delete, an extension of this server.
+func (s *Server) DeletePause(ctx context.Context, req iwfapi.DeletePauseRequestObject) (iwfapi.DeletePauseResponseObject, error) {
+	b := req.Body
+	scope := engine.PauseScope{WorkflowType: deref(b.WorkflowType), WorkerHost: deref(b.WorkerHost)}
+	infoFrom(ctx).scope = scopeText(scope)
+	r, err := s.svc.DeletePause(ctx, engine.ScopeResumeRequest{Scope: scope, RPS: deref(b.Rps)})
+	if err != nil {
+		return nil, err
+	}
+	out := iwfapi.PauseDeleteResponse{Resumed: int64(r.Resumed)}
+	if !r.LastDue.IsZero() {
+		out.LastDueTimestampMs = ptr(r.LastDue.UnixMilli())
+	}
+	return iwfapi.DeletePause200JSONResponse(out), nil
+}
+
 // WaitForStateCompletion serves POST /api/v1/workflow/waitForStateCompletion.
 func (s *Server) WaitForStateCompletion(ctx context.Context, req iwfapi.WaitForStateCompletionRequestObject) (iwfapi.WaitForStateCompletionResponseObject, error) {
 	resp, err := s.svc.WaitForStateCompletion(ctx, *req.Body)

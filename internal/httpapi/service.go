@@ -65,6 +65,16 @@ type Service interface {
 	ListBatches(ctx context.Context, req engine.BatchListRequest) (engine.BatchPage, error)
 	// CancelBatch serves POST /api/v1/batch/cancel (our extension).
 	CancelBatch(ctx context.Context, batchID string) (engine.BatchInfo, error)
+	// PauseWorkflow serves POST /api/v1/workflow/pause (our extension).
+	PauseWorkflow(ctx context.Context, req engine.PauseRequest) error
+	// ResumeWorkflow serves POST /api/v1/workflow/resume (our extension).
+	ResumeWorkflow(ctx context.Context, req engine.ResumeRequest) error
+	// ListPauses serves POST /api/v1/pause/list (our extension).
+	ListPauses(ctx context.Context) ([]engine.PauseInfo, error)
+	// SetPause serves POST /api/v1/pause/set (our extension).
+	SetPause(ctx context.Context, req engine.ScopePauseRequest) (engine.PauseInfo, error)
+	// DeletePause serves POST /api/v1/pause/delete (our extension).
+	DeletePause(ctx context.Context, req engine.ScopeResumeRequest) (engine.ScopeResumed, error)
 	// ListLimits serves POST /api/v1/limit/list (our extension).
 	ListLimits(ctx context.Context) ([]engine.Limit, error)
 	// SetLimit serves POST /api/v1/limit/set (our extension).

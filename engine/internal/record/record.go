@@ -56,6 +56,17 @@ type Run struct {
 	// from it. Set only while tracing is on.
 	Trace      string `json:"trace,omitempty"`
 	TraceState string `json:"traceState,omitempty"`
+	// Pause, when set, holds the run's worker calls: the run was paused
+	// by itself (engine/pause.go), not as part of a paused workflow type
+	// or worker host, whose pauses live in a table of their own.
+	Pause *Pause `json:"pause,omitempty"`
+}
+
+// Pause says who paused a run, when (unix ms) and why.
+type Pause struct {
+	By     string `json:"by,omitempty"`
+	At     int64  `json:"at"`
+	Reason string `json:"reason,omitempty"`
 }
 
 // LockHolder is who holds one attribute lock.

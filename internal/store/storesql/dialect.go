@@ -185,6 +185,17 @@ func (d Dialect) SkipLocked() string {
 	return ""
 }
 
+// LockShared is the clause that ends a SELECT of rows another
+// transaction must not delete before this one ends: " FOR SHARE" on
+// PostgreSQL; nothing on SQLite, whose single writer runs one transaction
+// at a time.
+func (d Dialect) LockShared() string {
+	if d.postgres {
+		return " FOR SHARE"
+	}
+	return ""
+}
+
 // WritesInOneStatement reports whether one statement may hold several
 // writes (data-modifying WITH queries, PostgreSQL): a deletion of many
 // tables' rows is then one statement, one round trip (RunsDelete).

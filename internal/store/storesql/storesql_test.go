@@ -45,6 +45,7 @@ func statements(d Dialect) map[string]string {
 	}
 	add("Batches.", BatchStatements(d))
 	add("Permits.", PermitStatements(d))
+	add("Pauses.", PauseStatements(d))
 	add("LimitSettings.", LimitSettingStatements(d))
 	add("StateStats.", StateStatsStatements(d))
 	add("RunsDelete.", RunsDeleteStatements(d))

@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 	tests = append(tests, searchTests...)
 	tests = append(tests, batchTests...)
 	tests = append(tests, payloadTests...)
+	tests = append(tests, pauseTests...)
 	tests = append(tests, limitSettingTests...)
 	for _, tc := range append(tests, retentionTests...) {
 		t.Run(tc.name, func(t *testing.T) {

@@ -23,12 +23,15 @@ func (e AttemptFailureApi) Valid() bool {
 
 // Defines values for BatchOperation.
 const (
-	BatchOperationCancel    BatchOperation = "CANCEL"
-	BatchOperationFail      BatchOperation = "FAIL"
-	BatchOperationReset     BatchOperation = "RESET"
-	BatchOperationSignal    BatchOperation = "SIGNAL"
-	BatchOperationSkipTimer BatchOperation = "SKIP_TIMER"
-	BatchOperationTerminate BatchOperation = "TERMINATE"
+	BatchOperationCancel       BatchOperation = "CANCEL"
+	BatchOperationFail         BatchOperation = "FAIL"
+	BatchOperationPause        BatchOperation = "PAUSE"
+	BatchOperationReset        BatchOperation = "RESET"
+	BatchOperationResume       BatchOperation = "RESUME"
+	BatchOperationSetWorkerUrl BatchOperation = "SET_WORKER_URL"
+	BatchOperationSignal       BatchOperation = "SIGNAL"
+	BatchOperationSkipTimer    BatchOperation = "SKIP_TIMER"
+	BatchOperationTerminate    BatchOperation = "TERMINATE"
 )
 
 // Valid indicates whether the value is a known member of the BatchOperation enum.
@@ -38,7 +41,13 @@ func (e BatchOperation) Valid() bool {
 		return true
 	case BatchOperationFail:
 		return true
+	case BatchOperationPause:
+		return true
 	case BatchOperationReset:
+		return true
+	case BatchOperationResume:
+		return true
+	case BatchOperationSetWorkerUrl:
 		return true
 	case BatchOperationSignal:
 		return true
@@ -722,7 +731,11 @@ type BatchInfo struct {
 	// Message Why a batch was cancelled by the server.
 	Message *string `json:"message,omitempty"`
 
-	// Operation What a batch does to each run (extension of this server).
+	// Operation What a batch does to each run (extension of this server). PAUSE and
+	// RESUME pause and resume each run as /api/v1/workflow/pause and
+	// /resume do; SET_WORKER_URL re-routes each run to `workerUrl`,
+	// between two of its worker calls, and records the change in its
+	// history.
 	Operation BatchOperation `json:"operation"`
 	Pending   int64          `json:"pending"`
 	Query     string         `json:"query"`
@@ -745,6 +758,7 @@ type BatchInfo struct {
 	// server stopped while it stored the matching runs).
 	State              BatchState `json:"state"`
 	UpdatedTimestampMs int64      `json:"updatedTimestampMs"`
+	WorkerUrl          *string    `json:"workerUrl,omitempty"`
 }
 
 // BatchListRequest defines model for BatchListRequest.
@@ -763,7 +777,11 @@ type BatchListResponse struct {
 	NextPageToken *string     `json:"nextPageToken,omitempty"`
 }
 
-// BatchOperation What a batch does to each run (extension of this server).
+// BatchOperation What a batch does to each run (extension of this server). PAUSE and
+// RESUME pause and resume each run as /api/v1/workflow/pause and
+// /resume do; SET_WORKER_URL re-routes each run to `workerUrl`,
+// between two of its worker calls, and records the change in its
+// history.
 type BatchOperation string
 
 // BatchResetOptions The reset each run receives; the fields of a reset request. The point
@@ -792,7 +810,11 @@ type BatchSkipTimerOptions struct {
 
 // BatchStartRequest Starts a batch operation (extension of this server).
 type BatchStartRequest struct {
-	// Operation What a batch does to each run (extension of this server).
+	// Operation What a batch does to each run (extension of this server). PAUSE and
+	// RESUME pause and resume each run as /api/v1/workflow/pause and
+	// /resume do; SET_WORKER_URL re-routes each run to `workerUrl`,
+	// between two of its worker calls, and records the change in its
+	// history.
 	Operation BatchOperation `json:"operation"`
 
 	// Query A search query, as /api/v1/workflow/search takes it (at most 16 KiB).
@@ -823,6 +845,11 @@ type BatchStartRequest struct {
 
 	// SkipTimer The timer skipped in each run; the fields of a skip-timer request.
 	SkipTimer *BatchSkipTimerOptions `json:"skipTimer,omitempty"`
+
+	// WorkerUrl For SET_WORKER_URL, the worker URL each run calls from its next
+	// worker call on: an absolute http(s) URL the server's worker URL
+	// policy allows (--worker-url-allow), else 400.
+	WorkerUrl *string `json:"workerUrl,omitempty"`
 }
 
 // BatchStartResponse defines model for BatchStartResponse.
@@ -1122,6 +1149,60 @@ type LimitSetRequest struct {
 	Value float64 `json:"value"`
 }
 
+// PauseDeleteRequest Resumes a scope (extension of this server): name exactly one of
+// workflowType and workerHost.
+type PauseDeleteRequest struct {
+	// Rps How many held worker calls become due per second, from 0.01 to
+	// 10000; absent or 0 means 50. Any other rate is a 400.
+	Rps          *float64 `json:"rps,omitempty"`
+	WorkerHost   *string  `json:"workerHost,omitempty"`
+	WorkflowType *string  `json:"workflowType,omitempty"`
+}
+
+// PauseDeleteResponse defines model for PauseDeleteResponse.
+type PauseDeleteResponse struct {
+	// LastDueTimestampMs When the last of them is due, Unix milliseconds; absent when there were none.
+	LastDueTimestampMs *int64 `json:"lastDueTimestampMs,omitempty"`
+
+	// Resumed How many held worker calls became due.
+	Resumed int64 `json:"resumed"`
+}
+
+// PauseListRequest Asks for the paused scopes (extension of this server).
+type PauseListRequest = map[string]interface{}
+
+// PauseListResponse defines model for PauseListResponse.
+type PauseListResponse struct {
+	Pauses []PauseScopeInfo `json:"pauses"`
+}
+
+// PauseScopeInfo A paused scope (extension of this server).
+type PauseScopeInfo struct {
+	// HeldCalls The worker calls the scope holds now (of runs due to call their worker).
+	HeldCalls int64 `json:"heldCalls"`
+
+	// PausedBy The actor who paused it.
+	PausedBy          string  `json:"pausedBy"`
+	PausedTimestampMs int64   `json:"pausedTimestampMs"`
+	Reason            *string `json:"reason,omitempty"`
+	WorkerHost        *string `json:"workerHost,omitempty"`
+	WorkflowType      *string `json:"workflowType,omitempty"`
+}
+
+// PauseSetRequest Pauses a scope (extension of this server): name exactly one of
+// workflowType and workerHost.
+type PauseSetRequest struct {
+	// Reason Why; shown in the listing, in describe and in RPC errors. At most 1024 bytes.
+	Reason *string `json:"reason,omitempty"`
+
+	// WorkerHost Every run whose worker URL names this HOST:PORT (the scheme's
+	// port when the URL names none: 80 for http, 443 for https).
+	WorkerHost *string `json:"workerHost,omitempty"`
+
+	// WorkflowType Every run of this iWF workflow type.
+	WorkflowType *string `json:"workflowType,omitempty"`
+}
+
 // PendingCommand One command a state execution awaits or has completed.
 type PendingCommand struct {
 	// ChannelName The channel of a signal or internal channel command.
@@ -1152,6 +1233,9 @@ type PendingStateExecution struct {
 
 	// FirstAttemptTimestampMs When the first attempt of the current call was due.
 	FirstAttemptTimestampMs *int64 `json:"firstAttemptTimestampMs,omitempty"`
+
+	// HeldByPause The next worker call is held because the run is paused (an extension of this server; see the describe answer's `paused`): it is made once the pause ends. nextAttemptTimestampMs is then absent.
+	HeldByPause *bool `json:"heldByPause,omitempty"`
 
 	// LastFailure The last failed worker call of a state execution.
 	LastFailure *AttemptFailure `json:"lastFailure,omitempty"`
@@ -1522,6 +1606,13 @@ type WorkflowDescribeResponse struct {
 	// ErrorType Why a failed run failed (iWF's WorkflowErrorType).
 	ErrorType *string `json:"errorType,omitempty"`
 
+	// Paused Why a running run's worker calls are held (extension of this
+	// server): absent when they are not. `scope` is `run` for a run paused
+	// by itself (/api/v1/workflow/pause, a PAUSE batch), `type:NAME` for a
+	// paused workflow type and `host:HOST:PORT` for a paused worker host
+	// (/api/v1/pause/set).
+	Paused *WorkflowPauseInfo `json:"paused,omitempty"`
+
 	// PendingStates The state executions in progress, in the order they started.
 	PendingStates []PendingStateExecution `json:"pendingStates"`
 
@@ -1680,6 +1771,31 @@ type WorkflowHistoryResponse struct {
 // exist. Unset means `ALLOW_DUPLICATE`.
 type WorkflowIDReusePolicy string
 
+// WorkflowPauseInfo Why a running run's worker calls are held (extension of this
+// server): absent when they are not. `scope` is `run` for a run paused
+// by itself (/api/v1/workflow/pause, a PAUSE batch), `type:NAME` for a
+// paused workflow type and `host:HOST:PORT` for a paused worker host
+// (/api/v1/pause/set).
+type WorkflowPauseInfo struct {
+	// PausedBy The actor who paused it.
+	PausedBy *string `json:"pausedBy,omitempty"`
+
+	// PausedTimestampMs When, Unix milliseconds.
+	PausedTimestampMs *int64  `json:"pausedTimestampMs,omitempty"`
+	Reason            *string `json:"reason,omitempty"`
+	Scope             string  `json:"scope"`
+}
+
+// WorkflowPauseRequest Pauses a run (extension of this server).
+type WorkflowPauseRequest struct {
+	// Reason Why; shown in describe and the history. At most 1024 bytes.
+	Reason     *string `json:"reason,omitempty"`
+	WorkflowId string  `json:"workflowId"`
+
+	// WorkflowRunId The run; absent or empty means the current run.
+	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
+
 // WorkflowResetRequest Body of `resetWorkflow`.
 type WorkflowResetRequest struct {
 	// HistoryEventId Reset point for `HISTORY_EVENT_ID`.
@@ -1719,6 +1835,14 @@ type WorkflowResetResponse struct {
 
 // WorkflowResetType Kind of reset point.
 type WorkflowResetType string
+
+// WorkflowResumeRequest Resumes a paused run (extension of this server).
+type WorkflowResumeRequest struct {
+	WorkflowId string `json:"workflowId"`
+
+	// WorkflowRunId The run; absent or empty means the current run.
+	WorkflowRunId *string `json:"workflowRunId,omitempty"`
+}
 
 // WorkflowRetryPolicy Retry policy of a whole workflow: a run that ends FAILED is started
 // again as a new run after a backoff. Absent fields take the same
@@ -2247,6 +2371,15 @@ type ListLimitsJSONRequestBody = LimitListRequest
 // SetLimitJSONRequestBody defines body for SetLimit for application/json ContentType.
 type SetLimitJSONRequestBody = LimitSetRequest
 
+// DeletePauseJSONRequestBody defines body for DeletePause for application/json ContentType.
+type DeletePauseJSONRequestBody = PauseDeleteRequest
+
+// ListPausesJSONRequestBody defines body for ListPauses for application/json ContentType.
+type ListPausesJSONRequestBody = PauseListRequest
+
+// SetPauseJSONRequestBody defines body for SetPause for application/json ContentType.
+type SetPauseJSONRequestBody = PauseSetRequest
+
 // UpdateWorkflowConfigJSONRequestBody defines body for UpdateWorkflowConfig for application/json ContentType.
 type UpdateWorkflowConfigJSONRequestBody = WorkflowConfigUpdateRequest
 
@@ -2274,11 +2407,17 @@ type GetWorkflowHistoryJSONRequestBody = WorkflowHistoryRequest
 // DumpWorkflowInternalJSONRequestBody defines body for DumpWorkflowInternal for application/json ContentType.
 type DumpWorkflowInternalJSONRequestBody = WorkflowDumpRequest
 
+// PauseWorkflowJSONRequestBody defines body for PauseWorkflow for application/json ContentType.
+type PauseWorkflowJSONRequestBody = WorkflowPauseRequest
+
 // PublishToInternalChannelJSONRequestBody defines body for PublishToInternalChannel for application/json ContentType.
 type PublishToInternalChannelJSONRequestBody = PublishToInternalChannelRequest
 
 // ResetWorkflowJSONRequestBody defines body for ResetWorkflow for application/json ContentType.
 type ResetWorkflowJSONRequestBody = WorkflowResetRequest
+
+// ResumeWorkflowJSONRequestBody defines body for ResumeWorkflow for application/json ContentType.
+type ResumeWorkflowJSONRequestBody = WorkflowResumeRequest
 
 // ExecuteWorkflowRpcJSONRequestBody defines body for ExecuteWorkflowRpc for application/json ContentType.
 type ExecuteWorkflowRpcJSONRequestBody = WorkflowRpcRequest
