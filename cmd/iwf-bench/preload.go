@@ -81,6 +81,8 @@ var globalTables = map[string]bool{
 	"limit_permits":          true, // permits of calls in flight or waiting (none in a preload)
 	"limit_buckets":          true, // one row per limit key
 	"retention_start":        true, // when retention began to count: one row, or none
+	"limit_settings":         true, // limits set at run time: none in a preload
+	"pauses":                 true, // paused runs, types and hosts: none in a preload
 }
 
 // tableInfo is one table of the schema and how its rows are cloned.
