@@ -292,7 +292,11 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 			over()
 		case "pause":
 			c.setPaused(n, true)
-			over := c.record("pause")
+			// Once resumed, the node goes on with calls it took before the
+			// pause, whose leases have passed meanwhile: those, and the
+			// repeats they lead to, are the pause's doing for a lease
+			// duration after it.
+			over := c.recordLingering("pause", leaseDuration)
 			n.Pause()
 			time.Sleep(leaseDuration + time.Second) // past its lease: the workload's fault, not a wait for a result
 			n.Resume()

@@ -24,8 +24,9 @@ type cluster struct {
 }
 
 // fault is one fault and when it lasted, from the moment it struck until the
-// system was whole again (a killed node restarted, a paused one resumed, the
-// disk's space given back). A repeated worker call is explained by a fault
+// system was whole again (a killed node restarted, a paused one resumed and
+// a lease duration past, in which it finishes calls it had taken before the
+// pause, the disk's space given back). A repeated worker call is explained by a fault
 // that overlaps the time from the earlier call's arrival to the repeat's: a
 // call sent by a process just before it was killed may reach the worker's
 // handler a moment after the kill.
@@ -41,6 +42,12 @@ func newCluster(nodes ...*crashtest.Server) *cluster {
 // record notes that a fault of kind strikes now; call the function it
 // returns when the fault is over.
 func (c *cluster) record(kind string) (over func()) {
+	return c.recordLingering(kind, 0)
+}
+
+// recordLingering is record for a fault whose effects outlast it: it
+// counts as lasting until linger after over is called.
+func (c *cluster) recordLingering(kind string, linger time.Duration) (over func()) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.faults = append(c.faults, fault{start: time.Now(), kind: kind})
@@ -48,7 +55,7 @@ func (c *cluster) record(kind string) (over func()) {
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		c.faults[i].end = time.Now()
+		c.faults[i].end = time.Now().Add(linger)
 	}
 }
 

@@ -40,10 +40,11 @@ import (
 //
 // A call that timed out, whose connection was cut, or that the server
 // answered with a 5xx is indeterminate: it may or may not have taken effect,
-// at any time after it was made (porcupine: it returns at +infinity). The
-// client that made it goes on as a new client, as Jepsen's do. A 4xx or a
-// refused connection is a call that definitely took no effect; it stays in
-// the history as such.
+// at any time after it was made (the models carry it as a pending effect
+// from its invocation on; see linearcheck_test.go). The client that made it
+// goes on as a new client, as Jepsen's do. A 4xx is a call that definitely
+// took no effect; it stays in the history as such. A call whose connection
+// was refused was never sent: it is made again.
 
 // linearPlan is the linearizability workload of a chaos run.
 type linearPlan struct {
@@ -152,6 +153,8 @@ type linearRun struct {
 	// unlocked makes incr load "ctr" without a lock (the test that shows
 	// what the checker finds then).
 	unlocked bool
+	// rpcTimeout is incr's timeoutSeconds (linearRPCTimeout).
+	rpcTimeout int32
 
 	began, ended time.Time
 	stopping     atomic.Bool
@@ -164,7 +167,7 @@ type linearRun struct {
 // newLinearRun registers the workload on the driver's worker and starts its
 // workflows.
 func newLinearRun(d *driver, p linearPlan, prefix string) (*linearRun, error) {
-	l := &linearRun{d: d, plan: p, answers: registerLinear(d.worker), began: time.Now()}
+	l := &linearRun{d: d, plan: p, answers: registerLinear(d.worker), rpcTimeout: linearRPCTimeout, began: time.Now()}
 	for i := range p.workflows {
 		wf := &linWorkflow{id: fmt.Sprintf("linear-%s-%d", prefix, i)}
 		if err := l.start(wf); err != nil {
@@ -359,7 +362,7 @@ func (l *linearRun) incr(wf *linWorkflow, client int) outcome {
 		func(ctx context.Context, c *iwfapi.ClientWithResponses) (answer, error) {
 			resp, err := c.ExecuteWorkflowRpcWithResponse(ctx, iwfapi.WorkflowRpcRequest{
 				WorkflowId: wf.id, RpcName: linearRPC, Input: crashtest.Object(id),
-				TimeoutSeconds: ptr(int32(linearRPCTimeout)), DataAttributesLoadingPolicy: policy,
+				TimeoutSeconds: ptr(l.rpcTimeout), DataAttributesLoadingPolicy: policy,
 			})
 			if err != nil {
 				return answer{}, err
@@ -547,6 +550,7 @@ func TestLinearRPCLocking(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.unlocked = unlocked
+			l.rpcTimeout = 60 // the held call waits for the second one, on a machine however loaded
 			wf := l.workflows[0]
 			hold := w.Hold(1, crashtest.Match(wf.id, linearRPC, crashtest.RPC))
 			first := make(chan outcome, 1)
