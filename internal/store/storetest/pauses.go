@@ -193,7 +193,9 @@ func testPauseHoldAgainstDelete(t *testing.T, s engine.Store) {
 	tk := newTask("r1", "S1-1", engine.TaskExecute, at(0))
 	tk.LeaseOwner, tk.LeaseExpiresAt = "n1", at(time.Minute)
 	insertTasks(t, s, tk)
-	held := make(chan struct{})
+	// Buffered: the park signals once without waiting for the reader, and
+	// a signal sent before the reader is ready is not lost.
+	held := make(chan struct{}, 1)
 	resumeDone := make(chan struct{})
 	var resumeErr error
 	parked := make(chan error, 1)
