@@ -17,8 +17,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/iwf-server/iwf-server/archivedoc"
 	"github.com/iwf-server/iwf-server/engine/internal/record"
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // ArchiveFormat is the version of the archived document (ArchivedRun and

@@ -9,6 +9,6 @@
 // api/iwfapi (its long-established single-run calls take them; the batch
 // calls and the stored records have types of their own), the pure channel
 // logic of package channels and the archived document's types
-// (internal/archive/archivedoc); it never imports a store implementation,
+// (archivedoc); it never imports a store implementation,
 // the HTTP layer or a blob store.
 package engine

@@ -17,7 +17,7 @@ import (
 	"strings"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
+	"github.com/iwf-server/iwf-server/archivedoc"
 )
 
 // archiveFlags registers --archived and --archive-url on a subcommand.

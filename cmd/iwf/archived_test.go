@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/archivedoc"
 	"github.com/iwf-server/iwf-server/internal/archive"
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // putArchived writes an archived run of workflowID with events history

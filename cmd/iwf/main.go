@@ -7,7 +7,7 @@
 // a few) per command, and printing the answer as a table or as the server's
 // JSON. It imports the generated wire types of api/iwfapi and nothing of the
 // server itself, so it talks to any iwf-server it can reach; only
-// internal/archive/archivedoc, to read runs that retention archived and
+// archivedoc, to read runs that retention archived and
 // deleted (get and history --archived) from a file:// archive, and
 // internal/buildinfo, for `iwf version`, both of the standard library
 // only. It links neither the engine nor gocloud.dev nor a cloud SDK (a

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
+	"github.com/iwf-server/iwf-server/archivedoc"
 )
 
 // Exit codes, documented in `iwf --help` and docs/cli.md.

@@ -32,7 +32,7 @@ import (
 	_ "gocloud.dev/blob/s3blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
+	"github.com/iwf-server/iwf-server/archivedoc"
 )
 
 // ErrNotFound is returned when no archived run matches

@@ -15,8 +15,8 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/iwf-server/iwf-server/archivedoc"
 	"github.com/iwf-server/iwf-server/internal/archive"
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 func ptr[T any](v T) *T { return &v }

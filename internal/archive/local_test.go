@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/iwf-server/iwf-server/archivedoc"
 	"github.com/iwf-server/iwf-server/internal/archive"
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // TestLocalReadsWhatTheServerWrites: archivedoc.Local, which the command

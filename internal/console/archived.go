@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
+	"github.com/iwf-server/iwf-server/archivedoc"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/archive"
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
 )
 
 // Archive is where the console reads archived runs; *archive.Bucket

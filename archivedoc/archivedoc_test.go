@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/iwf-server/iwf-server/internal/archive/archivedoc"
+	"github.com/iwf-server/iwf-server/archivedoc"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -269,7 +269,7 @@ func TestStandardLibraryOnly(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != "github.com/iwf-server/iwf-server/internal/archive/archivedoc" {
+	if got := strings.Fields(string(out)); len(got) != 1 || got[0] != "github.com/iwf-server/iwf-server/archivedoc" {
 		t.Fatalf("archivedoc links %v", got)
 	}
 }
