@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"regexp"
 	"time"
 
 	"github.com/iwf-server/iwf-server/internal/store/migration"
@@ -107,9 +108,21 @@ func (s *Store) migrateLocked(ctx context.Context, migrations []migration.Migrat
 	)`); err != nil {
 		return fmt.Errorf("postgres: migrate: %w", err)
 	}
+	// A schema with no migration recorded is new: its tables are empty, so
+	// an index built CONCURRENTLY gains nothing there and would only wait
+	// for every older transaction of the whole database (other schemas'
+	// included) to end.
+	var applied int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&applied); err != nil {
+		return fmt.Errorf("postgres: migrate: %w", err)
+	}
+	fresh := applied == 0
 	for _, m := range migrations {
 		apply := apply
-		if m.NoTransaction {
+		switch {
+		case m.NoTransaction && fresh:
+			m.SQL = plainIndexBuilds(m.SQL)
+		case m.NoTransaction:
 			apply = applyNoTx
 		}
 		if err := apply(ctx, conn.Conn(), m); err != nil {
@@ -182,6 +195,15 @@ func apply(ctx context.Context, conn *pgx.Conn, m migration.Migration) error {
 	}
 	return tx.Commit(ctx)
 }
+
+// concurrently is the CONCURRENTLY of an index build or drop.
+var concurrently = regexp.MustCompile(`(?i)\b((?:CREATE\s+(?:UNIQUE\s+)?|DROP\s+)INDEX)\s+CONCURRENTLY\b`)
+
+// plainIndexBuilds returns a NoTransaction migration's statements with
+// their index builds and drops made plain, to run in one transaction on a
+// new schema: on empty tables a plain build is as quick and its lock
+// blocks nobody.
+func plainIndexBuilds(sql string) string { return concurrently.ReplaceAllString(sql, "$1") }
 
 // applyNoTx runs one migration marked NoTransaction, unless it is recorded
 // already: its statements one at a time, each in a transaction of its own
