@@ -22,6 +22,27 @@ package engine
 // batch row stores its operation and batchOptions, the engine's JSON. The
 // operations are applied through the single-run paths (stopWorkflow,
 // resetWorkflow), which take their requests in the wire's shape.
+//
+// A SIGNAL batch's value, with external storage on, is offloaded once,
+// when the batch starts, like every payload the engine keeps (payloads.go):
+// the row holds its reference, and the object is recorded as kept by the
+// batch (PayloadKeep, under the owner BatchPayloadOwner(id), in the
+// transaction that inserts the row). Each run the batch signals gets a
+// record of its own for that object (PayloadLink) in the transaction that
+// stores the signal and marks its item done: one object for the whole
+// batch, not one per run, and no read or write of the store per run. The
+// batch's record is the claim that lets those links take: while it is
+// kept, PayloadLink finds the object, and BatchItemFinish, in the same
+// transaction, fails unless the batch is running. When the batch closes
+// (completed or cancelled, however: by its runner, by CancelBatch, by a
+// claim that gives up an abandoned start), a trigger of the store's schema
+// marks the batch's record unreferenced in the closing statement: batch
+// rows are never deleted, and a closed batch never signals again. The
+// object then lives as long as the runs that refer to it, and the payload
+// sweep deletes it after the last of them is deleted (or at once when no
+// run was signalled). The closed batch's row keeps a reference that may
+// name a deleted object; nothing reads it (no answer shows a batch's
+// value).
 
 import (
 	"context"
@@ -63,7 +84,8 @@ const (
 	// stores are bounded too: its query by search.MaxQueryLength, the names
 	// of its operation (channel, state, execution and timer ids) by
 	// MaxNameBytes; its signal value is a payload, bounded as a signal's is
-	// (by the request body's limit), and no list shows it.
+	// (by the request body's limit; with external storage, a value over
+	// the threshold is kept as a reference), and no list shows it.
 	MaxBatchReasonBytes = 1024
 	// MaxBatchListPage is the most batches one batch/list page returns
 	// (and its default); maxBatchListBytes ends a page earlier, with a
@@ -85,7 +107,20 @@ type batchOptions struct {
 	Reset     *batchReset         `json:"reset,omitempty"`
 	SkipTimer *record.SkipTimer   `json:"skipTimer,omitempty"`
 	WorkerURL string              `json:"workerUrl,omitempty"`
+	// SignalKept says that the signal's value refers to an external
+	// object the batch keeps (BatchPayloadOwner): each run links it.
+	// Without it, a reference in the value (a row stored before batches
+	// kept their values, from a client that sent one) is loaded and
+	// written anew for each run, as a reference sent by a client is.
+	SignalKept bool `json:"signalKept,omitempty"`
 }
+
+// BatchPayloadOwner is the owner id under which batch batchID keeps its
+// external objects in the store's records (Tx.PayloadKeep's runID): its
+// SIGNAL value. The stores' schemas name this form ('batch:' || batch_id)
+// in the trigger that marks those records unreferenced when the batch
+// closes; run ids never take it.
+func BatchPayloadOwner(batchID string) string { return "batch:" + batchID }
 
 // batchReset is the reset a batch applies to each run.
 type batchReset struct {
@@ -245,11 +280,21 @@ func (e *Engine) StartBatch(ctx context.Context, req BatchRequest) (BatchStarted
 	if err != nil {
 		return resp, err
 	}
+	// The signal's value goes to the external store once, for the batch,
+	// after the query (a refused query writes nothing); a reference sent
+	// in is loaded and written anew, as for a signal.
+	var off *offloaded
+	if opts.Signal != nil {
+		if off, err = e.offload(ctx, "", "", opts.Signal); err != nil {
+			return resp, err
+		}
+		opts.SignalKept = off != nil && len(off.paths) > 0
+	}
 	now := e.cfg.Clock.Now()
 	b := &Batch{ID: uuid.NewString(), Query: req.Query, Operation: string(req.Operation), Options: encode(opts),
 		Reason: req.Reason, RPS: rps, State: BatchStarting, CreatedBy: ActorOf(ctx), CreatedAt: now, UpdatedAt: now,
 		LeaseOwner: e.cfg.NodeID, LeaseExpiresAt: now.Add(e.cfg.LeaseDuration)}
-	if err := e.storeBatch(ctx, b, runs); err != nil {
+	if err := e.storeBatch(ctx, b, runs, off); err != nil {
 		return resp, err
 	}
 	e.nudgeBatches()
@@ -298,9 +343,11 @@ func (e *Engine) batchMatches(ctx context.Context, query string) ([]search.Run, 
 
 // storeBatch stores a starting batch and its items, batchChunk per
 // transaction, renewing the creator's lease with each, then makes it
-// running (completed when nothing matched). When a step fails the batch is
-// cancelled with the reason, as far as the store allows.
-func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run) error {
+// running (completed when nothing matched). The batch keeps the objects
+// off wrote (its signal's value) from the transaction that inserts it.
+// When a step fails the batch is cancelled with the reason, as far as the
+// store allows.
+func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run, off *offloaded) error {
 	items := make([]*BatchItem, len(runs))
 	for i, r := range runs {
 		items[i] = &BatchItem{Seq: int64(i + 1), WorkflowID: r.WorkflowID, RunID: r.RunID}
@@ -309,6 +356,11 @@ func (e *Engine) storeBatch(ctx context.Context, b *Batch, runs []search.Run) er
 	err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
 		if err := tx.BatchInsert(ctx, b); err != nil {
 			return err
+		}
+		if off != nil && len(off.paths) > 0 {
+			if err := tx.PayloadKeep(ctx, BatchPayloadOwner(b.ID), off.paths); err != nil {
+				return err
+			}
 		}
 		return tx.BatchItemInsert(ctx, b.ID, chunk(0))
 	})
@@ -796,7 +848,11 @@ func (e *Engine) applyBatchItem(ctx context.Context, b *Batch, opts batchOptions
 		stop := iwfapi.WorkflowStopType(b.Operation)
 		err = e.stopWorkflow(actx, iwfapi.WorkflowStopRequest{WorkflowId: it.WorkflowID, WorkflowRunId: ptr(it.RunID), StopType: &stop, Reason: nonEmptyPtr(b.Reason)}, then)
 	case BatchOpSignal:
-		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{Signal: opts.Signal}, then)
+		if opts.SignalKept && e.payloadsOn() {
+			err = e.applyBatchSignal(actx, it, opts.Signal, then)
+		} else {
+			err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{Signal: opts.Signal}, then)
+		}
 	case BatchOpSkipTimer:
 		err = e.applyExternalThen(actx, it.WorkflowID, it.RunID, record.Input{SkipTimer: opts.SkipTimer}, then)
 	case BatchOpPause:
@@ -834,6 +890,27 @@ func (e *Engine) applyBatchItem(ctx context.Context, b *Batch, opts batchOptions
 		e.metrics.batchItemsFailed.inc()
 	}
 	return err
+}
+
+// applyBatchSignal signals an item's run with a batch's value that refers
+// to an external object the batch keeps: the run stores the reference as
+// it is and gets a record of its own for the object (PayloadLink), in the
+// transaction that then marks the item done. The link takes because the
+// batch still keeps the object: its record is unreferenced only when the
+// batch closes, and then the item's BatchItemFinish fails, in this same
+// transaction, and nothing of it commits. The shared sig is not changed.
+func (e *Engine) applyBatchSignal(ctx context.Context, it *BatchItem, sig *record.SignalInput, then func(t *txn) error) error {
+	in := record.Input{Signal: sig, Actor: ActorOf(ctx)}
+	var paths []string
+	if v := sig.SignalValue; v != nil && v.ExtPath != nil && v.Data == nil {
+		paths = []string{*v.ExtPath}
+	}
+	return e.mutateRunThen(ctx, it.WorkflowID, it.RunID, func(r *runTxn) error {
+		if err := r.applyInput(in, false); err != nil {
+			return err
+		}
+		return r.tx.PayloadLink(r.ctx, r.run.RunID, paths, r.now)
+	}, then)
 }
 
 // batchFailure is the reason an item failed, as describe shows it,

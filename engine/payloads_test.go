@@ -820,55 +820,6 @@ func TestExternalStorageArchive(t *testing.T) {
 	})
 }
 
-// TestExternalStorageBatchSignal: a SIGNAL batch with a big value gives
-// each run an object of its own, each written from the batch's value (the
-// batch's own value stays as it was given), and the runs read it.
-func TestExternalStorageBatchSignal(t *testing.T) {
-	forEachStoreWithPayloads(t, nil, func(t *testing.T, h *harness, ps *testPayloads) {
-		ctx := context.Background()
-		var seen atomic.Int64
-		h.worker.state("Wait", stateHandlers{
-			WaitUntil: func(req iwfapi.WorkflowStateStartRequest) (iwfapi.WorkflowStateStartResponse, int) {
-				return iwfapi.WorkflowStateStartResponse{CommandRequest: &iwfapi.CommandRequest{
-					CommandWaitingType: ptr(iwfapi.CommandWaitingTypeAllCompleted),
-					SignalCommands:     &[]iwfapi.SignalCommand{{SignalChannelName: "go", CommandId: ptr("go")}},
-				}}, 200
-			},
-			Execute: func(req iwfapi.WorkflowStateDecideRequest) (iwfapi.WorkflowStateDecideResponse, int) {
-				inline(t, "the batch's signal", deref(req.CommandResults.SignalResults)[0].SignalValue, big("batch signal"))
-				seen.Add(1)
-				return decide(next(engine.GracefulCompletingState, nil)), 200
-			},
-		})
-		ids := startTyped(h, "Batched", 3)
-		h.idle()
-		resp, err := h.eng.StartBatch(ctx, engine.BatchRequest{Query: "IwfWorkflowType = 'Batched'", Operation: engine.BatchOpSignal,
-			SignalChannel: "go", SignalValue: &engine.EncodedValue{Encoding: ptr("json"), Data: ptr(big("batch signal"))}, RPS: 1000})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d := batchDone(h, resp.ID); d.Batch.Done != 3 {
-			t.Fatalf("batch: %+v", d.Batch)
-		}
-		paths := map[string]bool{}
-		for _, id := range ids {
-			if got := h.result(id); got.WorkflowStatus != iwfapi.WorkflowStatusCompleted {
-				t.Fatalf("%s: %s", id, mustJSON(got))
-			}
-			g, err := h.eng.GetWorkflow(ctx, iwfapi.WorkflowGetRequest{WorkflowId: id})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range payloadList(t, h, g.WorkflowRunId) {
-				paths[r.Path] = true
-			}
-		}
-		if len(paths) != 3 || seen.Load() != 3 {
-			t.Fatalf("%d objects for 3 runs, %d executes", len(paths), seen.Load())
-		}
-	})
-}
-
 // flakyS3 wraps an in-process S3 (gofakes3): while failing is set, a PUT
 // fails after part of its body has arrived (a store that breaks mid-write)
 // and every other request fails at once, with a 503.

@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,8 +12,9 @@ import (
 )
 
 // payloadTests cover the records of external objects (engine.PayloadRef):
-// pending, kept by runs, shared by runs started from others, unreferenced
-// when their runs are deleted, and forgotten.
+// pending, kept by runs and batches, shared by runs started from others
+// or signalled by a batch, unreferenced when their runs are deleted or
+// their batch closes, and forgotten.
 var payloadTests = []struct {
 	name string
 	fn   func(t *testing.T, s engine.Store)
@@ -19,6 +22,7 @@ var payloadTests = []struct {
 	{"PayloadLifecycle", testPayloadLifecycle},
 	{"PayloadKeepAfterExpire", testPayloadKeepAfterExpire},
 	{"PayloadKeepRollsBack", testPayloadKeepRollsBack},
+	{"PayloadBatchClosed", testPayloadBatchClosed},
 }
 
 func payloadList(t *testing.T, s engine.Store, runID string) []engine.PayloadRef {
@@ -159,4 +163,62 @@ func testPayloadKeepRollsBack(t *testing.T, s engine.Store) {
 		t.Fatalf("PayloadKeep after the rollback: %v", err)
 	}
 	equal(t, "kept", payloadList(t, s, "r1"), []engine.PayloadRef{p})
+}
+
+// testPayloadBatchClosed: the object a batch keeps (its signal value,
+// under engine.BatchPayloadOwner) stays while the batch is starting or
+// running, and becomes the runs' alone once it closes, however it
+// closes: by BatchSetState, or by a claim that gives up an abandoned
+// start.
+func testPayloadBatchClosed(t *testing.T, s engine.Store) {
+	ctx := ctxT(t)
+	insertRun(t, s, newRun("r1"))
+	done, abandoned, running := engine.PayloadRef{StoreID: "s1", Path: "b/done"}, engine.PayloadRef{StoreID: "s1", Path: "b/abandoned"}, engine.PayloadRef{StoreID: "s1", Path: "b/running"}
+	payloadAdd(t, s, at(0), done, abandoned, running)
+	for _, b := range []struct {
+		id    string
+		state engine.BatchState
+		ref   engine.PayloadRef
+	}{{"b-done", engine.BatchRunning, done}, {"b-abandoned", engine.BatchStarting, abandoned}, {"b-running", engine.BatchRunning, running}} {
+		insertBatch(t, s, newBatch(b.id, b.state), 1)
+		if err := payloadKeep(s, engine.BatchPayloadOwner(b.id), b.ref.Path); err != nil {
+			t.Fatalf("PayloadKeep for batch %s: %v", b.id, err)
+		}
+	}
+	// r1 was signalled by b-done: it links the object.
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		return tx.PayloadLink(ctx, "r1", []string{done.Path}, at(time.Minute))
+	})
+	equal(t, "r1 shares b-done's object", payloadList(t, s, "r1"), []engine.PayloadRef{done})
+	equal(t, "objects of open batches are nobody's orphans", len(payloadOrphans(t, s, "s1")), 0)
+
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		ok, err := tx.BatchSetState(ctx, "b-done", []engine.BatchState{engine.BatchRunning}, engine.BatchCompleted, "", at(time.Hour))
+		if err == nil && !ok {
+			err = errors.New("BatchSetState = false")
+		}
+		return err
+	})
+	equal(t, "b-done keeps nothing once closed", len(payloadList(t, s, engine.BatchPayloadOwner("b-done"))), 0)
+	equal(t, "r1 still keeps b-done's object", payloadList(t, s, "r1"), []engine.PayloadRef{done})
+	equal(t, "no orphan while r1 keeps it", len(payloadOrphans(t, s, "s1")), 0)
+
+	// A claim long after the abandoned start's lease expired cancels it.
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		_, err := tx.BatchClaim(ctx, "node", at(24*time.Hour), time.Minute)
+		return err
+	})
+	if b := getBatch(t, s, "b-abandoned"); b.State != engine.BatchCancelled {
+		t.Fatalf("the abandoned start is %s", b.State)
+	}
+	equal(t, "the abandoned start's object is an orphan", payloadOrphans(t, s, "s1"), []engine.PayloadRef{abandoned})
+	equal(t, "the running batch still keeps its object", payloadList(t, s, engine.BatchPayloadOwner("b-running")), []engine.PayloadRef{running})
+
+	closeRun(t, s, "r1", "Type", at(time.Hour))
+	if n, err := s.RunsDelete(ctx, []string{"r1"}); err != nil || n != 1 {
+		t.Fatalf("RunsDelete = %d, %v", n, err)
+	}
+	orphans := payloadOrphans(t, s, "s1")
+	slices.SortFunc(orphans, func(a, b engine.PayloadRef) int { return strings.Compare(a.Path, b.Path) })
+	equal(t, "b-done's object goes with the last run", orphans, []engine.PayloadRef{abandoned, done})
 }
