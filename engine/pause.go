@@ -31,16 +31,20 @@ package engine
 //
 // The scopes are cached on each node (pauseSet): loaded at start, reloaded
 // after each change made on the node, at once when another node announces
-// one (ChangeFeed) and at least every pauseRefresh otherwise. The park
-// transaction reads the store, not the cache: a stale cache can delay a
-// scope's pause on a node by at most the refresh, never park a call that
-// nothing holds.
+// one (ChangeFeed) and at least every pauseRefresh otherwise. A scope the
+// node paused is in its cache before it answers, even should the reload
+// fail, and a read that began before it cannot take it out (pauses.apply).
+// The park transaction reads the store, not the cache: a stale cache can
+// delay a scope's pause on a node by at most the refresh, never park a
+// call that nothing holds.
 
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -242,9 +246,54 @@ type pauses struct {
 	epoch atomic.Uint64
 	// reload asks the refresh loop to read the scopes now.
 	reload chan struct{}
+
+	// mu orders the writes of set: begun numbers each read of the
+	// scopes and each change the node made, in the order they began;
+	// applied is the number of the one set holds. A read that began
+	// before the one set holds is stale and is dropped.
+	mu             sync.Mutex
+	begun, applied uint64
 }
 
 func newPauses() *pauses { return &pauses{reload: make(chan struct{}, 1)} }
+
+// begin numbers a read of the scopes that begins now.
+func (p *pauses) begin() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.begun++
+	return p.begun
+}
+
+// apply makes set the cache, read by the read numbered seq, unless a read
+// or a change that began later is in the cache already. It reports whether
+// the scopes changed.
+func (p *pauses) apply(seq uint64, set pauseSet) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if seq < p.applied {
+		return false
+	}
+	p.applied = seq
+	old := p.set.Swap(&set)
+	return old == nil || !sameScopes(*old, set)
+}
+
+// hold adds a scope this node paused to the cache, after its commit: the
+// node holds it from then on, whatever its next read of the scopes does.
+func (p *pauses) hold(ps *Pause) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.begun++
+	p.applied = p.begun
+	set := pauseSet{}
+	if old := p.set.Load(); old != nil {
+		maps.Copy(set, *old)
+	}
+	set[ps.Scope] = ps
+	p.set.Store(&set)
+	p.epoch.Add(1)
+}
 
 // pausedBy says what holds the calls of a run of workflowType whose
 // record is rd: "run", a scope key, or "" when nothing does. It reads the
@@ -470,6 +519,7 @@ func (e *Engine) SetPause(ctx context.Context, req ScopePauseRequest) (PauseInfo
 		return PauseInfo{}, err
 	}
 	e.log.Warn().Str("scope", key).Str("actor", p.By).Str("reason", p.Reason).Msg("paused: worker calls of the scope are held")
+	e.pauses.hold(p)
 	e.scopesChanged(ctx)
 	return PauseInfo{PauseScope: req.Scope, Reason: p.Reason, By: p.By, At: p.At}, nil
 }
@@ -635,6 +685,7 @@ func (e *Engine) scopesChanged(ctx context.Context) {
 
 // reloadPauses reads the paused scopes into the node's cache.
 func (e *Engine) reloadPauses(ctx context.Context) error {
+	seq := e.pauses.begin()
 	var all []*Pause
 	err := e.storeView(ctx, func(ctx context.Context, tx ReadTx) error {
 		var err error
@@ -648,8 +699,7 @@ func (e *Engine) reloadPauses(ctx context.Context) error {
 	for _, p := range all {
 		set[p.Scope] = p
 	}
-	old := e.pauses.set.Swap(&set)
-	if old == nil || !sameScopes(*old, set) {
+	if e.pauses.apply(seq, set) {
 		e.pauses.epoch.Add(1)
 	}
 	return nil
