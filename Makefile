@@ -110,8 +110,10 @@ fuzz: ## run every fuzz target for FUZZTIME (default 1m) each, one after another
 bench: ## run the load generator against SQLite and PostgreSQL
 	$(GO) run ./cmd/iwf-bench
 
-# CHAOS_KILLS random SIGKILLs per store (make test runs 10); each store's run
-# prints one line: kills=N pauses=P workflows=W lost=0 double_applied=0 repeated_calls=R,
+# CHAOS_KILLS random SIGKILLs per store (make test runs 10), and kills/50 (at
+# least one) pauses of the workload's type and of the worker's host; each
+# store's run prints one line: kills=N pauses=P workflows=W lost=0
+# double_applied=0 repeated_calls=R scope_pauses=S held_calls=H paused_calls=0,
 # and one of its linearizability check (internal/chaos/linear_test.go):
 # linearizability: store=S faults=F ops=N indeterminate=I violations=0.
 # CHAOS_LINEAR=N makes that check N operations per workflow, the faults going

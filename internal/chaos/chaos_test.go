@@ -62,6 +62,10 @@ const (
 type plan struct {
 	kills, pauses, cuts int
 	clients             int
+	// scopePauses is the number of pauses of the workload's workflow type,
+	// and as many of the worker's host, through the API
+	// (scopepause_test.go).
+	scopePauses int
 	// extra are further faults: each is done n times at random moments.
 	extra []extraFault
 	// worker, when set, is the worker the workload runs on (a test that
@@ -96,7 +100,7 @@ func planFor(t *testing.T, twoNodes bool) plan {
 		}
 		kills = n
 	}
-	p := plan{kills: kills, clients: 3}
+	p := plan{kills: kills, clients: 3, scopePauses: max(1, kills/50)}
 	if kills > 10 {
 		p.clients = 6
 	}
@@ -270,6 +274,9 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 	for range p.cuts {
 		events = append(events, "cut")
 	}
+	for range p.scopePauses {
+		events = append(events, scopeType, scopeHost)
+	}
 	extra := map[string]extraFault{}
 	for _, x := range p.extra {
 		extra[x.name] = x
@@ -279,6 +286,7 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 	}
 	rng.Shuffle(len(events), func(i, j int) { events[i], events[j] = events[j], events[i] })
 	cutBackends := 0
+	var scopePauses []scopePause
 	strike := func(ev string) {
 		seen := len(w.Calls(nil))
 		waitUntil(t, 2*time.Minute, "a worker call since the last fault", func() bool { return len(w.Calls(nil)) > seen })
@@ -302,6 +310,29 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 			n.Resume()
 			c.setPaused(n, false)
 			over()
+		case scopeType, scopeHost:
+			// Every other one kills and restarts a node while paused.
+			kill := len(scopePauses)%2 == 0
+			probe := func() *workflow {
+				wf := newWorkflow()
+				wf.kind = kindMixed // one run: its held call is in the current run's history
+				launch(wf)
+				return wf
+			}
+			sp, err := d.pauseScope(ev, probe, func() bool {
+				if !kill {
+					return false
+				}
+				over := c.record("kill_while_scope_paused")
+				n.Kill()
+				n.Start()
+				over()
+				return true
+			})
+			scopePauses = append(scopePauses, sp)
+			if err != nil {
+				t.Errorf("%s: %v", ev, err)
+			}
 		case "cut":
 			over := c.record("cut")
 			k, err := cut()
@@ -341,6 +372,7 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 
 	// The check: every workflow from a healthy node.
 	var f findings
+	dumps, current := map[string]*crashtest.Dump{}, map[string]string{}
 	runsSeen := map[string]map[string]bool{}
 	for _, call := range w.Calls(nil) {
 		if runsSeen[call.WorkflowID] == nil {
@@ -363,6 +395,7 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 			f.add(&f.wrong, wf, "%v", err)
 			continue
 		}
+		dumps[wf.id], current[wf.id] = dd, r.WorkflowRunId
 		before := len(f.lost) + len(f.double) + len(f.wrong)
 		f.check(wf, r, dd, len(runsSeen[wf.id]))
 		if len(f.lost)+len(f.double)+len(f.wrong) > before {
@@ -370,9 +403,10 @@ func chaosRun(t *testing.T, c *cluster, p plan, cut func() (int, error)) runResu
 		}
 	}
 	repeated, unexplained := repeats(c, w.Calls(nil))
+	pausedCalls, heldMade := reportScopePauses(t, c, scopePauses, w.Calls(nil), workflows, dumps, current)
 
-	fmt.Printf("kills=%d pauses=%d workflows=%d lost=%d double_applied=%d repeated_calls=%d\n",
-		c.count("kill"), c.count("pause"), len(workflows), len(f.lost), len(f.double), repeated)
+	fmt.Printf("kills=%d pauses=%d workflows=%d lost=%d double_applied=%d repeated_calls=%d scope_pauses=%d held_calls=%d paused_calls=%d\n",
+		c.count("kill"), c.count("pause"), len(workflows), len(f.lost), len(f.double), repeated, len(scopePauses), heldMade, pausedCalls)
 	t.Logf("seed %d; faults took %s, all done in %s; %d connection cuts terminated %d backends; %d worker calls",
 		seed, faultsTook.Round(time.Millisecond), time.Since(began).Round(time.Millisecond), c.count("cut"), cutBackends, len(w.Calls(nil)))
 	for _, x := range p.extra {

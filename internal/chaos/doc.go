@@ -6,12 +6,15 @@
 // lease (PostgreSQL, two nodes), cut off from its database
 // (pg_terminate_backend), and — when the test may mount a tmpfs — runs out
 // of disk (SQLite), or — on a PostgreSQL primary and standby the test owns
-// (pgpair) — loses its database's primary to a failover. A checker then
-// verifies from the worker's records and the API that every workflow
-// reached the outcome its script implies, that no state execution's
-// effects were applied twice, that nothing acknowledged to a client was
-// lost, and that worker calls were repeated only when a fault struck while
-// they were in flight.
+// (pgpair) — loses its database's primary to a failover; and an operator
+// pauses the workload's workflow type and the worker's host through the
+// API and resumes them (scopepause_test.go). A checker then verifies from
+// the worker's records and the API that every workflow reached the
+// outcome its script implies, that no state execution's effects were
+// applied twice, that nothing acknowledged to a client was lost, that
+// worker calls were repeated only when a fault struck while they were in
+// flight, and that no worker call of a paused scope was made while it was
+// paused (beyond the engine's bound for every node to hold the pause).
 //
 // Beside it, the linear workload (linear_test.go) has concurrent clients
 // increment a counter through a locking RPC, set and get a register, and
