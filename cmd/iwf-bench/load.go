@@ -137,12 +137,13 @@ func (t *target) startOne(ctx context.Context, workload, id string) (*flight, er
 }
 
 // awaitClose waits with getWithWait until the workflow is closed and
-// returns its status.
-func (t *target) awaitClose(ctx context.Context, id string, wait time.Duration) (iwfapi.WorkflowStatus, error) {
+// returns its status. edits change each request (the breakdown run's
+// traceparent).
+func (t *target) awaitClose(ctx context.Context, id string, wait time.Duration, edits ...iwfapi.RequestEditorFn) (iwfapi.WorkflowStatus, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		secs := int32(max(1, time.Until(deadline)/time.Second))
-		resp, err := t.api.GetWorkflowWithWaitWithResponse(ctx, iwfapi.WorkflowGetRequest{WorkflowId: id, WaitTimeSeconds: &secs})
+		resp, err := t.api.GetWorkflowWithWaitWithResponse(ctx, iwfapi.WorkflowGetRequest{WorkflowId: id, WaitTimeSeconds: &secs}, edits...)
 		if err != nil {
 			return "", err
 		}

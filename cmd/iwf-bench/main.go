@@ -42,6 +42,10 @@
 //	    selective search, the console's list and run pages, and a
 //	    retention sweep of the N runs while W1 @64 runs.
 //
+// With W1, unless -breakdown=false, W1 @1 is also cut into the legs of its
+// critical path (start -> commit -> worker call -> answer -> commit ... ->
+// getWithWait returned) on a traced server of its own (breakdown.go).
+//
 // How each figure is measured is printed with the results and described in
 // docs/benchmarks.md. The tool reads /proc and so runs on Linux only.
 //
@@ -90,6 +94,7 @@ type options struct {
 	keep       bool
 	serverBin  string        // prebuilt server binary instead of building one
 	vacuumWait time.Duration // R on PostgreSQL: how long to wait for autovacuum
+	breakdown  bool          // with W1: the breakdown of W1 @1 on a traced server
 }
 
 func main() {
@@ -121,6 +126,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	var serverArgs multiFlag
 	fs.Var(&serverArgs, "server-arg", "extra `flag` for iwf-server, e.g. -server-arg=--log-level=warn (repeatable)")
 	serverBin := fs.String("server-bin", "", "use this prebuilt iwf-server `binary` instead of building cmd/iwf-server (not with -pprof)")
+	breakdown := fs.Bool("breakdown", true, "with W1: after the store's runs, break W1 @1 down into the legs of its critical path (200 workflows one at a time on a server of their own with tracing on); -breakdown=false skips it")
 	keep := fs.Bool("keep", false, "keep the temporary directory (server logs, SQLite files) and the PostgreSQL databases (iwf_bench_*)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: go run ./cmd/iwf-bench [flags]   (or: make bench)\n\n"+
@@ -136,7 +142,7 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	}
 	o := &options{
 		duration: *duration, inFlight: *inFlight, timer: *timer, timerW4: *timerW4, quick: *quick,
-		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin, vacuumWait: *vacuumWait,
+		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin, vacuumWait: *vacuumWait, breakdown: *breakdown,
 		workloads: map[string]bool{}, counts: map[string]int{"W1b": w1bCount, "W3": 10_000, "W4": 100_000, "X": 200, "R": defaultSpaceN, "W5": defaultLargeN},
 	}
 	switch strings.ToLower(*store) {
@@ -340,6 +346,11 @@ func printHeader(out io.Writer, o *options) {
 	fmt.Fprintf(out, "          completed in the window; latency covers workflows started in it: start call issued -> the worker receives the\n")
 	fmt.Fprintf(out, "          final execute call (worker timestamp, no polling; excludes the commit of that last answer). The @1 run also waits\n")
 	fmt.Fprintf(out, "          with getWithWait before the next start and reports that latency too (it gates the @1 target).\n")
+	if o.breakdown && o.workloads["W1"] {
+		fmt.Fprintf(out, "          breakdown of W1 @1 (after the store's runs, on a server of its own with tracing on, so a little slower): each workflow's\n")
+		fmt.Fprintf(out, "          start -> getWithWait returned cut into contiguous legs at the client's and worker's timestamps and at the commits\n")
+		fmt.Fprintf(out, "          (the ends of the server's store.update spans); parts split a leg at the server's request, phase and worker-call spans.\n")
+	}
 	if o.workloads["W1b"] {
 		fmt.Fprintf(out, "          W1b: W1's workflows, %d in flight, each awaited with getWithWait before the next starts; the window opens after\n", w1bInFlight)
 		fmt.Fprintf(out, "          %d completed warm-up workflows and closes when %s measured ones completed.\n", w1bWarmup, fmtInt(int64(o.counts["W1b"])))
@@ -469,6 +480,13 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 		}
 		progress("  %s: %s workflows, %s wf/s, p50 %s", label, fmtInt(r.completed), fmtRate(r.throughput()), fmtDur(r.lat.p50))
 		sr.results = append(sr.results, r)
+	}
+	if o.breakdown && o.workloads["W1"] && ctx.Err() == nil {
+		progress("running %s W1 @1 breakdown (server traced) ...", store)
+		sr.breakdown = runBreakdown(ctx, o, store, bin, tmp, w, pg, tag)
+		if sr.breakdown.err != "" {
+			progress("%s W1 @1 breakdown FAILED: %s", store, sr.breakdown.err)
+		}
 	}
 	if o.workloads["R"] && ctx.Err() == nil {
 		progress("running %s R (space after retention, %s workflows per fill) ...", store, fmtInt(int64(o.counts["R"])))

@@ -188,6 +188,13 @@ func TestParseOptions(t *testing.T) {
 		!o.workloads["W1x"] || !o.workloads["W6x"] || o.workloads["W6"] || o.workloads["W1"] || o.counts["W6"] != 40 {
 		t.Errorf("W1x,W6x: %v, workloads %v counts %v", err, o.workloads, o.counts)
 	}
+	// The breakdown of W1 @1 runs unless turned off.
+	if o, err = parseOptions(nil, io.Discard); err != nil || !o.breakdown {
+		t.Errorf("defaults: %v, breakdown %v", err, o.breakdown)
+	}
+	if o, err = parseOptions([]string{"-breakdown=false"}, io.Discard); err != nil || o.breakdown {
+		t.Errorf("-breakdown=false: %v, breakdown %v", err, o.breakdown)
+	}
 	if baseWorkload("W6x") != "W6" || baseWorkload("W1x") != "W1" || baseWorkload("W2") != "W2" {
 		t.Error("baseWorkload")
 	}
@@ -255,7 +262,7 @@ func TestQuickSQLite(t *testing.T) {
 	report := out.String()
 	t.Log("\n" + report)
 	for _, want := range []string{"== SQLite", "W1 @1", "W1 @64", "W1x @64", "W1b @50", "W2 @64", "W3 timers", "W4 timers", "W6 @16", "W6x @16",
-		"targets:", "== targets ==", "W4 p99 timer lateness", "W1x @64 (external storage on) state executions/s / W1 @64's",
+		"targets:", "== targets ==", "W4 p99 timer lateness", "breakdown of W1 @1 on SQLite: ", "close commit -> getWithWait returned", "W1x @64 (external storage on) state executions/s / W1 @64's",
 		"W6x @16 (external storage on) database bytes per workflow", "external storage on / off: W1x @64 / W1 @64"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("report lacks %q", want)

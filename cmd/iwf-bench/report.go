@@ -174,6 +174,8 @@ type storeReport struct {
 	failed  []string     // runs that failed, with the reason
 	space   *spaceResult // workload R, nil when not run
 	large   *largeResult // workload W5, nil when not run
+	// breakdown is W1 @1's breakdown (-breakdown), nil when not run.
+	breakdown *breakdownResult
 }
 
 // printReport writes one store's table, notes and target checks.
@@ -192,7 +194,8 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 	if (sr.space != nil || sr.large != nil) && len(sr.results) == 0 && len(sr.failed) == 0 {
 		return // only R and W5 were run
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	var table strings.Builder
+	tw := tabwriter.NewWriter(&table, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "\t\t\t\t\t\t\tCPU s/1k wf\t\t\t\t\t")
 	fmt.Fprintln(tw, "run\tworkflows\twf/s\tstates/s\tp50\tp95\tp99\tsrv (+db)\tsrv peak RSS\tCPU busy: srv+gen+db+other\tPG tx/wf: commit+rb\tdb/wf\t")
 	for _, r := range sr.results {
@@ -214,6 +217,7 @@ func printReport(out io.Writer, sr *storeReport, o *options) {
 			cpu, fmtMB(r.peakRSS), fmtBusy(r.cpu), commits, fmtBytes(r.dbPerWorkflow()))
 	}
 	_ = tw.Flush()
+	fmt.Fprint(out, withBreakdown(table.String(), sr))
 	for _, f := range sr.failed {
 		fmt.Fprintf(out, "FAILED: %s\n", f)
 	}

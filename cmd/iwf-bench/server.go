@@ -102,6 +102,12 @@ type serverProc struct {
 // startServer starts bin on a free port with the store URL db and waits
 // until it listens. Its logs go to logPath.
 func startServer(ctx context.Context, bin, db, logPath string, extraArgs []string, pprof bool) (*serverProc, error) {
+	return startServerEnv(ctx, bin, db, logPath, extraArgs, pprof, nil)
+}
+
+// startServerEnv is startServer with env added to the benchmark's own
+// environment (a variable in env wins over the same one inherited).
+func startServerEnv(ctx context.Context, bin, db, logPath string, extraArgs []string, pprof bool, env []string) (*serverProc, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
@@ -113,7 +119,7 @@ func startServer(ctx context.Context, bin, db, logPath string, extraArgs []strin
 	// Pdeathsig: the server dies with the benchmark, even on kill -9.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	pprofFile := logPath + ".pprof-addr"
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), env...)
 	if pprof {
 		cmd.Env = append(cmd.Env, "IWF_BENCH_PPROF_FILE="+pprofFile)
 	}

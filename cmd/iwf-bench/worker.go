@@ -49,6 +49,8 @@ type flight struct {
 	// waited is closed when the worker answered the first waitUntil call.
 	waited     chan struct{}
 	waitedOnce sync.Once
+	// calls, when set (the breakdown run only), records every worker call.
+	calls *callLog
 }
 
 func newFlight() *flight { return &flight{done: make(chan struct{}), waited: make(chan struct{})} }
@@ -166,6 +168,7 @@ func (w *worker) lookup(id string) *flight {
 }
 
 func (w *worker) waitUntil(rw http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
 	w.waitUntilCalls.Add(1)
 	var req iwfapi.WorkflowStateStartRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
@@ -177,6 +180,9 @@ func (w *worker) waitUntil(rw http.ResponseWriter, r *http.Request) {
 	}
 	var body []byte
 	f := w.lookup(req.Context.WorkflowId)
+	if f != nil && f.calls != nil {
+		defer f.calls.add("waitUntil", req.WorkflowStateId, r, arrived)
+	}
 	switch req.WorkflowType {
 	case typeW2:
 		body = w.w2Wait
@@ -215,6 +221,10 @@ func (w *worker) execute(rw http.ResponseWriter, r *http.Request) {
 	if a := req.Context.Attempt; a != nil && *a > 1 {
 		w.retries.Add(1)
 	}
+	f := w.lookup(req.Context.WorkflowId)
+	if f != nil && f.calls != nil {
+		defer f.calls.add("execute", req.WorkflowStateId, r, arrived)
+	}
 	final := true
 	body := w.complete
 	switch {
@@ -241,10 +251,8 @@ func (w *worker) execute(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(rw, body)
-	if final {
-		if f := w.lookup(req.Context.WorkflowId); f != nil {
-			f.finish(arrived)
-		}
+	if final && f != nil {
+		f.finish(arrived)
 	}
 }
 
