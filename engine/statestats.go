@@ -23,7 +23,7 @@ import (
 
 // StatePhase is where a live state execution stands, as StateStats
 // counts it: the phases of describe (PendingStateExecution), with the
-// calls that failed before apart.
+// calls that failed before apart, and the calls a pause holds apart.
 type StatePhase string
 
 // The phases.
@@ -38,10 +38,18 @@ const (
 	// PhaseRetrying: its waitUntil or execute call is pending again,
 	// after a failed or interrupted attempt.
 	PhaseRetrying StatePhase = "RETRYING"
+	// PhasePaused: its waitUntil or execute call is held by a pause of
+	// its run, its workflow type or its worker host: the call came due
+	// and was parked (parkCall), as describe's heldByPause says, until
+	// the pause ends. A call not yet due (a retry's backoff) is parked
+	// when it comes due, and counts in its own phase until then; an
+	// execution waiting for commands makes no call and stays in
+	// PhaseWaitingCommands.
+	PhasePaused StatePhase = "PAUSED"
 )
 
 // StatePhases lists the phases in the order StateStats answers them.
-var StatePhases = []StatePhase{PhaseWaitUntil, PhaseWaitingCommands, PhaseExecute, PhaseRetrying}
+var StatePhases = []StatePhase{PhaseWaitUntil, PhaseWaitingCommands, PhaseExecute, PhaseRetrying, PhasePaused}
 
 // The bounds of StateStats.
 const (
@@ -69,6 +77,9 @@ type LiveExecution struct {
 	// Attempt is the attempt number of the execution's pending waitUntil
 	// or execute call; 0 when it has none.
 	Attempt int
+	// Parked is the parked mark of that call's task (Tx.TaskPark): what
+	// holds it, "run" or a scope key; "" when nothing does.
+	Parked string
 }
 
 // statsReadTx reads the live executions of open runs (part of ReadTx).
@@ -147,11 +158,16 @@ type CommandWait struct {
 	Executions int
 }
 
-// phaseOf is the phase of a live execution.
+// phaseOf is the phase of a live execution. A call is held by a pause
+// when its task is parked, the engine's one representation of a held call
+// (parkCall; describe's heldByPause, ListPauses' Held): the stats follow
+// the store, not this node's cache of the scopes.
 func phaseOf(x *LiveExecution) StatePhase {
 	switch {
 	case x.Status == ExecWaiting:
 		return PhaseWaitingCommands
+	case x.Parked != "":
+		return PhasePaused
 	case x.Attempt > 1:
 		return PhaseRetrying
 	case x.Status == ExecWaitUntil:
@@ -409,7 +425,7 @@ func (e *Engine) writeStateMetrics(b *strings.Builder) {
 			e.log.Warn().Err(err).Msg("reading the live state executions for iwf_state_executions")
 		}
 	}
-	b.WriteString("# HELP iwf_state_executions Live state executions of the oldest open runs (see iwf_state_executions_runs), by workflow type, state and phase (WAIT_UNTIL, WAITING_COMMANDS, EXECUTE, RETRYING); read at most every 30s.\n# TYPE iwf_state_executions gauge\n")
+	b.WriteString("# HELP iwf_state_executions Live state executions of the oldest open runs (see iwf_state_executions_runs), by workflow type, state and phase (WAIT_UNTIL, WAITING_COMMANDS, EXECUTE, RETRYING, PAUSED); read at most every 30s.\n# TYPE iwf_state_executions gauge\n")
 	for _, s := range m.series {
 		fmt.Fprintf(b, "iwf_state_executions%s %d\n", labelText([]string{"type", "state", "phase"}, truncateLabel(s.workflowType)+"\xff"+truncateLabel(s.stateID)+"\xff"+string(s.phase), ""), s.n)
 	}

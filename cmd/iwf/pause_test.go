@@ -1,6 +1,7 @@
 package main
 
 import (
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -54,6 +55,10 @@ func TestPauseCommands(t *testing.T) {
 	}
 	if got := field(t, iwfOK(t, srv, "workflow", "describe", "--id", "nap-p"), "Paused"); !strings.HasPrefix(got, "workflow type Nap") {
 		t.Fatalf("describe Paused = %q", got)
+	}
+	if out := iwfOK(t, srv, "workflow", "stats", "--type", "Nap"); !regexp.MustCompile(`(?m)^Nap\s+PAUSED\s+1\s+\S.*nap-p\s+Nap-1\s*$`).MatchString(out) ||
+		!strings.Contains(out, "PAUSED: calls held") {
+		t.Fatalf("stats of a held call:\n%s", out)
 	}
 	if out := iwfOK(t, srv, "pause", "delete", "--type", "Nap", "--rps", "5"); !strings.Contains(out, "workflow type Nap resumed: 1 held calls") {
 		t.Fatalf("pause delete printed %q", out)

@@ -40,13 +40,19 @@ func cmdStats(ctx context.Context, c *cli, args []string) error {
 	}
 	fmt.Fprintln(c.stdout)
 	t := newTable(c.stdout, "STATE", "PHASE", "EXECUTIONS", "OLDEST SINCE", "OLDEST WORKFLOW", "OLDEST EXECUTION")
+	paused := false
 	for _, s := range resp.States {
 		for _, p := range s.Phases {
 			t.row(s.StateId, string(p.Phase), strconv.Itoa(int(p.Count)), formatMillis(&p.OldestSinceTimestampMs), p.OldestWorkflowId, p.OldestStateExecutionId)
+			paused = paused || p.Phase == iwfapi.StatePhasePaused
 		}
 	}
 	if err := t.flush(); err != nil {
 		return err
+	}
+	if paused {
+		fmt.Fprintln(c.stdout, "\nPAUSED: calls held because the run, its workflow type or its worker host is paused;\n"+
+			"iwf workflow describe --id ID says which, iwf pause list lists the paused types and hosts.")
 	}
 	var waits [][2]string
 	for _, s := range resp.States {

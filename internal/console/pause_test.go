@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/audit"
 	"github.com/iwf-server/iwf-server/internal/auth"
@@ -122,6 +123,19 @@ func TestPauseActions(t *testing.T) {
 	if body := operator.open(page); !strings.Contains(body, "workflow type "+demoType) || !strings.Contains(body, `id="resume-scope-form"`) ||
 		strings.Contains(body, `id="resume-form"`) {
 		t.Fatalf("the page of a run of a paused type:\n%s", body)
+	}
+	// The states page: a run that starts now has its first call held
+	// (PAUSED); the one waiting for its signal still waits.
+	e.start(t, "held-2")
+	waitRun(t, e, "held-2", "had its call held", func(d iwfapi.WorkflowDescribeResponse) bool {
+		return len(d.PendingStates) == 1 && d.PendingStates[0].HeldByPause != nil && *d.PendingStates[0].HeldByPause
+	})
+	body = reader.open("/ui/stats?type=" + demoType)
+	for _, want := range []string{`data-state="approve" data-phase="WAITING_COMMANDS"`, `data-state="prepare" data-phase="PAUSED"`,
+		`<td class="held">PAUSED</td><td data-count="1">`, "held-2"} {
+		if !strings.Contains(body, want) {
+			t.Fatalf("the states page lacks %q:\n%s", want, body)
+		}
 	}
 	if status, _, _ := operator.post("resume-scope", form(operator, url.Values{"scope": {"type:" + demoType}, "rps": {"10"}}), origin); status != http.StatusSeeOther {
 		t.Fatalf("operator's resume of the type: %d", status)

@@ -62,6 +62,16 @@ func (s *Server) GetWorkflowStats(ctx context.Context, req iwfapi.GetWorkflowSta
 	return iwfapi.GetWorkflowStats200JSONResponse(stateStatsOut(a)), nil
 }
 
+// statePhases are the engine's phases as the API names them
+// (TestStatePhasesMapped: each of engine.StatePhases, each once).
+var statePhases = map[engine.StatePhase]iwfapi.StatePhase{
+	engine.PhaseWaitUntil:       iwfapi.StatePhaseWaitUntil,
+	engine.PhaseWaitingCommands: iwfapi.StatePhaseWaitingCommands,
+	engine.PhaseExecute:         iwfapi.StatePhaseExecute,
+	engine.PhaseRetrying:        iwfapi.StatePhaseRetrying,
+	engine.PhasePaused:          iwfapi.StatePhasePaused,
+}
+
 // stateStatsOut is a StateStats answer as the API shows it.
 func stateStatsOut(a engine.StateStatsAnswer) iwfapi.WorkflowStatsResponse {
 	out := iwfapi.WorkflowStatsResponse{WorkflowType: a.WorkflowType, Runs: int32(a.Runs), Truncated: a.Truncated,
@@ -70,7 +80,7 @@ func stateStatsOut(a engine.StateStatsAnswer) iwfapi.WorkflowStatsResponse {
 		su := iwfapi.StateUse{StateId: u.StateID, Executions: int32(u.Executions), Runs: int32(u.Runs),
 			Phases: make([]iwfapi.StatePhaseCount, 0, len(u.Phases)), Waits: make([]iwfapi.StateCommandWait, 0, len(u.Waits))}
 		for _, p := range u.Phases {
-			su.Phases = append(su.Phases, iwfapi.StatePhaseCount{Phase: iwfapi.StatePhase(p.Phase), Count: int32(p.Count),
+			su.Phases = append(su.Phases, iwfapi.StatePhaseCount{Phase: statePhases[p.Phase], Count: int32(p.Count),
 				OldestWorkflowId: p.Oldest.WorkflowID, OldestWorkflowRunId: p.Oldest.RunID, OldestStateExecutionId: p.Oldest.ExecutionID,
 				OldestSinceTimestampMs: p.Oldest.Since.UnixMilli()})
 		}

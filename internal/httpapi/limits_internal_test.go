@@ -152,3 +152,23 @@ func TestLimitAccessAndAudit(t *testing.T) {
 		t.Errorf("workflow/stats without a type: %d %s", rec.Code, rec.Body)
 	}
 }
+
+// TestStatePhasesMapped: each phase the engine counts has its name in the
+// API, a value of the StatePhase enum, and no two share one.
+func TestStatePhasesMapped(t *testing.T) {
+	seen := map[iwfapi.StatePhase]bool{}
+	for _, p := range engine.StatePhases {
+		a, ok := statePhases[p]
+		if !ok || !a.Valid() || seen[a] {
+			t.Errorf("engine phase %s maps to %q (known %v, valid %v, taken %v)", p, a, ok, a.Valid(), seen[a])
+		}
+		seen[a] = true
+	}
+	if len(statePhases) != len(engine.StatePhases) {
+		t.Errorf("statePhases maps %d phases, the engine has %d", len(statePhases), len(engine.StatePhases))
+	}
+	out := stateStatsOut(engine.StateStatsAnswer{States: []engine.StateUse{{StateID: "S", Phases: []engine.PhaseCount{{Phase: engine.PhasePaused, Count: 2}}}}})
+	if got := out.States[0].Phases[0]; got.Phase != iwfapi.StatePhasePaused || got.Count != 2 {
+		t.Errorf("a PAUSED count answered %+v", got)
+	}
+}

@@ -15,8 +15,9 @@ import (
 // every type. Open runs are the last entries of a type's range (CloseOrder
 // is the largest integer for them), so the read skips the closed runs
 // however many there are. Each run's live executions come from the
-// executions' primary key (run_id, execution_id), and the attempt of an
-// execution's pending call from tasks_run; nothing is sorted.
+// executions' primary key (run_id, execution_id), and the attempt and
+// parked mark of an execution's pending call from tasks_run; nothing is
+// sorted.
 // TestStateStatsPlans checks the plans on both stores.
 type StateStats struct {
 	// OfType: $1 workflow type, $2 runs; returns LiveExecutionColumns.
@@ -30,14 +31,18 @@ type StateStats struct {
 }
 
 // LiveExecutionColumns are the columns ScanLiveExecution reads, in order:
-// the run's, the execution's, and the attempt of the execution's pending
-// waitUntil or execute call (NULL when it has none). A run without a live
-// execution is one row whose execution columns are NULL.
-var LiveExecutionColumns = "r.workflow_type, r.workflow_id, r.run_id, r.started_at, x.execution_id, x.state_id, x.status, x.created_at, " + callAttempt
+// the run's, the execution's, and the attempt and parked mark of the
+// execution's pending waitUntil or execute call (NULL when it has none, or
+// when it is not parked). A run without a live execution is one row whose
+// execution columns are NULL.
+var LiveExecutionColumns = "r.workflow_type, r.workflow_id, r.run_id, r.started_at, x.execution_id, x.state_id, x.status, x.created_at, " +
+	callOf("max(t.attempt)") + ", " + callOf("max(t.parked)")
 
-// callAttempt is the attempt of the pending call of the execution x.
-var callAttempt = `(SELECT max(t.attempt) FROM tasks t WHERE t.run_id = x.run_id AND t.execution_id = x.execution_id
+// callOf selects col from the pending call task of the execution x.
+func callOf(col string) string {
+	return `(SELECT ` + col + ` FROM tasks t WHERE t.run_id = x.run_id AND t.execution_id = x.execution_id
 	AND t.kind IN ('` + string(engine.TaskWaitUntil) + `', '` + string(engine.TaskExecute) + `'))`
+}
 
 // liveStatuses is the list of engine.LiveStatuses as SQL text.
 var liveStatuses = "'" + string(engine.ExecWaitUntil) + "', '" + string(engine.ExecWaiting) + "', '" + string(engine.ExecExecute) + "'"
@@ -69,8 +74,9 @@ func ScanLiveExecution(row rowfmt.Scanner) (*engine.LiveExecution, error) {
 		started                 int64
 		execID, stateID, status *string
 		created, attempt        *int64
+		parked                  *string
 	)
-	if err := row.Scan(&x.WorkflowType, &x.WorkflowID, &x.RunID, &started, &execID, &stateID, &status, &created, &attempt); err != nil {
+	if err := row.Scan(&x.WorkflowType, &x.WorkflowID, &x.RunID, &started, &execID, &stateID, &status, &created, &attempt, &parked); err != nil {
 		return nil, err
 	}
 	x.RunStartedAt = rowfmt.FromMs(started)
@@ -83,6 +89,7 @@ func ScanLiveExecution(row rowfmt.Scanner) (*engine.LiveExecution, error) {
 	if attempt != nil {
 		x.Attempt = int(*attempt)
 	}
+	x.Parked = deref(parked)
 	return &x, nil
 }
 

@@ -132,7 +132,8 @@ func testLimitSettingSeedRace(t *testing.T, s engine.Store) {
 }
 
 // liveFixture stores, for LiveExecutions: runs of types A and B, open and
-// closed, with executions in every status and pending calls.
+// closed, with executions in every status and pending calls, one of them
+// parked (held by a pause), and a parked task that is not a call.
 func liveFixture(t *testing.T, s engine.Store) {
 	t.Helper()
 	run := func(id, typ string, start time.Duration, closed bool) *engine.Run {
@@ -169,14 +170,33 @@ func liveFixture(t *testing.T, s engine.Store) {
 			x("a-closed", "S1-1", "S1", engine.ExecAbandoned, 0, ""),
 			x("b1", "S1-1", "S1", engine.ExecWaitUntil, 0, ""),
 			x("a4", "S2-1", "S2", engine.ExecWaiting, 14*time.Second, `{"w":4}`),
+			x("a4", "S3-1", "S3", engine.ExecExecute, 15*time.Second, ""),
 		}); err != nil {
 			return err
 		}
 		return tx.TaskInsert(ctx, []*engine.Task{
 			{RunID: "a1", WorkflowID: "wf-a1", ExecutionID: "S3-1", Kind: engine.TaskExecute, DueAt: at(0), Attempt: 3},
 			{RunID: "a2", WorkflowID: "wf-a2", ExecutionID: "S1-1", Kind: engine.TaskWaitUntil, DueAt: at(0), Attempt: 1},
-			{RunID: "a1", WorkflowID: "wf-a1", ExecutionID: "S2-1", Kind: engine.TaskTimer, DueAt: at(0), Attempt: 7},
 		})
+	})
+	leased := func(tk *engine.Task) *engine.Task {
+		tk.LeaseOwner, tk.LeaseExpiresAt = "n1", at(time.Minute)
+		return tk
+	}
+	timer := leased(&engine.Task{RunID: "a1", WorkflowID: "wf-a1", ExecutionID: "S2-1", Kind: engine.TaskTimer, DueAt: at(0), Attempt: 7})
+	held := leased(&engine.Task{RunID: "a4", WorkflowID: "wf-a4", ExecutionID: "S3-1", Kind: engine.TaskExecute, DueAt: at(0), Attempt: 2})
+	insertTasks(t, s, timer, held)
+	far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	update(t, s, func(ctx context.Context, tx engine.Tx) error {
+		for _, p := range []struct {
+			tk   *engine.Task
+			mark string
+		}{{held, "type:A"}, {timer, "run"}} {
+			if ok, err := tx.TaskPark(ctx, p.tk.ID, "n1", p.mark, far); err != nil || !ok {
+				return fmt.Errorf("park task %d: %v, %v", p.tk.ID, ok, err)
+			}
+		}
+		return nil
 	})
 }
 
@@ -185,12 +205,13 @@ type liveRow struct {
 	Type, Run, Exec, State, Status string
 	Started, Created               time.Time
 	Attempt                        int
+	Parked                         string
 }
 
 func liveRows(xs []*engine.LiveExecution) []liveRow {
 	out := make([]liveRow, len(xs))
 	for i, x := range xs {
-		out[i] = liveRow{x.WorkflowType, x.RunID, x.ExecutionID, x.StateID, string(x.Status), x.RunStartedAt, x.CreatedAt, x.Attempt}
+		out[i] = liveRow{x.WorkflowType, x.RunID, x.ExecutionID, x.StateID, string(x.Status), x.RunStartedAt, x.CreatedAt, x.Attempt, x.Parked}
 		if x.WorkflowID != "wf-"+x.RunID {
 			out[i].Run += " (workflow id " + x.WorkflowID + ")"
 		}
@@ -230,12 +251,14 @@ func testLiveExecutions(t *testing.T, s engine.Store) {
 	order := []string{"a2", "a3", "a1", "a4"} // the runs of A by start
 	got := byRunThenExec(liveRows(liveExecutions(t, s, "A", 10)), order)
 	want := []liveRow{
-		{"A", "a2", "S1-1", "S1", "WAIT_UNTIL", ms(at(time.Second)), ms(at(12 * time.Second)), 1},
-		{"A", "a2", "S2-1", "S2", "WAITING", ms(at(time.Second)), ms(at(13 * time.Second)), 0},
-		{"A", "a3", "", "", "", ms(at(2 * time.Second)), time.Time{}, 0},
-		{"A", "a1", "S2-1", "S2", "WAITING", ms(at(3 * time.Second)), ms(at(10 * time.Second)), 0},
-		{"A", "a1", "S3-1", "S3", "EXECUTE", ms(at(3 * time.Second)), ms(at(11 * time.Second)), 3},
-		{"A", "a4", "S2-1", "S2", "WAITING", ms(at(4 * time.Second)), ms(at(14 * time.Second)), 0},
+		{"A", "a2", "S1-1", "S1", "WAIT_UNTIL", ms(at(time.Second)), ms(at(12 * time.Second)), 1, ""},
+		{"A", "a2", "S2-1", "S2", "WAITING", ms(at(time.Second)), ms(at(13 * time.Second)), 0, ""},
+		{"A", "a3", "", "", "", ms(at(2 * time.Second)), time.Time{}, 0, ""},
+		// a1's timer task is neither its attempt nor its parked mark.
+		{"A", "a1", "S2-1", "S2", "WAITING", ms(at(3 * time.Second)), ms(at(10 * time.Second)), 0, ""},
+		{"A", "a1", "S3-1", "S3", "EXECUTE", ms(at(3 * time.Second)), ms(at(11 * time.Second)), 3, ""},
+		{"A", "a4", "S2-1", "S2", "WAITING", ms(at(4 * time.Second)), ms(at(14 * time.Second)), 0, ""},
+		{"A", "a4", "S3-1", "S3", "EXECUTE", ms(at(4 * time.Second)), ms(at(15 * time.Second)), 2, "type:A"},
 	}
 	equal(t, "live executions of A", got, want)
 

@@ -456,6 +456,7 @@ func (e StateCommandWaitKind) Valid() bool {
 // Defines values for StatePhase.
 const (
 	StatePhaseExecute         StatePhase = "EXECUTE"
+	StatePhasePaused          StatePhase = "PAUSED"
 	StatePhaseRetrying        StatePhase = "RETRYING"
 	StatePhaseWaitUntil       StatePhase = "WAIT_UNTIL"
 	StatePhaseWaitingCommands StatePhase = "WAITING_COMMANDS"
@@ -465,6 +466,8 @@ const (
 func (e StatePhase) Valid() bool {
 	switch e {
 	case StatePhaseExecute:
+		return true
+	case StatePhasePaused:
 		return true
 	case StatePhaseRetrying:
 		return true
@@ -1433,7 +1436,12 @@ type StateMovement struct {
 // StatePhase WAIT_UNTIL: the waitUntil call is pending; WAITING_COMMANDS: waiting
 // for commands; EXECUTE: the execute call is pending; RETRYING: a
 // waitUntil or execute call is pending again after a failed or
-// interrupted attempt.
+// interrupted attempt; PAUSED: a waitUntil or execute call came due
+// and is held because the run, its workflow type or its worker host
+// is paused (describe's heldByPause), until the pause ends. An
+// execution waiting for commands makes no call and stays
+// WAITING_COMMANDS while paused; a call whose retry is not yet due
+// stays RETRYING until it comes due.
 type StatePhase string
 
 // StatePhaseCount defines model for StatePhaseCount.
@@ -1451,7 +1459,12 @@ type StatePhaseCount struct {
 	// Phase WAIT_UNTIL: the waitUntil call is pending; WAITING_COMMANDS: waiting
 	// for commands; EXECUTE: the execute call is pending; RETRYING: a
 	// waitUntil or execute call is pending again after a failed or
-	// interrupted attempt.
+	// interrupted attempt; PAUSED: a waitUntil or execute call came due
+	// and is held because the run, its workflow type or its worker host
+	// is paused (describe's heldByPause), until the pause ends. An
+	// execution waiting for commands makes no call and stays
+	// WAITING_COMMANDS while paused; a call whose retry is not yet due
+	// stays RETRYING until it comes due.
 	Phase StatePhase `json:"phase"`
 }
 
