@@ -19,10 +19,12 @@ import (
 // kind scopeType pauses the workload's workflow type, one of kind
 // scopeHost the worker's host (127.0.0.1:PORT, the host every run of the
 // run calls, the linear workload's among them), each through the API of a
-// running node; it waits until the scope holds a call, kills and restarts a
-// node meanwhile every other time (the pause is a stored row: the new
-// process must hold it from its first claim), and resumes the scope. The
-// resume is always sent, whatever happened in between.
+// running node; once every node must hold the pause it starts a probe
+// workflow of the scope and waits until the engine holds its first call,
+// kills and restarts a node meanwhile every other time (the pause is a
+// stored row: the new process must hold it from its first claim), and
+// resumes the scope. The resume is always sent, whatever happened in
+// between.
 //
 // The check (checkScopePauses) is built on what the engine promises: a
 // node decides a waitUntil or execute call, or an RPC, by reading its
