@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -146,11 +147,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		}
 	}
 	// The paused scopes before the first claim: a call of a paused
-	// scope is then held from the start. Should the store not answer, the
-	// refresh loop reads them within pauseRefresh.
+	// scope is then held from the start. A node that cannot read them
+	// does not start (as when it cannot read its limits): claiming work
+	// without them could call a worker that an operator has paused.
 	if err := e.reloadPauses(ctx); err != nil {
-		e.log.Warn().Err(err).Msg("reading the paused scopes at start failed; retrying")
-		e.reloadPausesSoon()
+		return fmt.Errorf("reading the paused scopes: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	e.cancel = cancel

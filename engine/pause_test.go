@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,8 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/workerclient"
 )
 
 // eventLog keeps the history events an engine committed (Config.OnCommit)
@@ -571,6 +575,38 @@ func TestSetWorkerURLBetweenCalls(t *testing.T) {
 		if len(changed) != 1 || changed[0]["actor"] != "oncall" || changed[0]["reason"] != "blue to green" ||
 			changed[0]["from"] != blue.srv.URL || changed[0]["to"] != green.srv.URL {
 			t.Fatalf("WorkerURLChanged events %v", changed)
+		}
+	})
+}
+
+// pauseListFails is a store whose reads of the paused scopes fail.
+type pauseListFails struct{ engine.Store }
+
+func (s pauseListFails) View(ctx context.Context, fn func(ctx context.Context, tx engine.ReadTx) error) error {
+	return s.Store.View(ctx, func(ctx context.Context, tx engine.ReadTx) error {
+		return fn(ctx, pauseListFailsTx{tx})
+	})
+}
+
+type pauseListFailsTx struct{ engine.ReadTx }
+
+func (pauseListFailsTx) PauseList(context.Context) ([]*engine.Pause, error) {
+	return nil, errors.New("the pauses table cannot be read")
+}
+
+// TestStartNeedsThePausedScopes: a node that cannot read the paused scopes
+// does not start, so it never claims a call an operator has paused.
+func TestStartNeedsThePausedScopes(t *testing.T) {
+	forEachStoreOpen(t, func(t *testing.T, st engine.Store) {
+		logger := zerolog.Nop()
+		eng, err := engine.New(pauseListFails{st}, engine.Config{WorkerClient: workerclient.New(nil), Logger: &logger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = eng.Start(context.Background())
+		if err == nil || !strings.Contains(err.Error(), "paused scopes") {
+			eng.Close(context.Background())
+			t.Fatalf("Start with the paused scopes unreadable: %v, want an error naming them", err)
 		}
 	})
 }
