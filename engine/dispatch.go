@@ -233,6 +233,12 @@ func (d *dispatcher) schedule(tasks ...*Task) {
 		d.handBack(back)
 		return
 	}
+	// A task already due goes straight to its ready list: the goroutine
+	// that committed it wakes a pool goroutine itself, without a round
+	// through the scheduling loop (one wake-up less on every call a
+	// commit makes due). Only later tasks wait in the heap.
+	now := d.e.cfg.Clock.Now()
+	ready, later := 0, false
 	for _, t := range tasks {
 		if d.running[t.ID] {
 			d.again[t.ID] = t
@@ -242,11 +248,23 @@ func (d *dispatcher) schedule(tasks ...*Task) {
 			continue
 		}
 		d.known[t.ID] = true
-		heap.Push(&d.queue, t)
+		if runAt(t).After(now) {
+			heap.Push(&d.queue, t)
+			later = true
+			continue
+		}
+		p := priority(t.Kind)
+		d.ready[p] = append(d.ready[p], t)
+		ready++
 	}
 	d.changedLocked()
 	d.mu.Unlock()
-	d.nudge()
+	for range ready {
+		d.readyOK.Signal()
+	}
+	if later {
+		d.nudge()
+	}
 }
 
 // nudge wakes the scheduling loop.
