@@ -179,7 +179,8 @@ func (e *Engine) invokeRPC(ctx context.Context, req iwfapi.WorkflowRpcRequest, d
 
 // resolveRPCInput prepares an RPC's worker request: the client's input is
 // handled as every payload that arrives (a reference is loaded, the
-// reference fields dropped), and the stored attributes are loaded.
+// reference fields dropped; one streamed from the request body is loaded
+// by inline), and the stored attributes are loaded.
 func (e *Engine) resolveRPCInput(ctx context.Context, run *Run, wreq *iwfapi.WorkflowWorkerRpcRequest) error {
 	if !e.payloadsOn() {
 		return nil
@@ -188,7 +189,8 @@ func (e *Engine) resolveRPCInput(ctx context.Context, run *Run, wreq *iwfapi.Wor
 		in := *wreq.Input // the client's request is left as it is
 		wreq.Input = &in
 		if err := eachObject(func(o objectFields) error {
-			return e.resolveSent(ctx, o, run.WorkflowID, run.RunID)
+			_, err := e.resolveSent(ctx, o, run.WorkflowID, run.RunID)
+			return err
 		}, wreq.Input); err != nil {
 			return err
 		}

@@ -17,11 +17,25 @@ package engine
 // data had been sent: what a run refers to is always an object written
 // for it.
 //
+// A big API request body is never held whole: the HTTP layer streams the
+// big data strings of its encoded objects to the store as the body
+// arrives (SpillPayload), and hands the engine the body with references
+// in their place, and the set of those references in the request's
+// context (WithSpilledPayloads). Those references name objects
+// written for this request: offload keeps them as they are, neither
+// loaded nor written again, and the transaction that stores them gives
+// them to its run, as it does the objects offload writes. A reference the
+// context does not name is one the client sent, handled as above: a client
+// cannot pass off another object as one written for its request. The
+// workflow id is not known while a body streams: the path of such an
+// object begins with the fixed segment "_request" (spillSegment) instead
+// of the workflow's.
+//
 // The objects a run refers to are recorded in the store (PayloadRef
 // rows), so that they can be deleted with the run and never before:
 //
-//   - before an object is written, a row records it as pending, in a
-//     transaction of its own (PayloadAdd);
+//   - before an object is written (by offload or SpillPayload), a row
+//     records it as pending, in a transaction of its own (PayloadAdd);
 //   - the transaction that stores the reference gives the pending row to
 //     its run (PayloadKeep), and fails should the row no longer be
 //     pending;
@@ -44,7 +58,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -66,6 +82,9 @@ const (
 	// payloadSweepBatch bounds the objects one step of a payload sweep
 	// takes.
 	payloadSweepBatch = 200
+	// spillSegment is the first segment of the path of an object streamed
+	// from a request body (SpillPayload), whose workflow is not known yet.
+	spillSegment = "_request"
 )
 
 // PayloadStore keeps the payloads too big for a row: iWF's external
@@ -79,6 +98,11 @@ type PayloadStore interface {
 	StoreIDs() []string
 	// Put writes data as the object at path of the active store.
 	Put(ctx context.Context, path, data string) error
+	// PutStream writes what r reads, to its end, as the object at path of
+	// the active store, without holding it whole. The object appears
+	// whole or not at all: a write whose reader fails is abandoned, and
+	// the reader's error returned.
+	PutStream(ctx context.Context, path string, r io.Reader) error
 	// Get reads the object at path of the store storeID. The error wraps
 	// ErrPayloadStoreUnknown when no store has that id, ErrPayloadMissing
 	// when the store has no object at path.
@@ -363,8 +387,9 @@ func copyValue(dst, src reflect.Value) {
 
 // ---- writing ----
 
-// offloaded are the objects one offload wrote: the transaction that
-// stores their references keeps them for its run (txn.keepPayloads).
+// offloaded are the objects one offload wrote, and those SpillPayload
+// wrote for the request that it found: the transaction that stores their
+// references keeps them for its run (txn.keepPayloads).
 type offloaded struct {
 	paths []string
 }
@@ -398,27 +423,45 @@ func storageError(op string, err error) error {
 }
 
 // offload prepares values (wire or record types, pointers) to be stored:
-// it loads the encoded objects that arrive as references, then writes
-// those whose data is longer than Config.PayloadThreshold to the external
-// store and replaces each by its reference. workflowID and runID ("" when
-// not known yet) name the run in logs and in the objects' paths. Without
-// an external store it changes nothing.
+// it loads the encoded objects that arrive as references (but those
+// streamed from the request's body, WithSpilledPayloads, which stay as
+// they are), then writes those whose data is longer than
+// Config.PayloadThreshold to the external store and replaces each by its
+// reference. workflowID and runID ("" when not known yet) name the run in
+// logs and in the objects' paths. Without an external store it changes
+// nothing.
 func (e *Engine) offload(ctx context.Context, workflowID, runID string, values ...any) (*offloaded, error) {
 	if !e.payloadsOn() {
 		return nil, nil
 	}
-	var big []objectFields
+	var (
+		big     []objectFields
+		spilled []string // paths of the objects SpillPayload wrote for the request
+	)
 	err := eachObject(func(o objectFields) error {
-		if err := e.resolveSent(ctx, o, workflowID, runID); err != nil {
+		kept, err := e.resolveSent(ctx, o, workflowID, runID)
+		if err != nil {
 			return err
+		}
+		if kept {
+			if !slices.Contains(spilled, **o.extPath) {
+				spilled = append(spilled, **o.extPath)
+			}
+			return nil
 		}
 		if e.offloading() && *o.data != nil && len(**o.data) > e.cfg.PayloadThreshold {
 			big = append(big, o)
 		}
 		return nil
 	}, values...)
-	if err != nil || len(big) == 0 {
+	if err != nil {
 		return nil, err
+	}
+	if len(big) == 0 {
+		if len(spilled) == 0 {
+			return nil, nil
+		}
+		return &offloaded{paths: spilled}, nil
 	}
 	ps := e.cfg.Payloads
 	storeID := ps.ActiveID()
@@ -449,32 +492,130 @@ func (e *Engine) offload(ctx context.Context, workflowID, runID string, values .
 		*o.data, *o.extStoreID, *o.extPath = nil, ptr(storeID), ptr(refs[i].Path)
 		out.paths[i] = refs[i].Path
 	}
+	out.paths = append(out.paths, spilled...)
 	return out, nil
 }
 
 // resolveSent handles an encoded object as it arrives from a client or a
 // worker: a reference without data is loaded, and the reference fields
 // are dropped (data sent beside a reference, as an API answer shows it,
-// is what counts).
-func (e *Engine) resolveSent(ctx context.Context, o objectFields, workflowID, runID string) error {
+// is what counts). A reference to an object SpillPayload wrote for this
+// request (WithSpilledPayloads) is the engine's own: it is left as it is,
+// and spilled reports it.
+func (e *Engine) resolveSent(ctx context.Context, o objectFields, workflowID, runID string) (spilled bool, err error) {
 	if *o.extPath == nil && *o.extStoreID == nil {
-		return nil
+		return false, nil
 	}
 	if *o.data == nil {
 		if *o.extPath == nil || *o.extStoreID == nil {
-			return Errorf(CodeInvalidArgument, "an encoded object without data needs both extStoreId and extPath to refer to an external object")
+			return false, Errorf(CodeInvalidArgument, "an encoded object without data needs both extStoreId and extPath to refer to an external object")
+		}
+		if isSpilled(ctx, PayloadRef{StoreID: **o.extStoreID, Path: **o.extPath}) {
+			return true, nil
 		}
 		if err := checkObjectPath(**o.extPath); err != nil {
-			return err
+			return false, err
 		}
 		data, err := e.loadObject(ctx, **o.extStoreID, **o.extPath, workflowID, runID, true)
 		if err != nil {
-			return err
+			return false, err
 		}
 		*o.data = &data
 	}
 	*o.extPath, *o.extStoreID = nil, nil
-	return nil
+	return false, nil
+}
+
+// ---- streaming a request body's payloads ----
+
+// SpillThreshold is the length of data (bytes, unescaped) above which
+// the engine keeps a payload in the external store
+// (Config.PayloadThreshold); 0 when it writes none (no external store, or
+// only read ones): then SpillPayload refuses every call.
+func (e *Engine) SpillThreshold() int {
+	if !e.offloading() {
+		return 0
+	}
+	return e.cfg.PayloadThreshold
+}
+
+// SpillPayload writes the data r reads, to its end, as a new object of the
+// active external store, streamed: it is not held whole. The HTTP layer
+// calls it for each big data string of a request body as the body
+// arrives, and passes the references it returns to the request's context
+// (WithSpilledPayloads). As with every object the engine writes, a
+// pending record of it is stored first, in a transaction of its own: an
+// object whose request never stores its reference is deleted by the
+// payload sweep once Config.PayloadGrace has passed.
+//
+// A failure of r (the client's body) is returned as it is; a failure of
+// the store is counted and logged, and returned as CodeUnavailable (503).
+func (e *Engine) SpillPayload(ctx context.Context, r io.Reader) (PayloadRef, error) {
+	if !e.offloading() {
+		return PayloadRef{}, Errorf(CodeUnimplemented, "this server writes no payloads to an external store")
+	}
+	ps := e.cfg.Payloads
+	ref := PayloadRef{StoreID: ps.ActiveID(), Path: spillSegment + "/" + uuid.NewString()}
+	now := e.cfg.Clock.Now()
+	err := e.storeUpdate(ctx, func(ctx context.Context, tx Tx) error {
+		return tx.PayloadAdd(ctx, []PayloadRef{ref}, now)
+	})
+	if err != nil {
+		return PayloadRef{}, err
+	}
+	src := &sourceReader{r: r}
+	if err := ps.PutStream(ctx, ref.Path, src); err != nil {
+		if src.err != nil {
+			return PayloadRef{}, src.err
+		}
+		if ctx.Err() != nil {
+			return PayloadRef{}, ctx.Err()
+		}
+		e.storageFailed("put", err, "", "", ref.StoreID, ref.Path)
+		return PayloadRef{}, storageError("put", err)
+	}
+	e.payloadMetrics.written.inc()
+	return ref, nil
+}
+
+// sourceReader remembers the error of the reader it reads, other than
+// io.EOF: SpillPayload tells the source's failures from the store's.
+type sourceReader struct {
+	r   io.Reader
+	err error
+}
+
+func (s *sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		s.err = err
+	}
+	return n, err
+}
+
+type spilledKey struct{}
+
+// WithSpilledPayloads returns ctx carrying refs: the objects SpillPayload
+// wrote for the request ctx serves, which its body refers to in place of
+// their data. The engine keeps those references as they are and gives
+// their objects to the run that stores them; every other reference in the
+// request is handled as one a client sent.
+func WithSpilledPayloads(ctx context.Context, refs []PayloadRef) context.Context {
+	if len(refs) == 0 {
+		return ctx
+	}
+	set := make(map[PayloadRef]bool, len(refs))
+	for _, r := range refs {
+		set[r] = true
+	}
+	return context.WithValue(ctx, spilledKey{}, set)
+}
+
+// isSpilled reports whether ref names an object SpillPayload wrote for
+// the request ctx serves.
+func isSpilled(ctx context.Context, ref PayloadRef) bool {
+	set, _ := ctx.Value(spilledKey{}).(map[PayloadRef]bool)
+	return set[ref]
 }
 
 // pathSegment is the first segment of an object's path: the workflow id

@@ -80,10 +80,11 @@ func post(t *testing.T, url string, body any) (int, map[string]any) {
 }
 
 // TestMainExternalStorage: a server with --external-storage-url keeps a
-// big data attribute in its file:// store, answers dataobjects/get with
-// the data and its reference, and resolves the reference over the wire
-// with encodedobject/load; a reference it did not write is a 400. Its
-// body limit is external-storage-max-body-bytes.
+// big data attribute in its file:// store (streamed there as the start
+// request's body arrived: its path is _request/…), answers
+// dataobjects/get with the data and its reference, and resolves the
+// reference over the wire with encodedobject/load; a reference it did not
+// write is a 400. Its body limit is external-storage-max-body-bytes.
 func TestMainExternalStorage(t *testing.T) {
 	dir := t.TempDir()
 	m, out := startMain(t, "--external-storage-url", "local=file://"+dir, "--external-storage-threshold", "16")
@@ -105,7 +106,7 @@ func TestMainExternalStorage(t *testing.T) {
 	}
 	v, _ := objs[0].(map[string]any)["value"].(map[string]any)
 	path, _ := v["extPath"].(string)
-	if v["data"] != bigData || v["extStoreId"] != "local" || !strings.HasPrefix(path, "ext-1/") {
+	if v["data"] != bigData || v["extStoreId"] != "local" || !strings.HasPrefix(path, "_request/") {
 		t.Fatalf("dataobjects/get: %v", v)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(path))); err != nil || string(b) != bigData {

@@ -184,6 +184,33 @@ func (s *Store) Put(ctx context.Context, path, data string) error {
 	return w.Close()
 }
 
+// PutStream implements engine.PayloadStore: it copies what r reads to
+// the bucket's writer, holding no more of it than the writer buffers: one
+// upload part at a time (the driver's default part: 8 MiB on S3, a 16 MiB
+// chunk on GCS, an 8 MiB block on Azure; a 1 MiB copy buffer on file://).
+// The object appears whole or not at all: a write whose reader or bucket
+// fails, or whose ctx ends, is abandoned.
+func (s *Store) PutStream(ctx context.Context, path string, r io.Reader) error {
+	b := s.buckets[s.active]
+	if b == nil {
+		return fmt.Errorf("%w: no active store", engine.ErrPayloadStoreUnknown)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// One part in flight: parts uploaded side by side would each be
+	// buffered, several times what a request body holds otherwise.
+	w, err := b.NewWriter(wctx, path, &blob.WriterOptions{ContentType: "application/octet-stream", MaxConcurrency: 1})
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		cancel() // abandons the write
+		_ = w.Close()
+		return err
+	}
+	return w.Close()
+}
+
 // Get implements engine.PayloadStore.
 func (s *Store) Get(ctx context.Context, storeID, path string) (string, error) {
 	b := s.buckets[storeID]

@@ -44,6 +44,12 @@ type Options struct {
 	// (Service.LoadEncodedObject): the engine has an external payload
 	// store. Without it the path answers 404, as in iWF.
 	ExternalStorage bool
+	// Spill, when set and its threshold is not 0, streams the big data
+	// strings of the request bodies that store payloads to the external
+	// store as they arrive, so that such a body, up to MaxBodyBytes, is
+	// never held whole (see spill.go). The server sets it to the engine
+	// when it has an external store.
+	Spill Spiller
 	// Metrics, when set, serves GET /metrics (Prometheus text format).
 	Metrics func(w io.Writer) error
 	// Guard, when set, wraps every route after the request id and access
@@ -136,8 +142,10 @@ func NewHandler(svc Service, opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Use(readBody(opts.MaxBodyBytes), access(policy, opts.Guard != nil, opts.Audit, uiPrefix),
-		deadline(opts.RequestTimeout, opts.LongPollTimeout))
+	// A body that is streamed (spill) is read after the access check.
+	spill := newSpillConfig(opts.Spill)
+	r.Use(readBody(opts.MaxBodyBytes, spill), access(policy, opts.Guard != nil, opts.Audit, uiPrefix),
+		h.spillBody(opts.MaxBodyBytes, spill), deadline(opts.RequestTimeout, opts.LongPollTimeout))
 	if !opts.ExternalStorage {
 		r.Use(unrouted)
 	}

@@ -239,8 +239,9 @@ func recoverer(log zerolog.Logger) func(http.Handler) http.Handler {
 // larger bodies are answered with 413. A body with a Content-Length is
 // read into a buffer of that size (no growing copies). The body stays
 // readable for the handlers that follow, until one has decoded it
-// (releaseDecodedBody).
-func readBody(limit int64) func(http.Handler) http.Handler {
+// (releaseDecodedBody). A body that spill streams is left to spillBody,
+// which reads it after the access check.
+func readBody(limit int64, spill *spillConfig) func(http.Handler) http.Handler {
 	tooLarge := fmt.Sprintf("request body too large: the limit is %d bytes", limit)
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -250,6 +251,10 @@ func readBody(limit int64) func(http.Handler) http.Handler {
 			}
 			if r.ContentLength > limit {
 				writeError(w, http.StatusRequestEntityTooLarge, tooLarge)
+				return
+			}
+			if spill.applies(r) {
+				next.ServeHTTP(w, r)
 				return
 			}
 			body, err := readAll(http.MaxBytesReader(w, r.Body, limit), r.ContentLength)

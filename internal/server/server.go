@@ -246,6 +246,9 @@ func New(st engine.Store, opts Options) (*Server, error) {
 		LongPollTimeout: maxWait + requestTimeout,
 		ExternalStorage: ec.Payloads != nil,
 	}
+	if ec.Payloads != nil {
+		ho.Spill = eng // big payloads stream to the store as request bodies arrive
+	}
 	if opts.RestrictHosts || len(opts.AllowedHosts) > 0 {
 		if ho.Hosts, err = auth.NewHostPolicy(opts.AllowedHosts); err != nil {
 			return nil, err
