@@ -91,7 +91,18 @@ type Store struct {
 	active  string
 	ids     []string
 	buckets map[string]*blob.Bucket
+	// opTimeout bounds each Put, Get and Delete (OperationTimeout).
+	opTimeout time.Duration
 }
+
+// OperationTimeout bounds one Put, Get or Delete of a whole object, so
+// that a store that hangs, or a client that retries without end (the GCS
+// client retries a read that a 5xx answers until its context ends), fails
+// the operation: the engine then retries it as it retries any store
+// trouble (a worker call a second later, an API call by its client).
+// A minute moves the largest payload a request can carry (64 MiB by
+// default) at about 1 MiB/s. PutStream is bound by its request instead.
+const OperationTimeout = time.Minute
 
 var _ engine.PayloadStore = (*Store)(nil)
 
@@ -103,7 +114,7 @@ const openTimeout = 30 * time.Second
 // active bucket must answer: a server that could not write its payloads
 // refuses to start.
 func Open(ctx context.Context, active Location, reads []Location) (*Store, error) {
-	s := &Store{active: active.ID, buckets: map[string]*blob.Bucket{}}
+	s := &Store{active: active.ID, buckets: map[string]*blob.Bucket{}, opTimeout: OperationTimeout}
 	all := reads
 	if active.ID != "" {
 		all = append([]Location{active}, reads...)
@@ -166,7 +177,7 @@ func (s *Store) Put(ctx context.Context, path, data string) error {
 	if b == nil {
 		return fmt.Errorf("%w: no active store", engine.ErrPayloadStoreUnknown)
 	}
-	wctx, cancel := context.WithCancel(ctx)
+	wctx, cancel := context.WithTimeout(ctx, s.opTimeout)
 	defer cancel()
 	w, err := b.NewWriter(wctx, path, &blob.WriterOptions{ContentType: "application/octet-stream"})
 	if err != nil {
@@ -217,6 +228,8 @@ func (s *Store) Get(ctx context.Context, storeID, path string) (string, error) {
 	if b == nil {
 		return "", fmt.Errorf("%w: %q", engine.ErrPayloadStoreUnknown, storeID)
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
+	defer cancel()
 	r, err := b.NewReader(ctx, path, nil)
 	if err != nil {
 		if gcerrors.Code(err) == gcerrors.NotFound {
@@ -241,6 +254,8 @@ func (s *Store) Delete(ctx context.Context, storeID, path string) error {
 	if b == nil {
 		return fmt.Errorf("%w: %q", engine.ErrPayloadStoreUnknown, storeID)
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.opTimeout)
+	defer cancel()
 	if err := b.Delete(ctx, path); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 
@@ -155,6 +156,31 @@ func TestGCSFailsMidWrite(t *testing.T) {
 	}
 	if got, err := s.Get(ctx, s.ActiveID(), "wf/broken"); err != nil || got != big {
 		t.Fatalf("Get of the rewritten object: %d bytes, %v", len(got), err)
+	}
+}
+
+// TestGCSReadGivesUp: a read from a store that keeps failing, which the
+// GCS client would retry until its context ends, fails once
+// OperationTimeout has passed, even when the caller's context has no
+// deadline (a worker call's task): the engine then retries it itself.
+func TestGCSReadGivesUp(t *testing.T) {
+	s, f, _ := gcsStore(t)
+	ctx := context.Background()
+	if err := s.Put(ctx, "wf/kept", "before the outage"); err != nil {
+		t.Fatal(err)
+	}
+	extstore.SetOperationTimeout(s, 300*time.Millisecond)
+	f.failing.Store(true)
+	_, err := s.Get(ctx, s.ActiveID(), "wf/kept")
+	if err == nil || errors.Is(err, engine.ErrPayloadMissing) {
+		t.Fatalf("Get from a store that keeps failing: %v, want an error other than ErrPayloadMissing", err)
+	}
+	if err := s.Delete(ctx, s.ActiveID(), "wf/kept"); err == nil {
+		t.Fatal("a delete on a failing store succeeded")
+	}
+	f.failing.Store(false)
+	if got, err := s.Get(ctx, s.ActiveID(), "wf/kept"); err != nil || got != "before the outage" {
+		t.Fatalf("Get once the store is back: %q, %v", got, err)
 	}
 }
 
