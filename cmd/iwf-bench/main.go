@@ -454,6 +454,9 @@ func runStore(ctx context.Context, o *options, store, bin, tmp string, w *worker
 				sr.failed = append(sr.failed, label+": "+err.Error())
 				continue
 			}
+			if err := pg.checkpoint(ctx); err != nil {
+				progress("CHECKPOINT before %s failed (%v): the run may pay for the previous one's writes", label, err)
+			}
 		}
 		var dbPIDs func() []int
 		if pg != nil {
