@@ -72,7 +72,7 @@ type afterCommitRead struct {
 	runID, executionID string
 	done               func(*engine.CallRead)
 	// known, when set, is the read's result, known to the transaction
-	// (bornRows): nothing is sent for it.
+	// (package born): nothing is sent for it.
 	known *engine.CallRead
 }
 

@@ -327,9 +327,11 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 	// Also when ctx is cancelled: the connection goes back to the pool
 	// clean, or closed when the rollback fails.
 	defer func() { p.end(context.WithoutCancel(ctx), committed) }()
-	if err := fn(ctx, &txn{tx: p}); err != nil {
+	t := &txn{tx: p}
+	if err := fn(ctx, t); err != nil {
 		return err
 	}
+	t.knowReads()
 	// A start commits alone, on a connection of its own, as it did before
 	// the combiner: it is the gate, where a start waits behind the work
 	// under way while it holds a connection, that keeps a burst of starts

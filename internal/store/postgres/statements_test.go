@@ -43,7 +43,7 @@ const (
 // per workflow (the checks of an execute answer folded into its run and
 // execution updates, the task's delete into the run's check or update, and
 // a close's delete of the run's tasks with it; a start hands its first call
-// the rows it wrote instead of reading them, bornRows).
+// the rows it wrote instead of reading them, package born).
 var maxStatementsPerWorkflow = map[string]float64{
 	shapeW1: 20,
 	shapeW2: 39,

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/store/born"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
 	"github.com/iwf-server/iwf-server/search"
 )
@@ -39,8 +40,8 @@ type txn struct {
 	// the run's check (foldDeleteByRun).
 	taskInserts int
 	// born holds the rows this transaction inserted for the runs it
-	// created, for ReadForCallAfterCommit (bornRows).
-	born bornRows
+	// created, for ReadForCallAfterCommit (package born).
+	born born.Rows
 }
 
 // queuedCheck is a check of TaskTakeExpecting queued in a pipe, which a
@@ -184,7 +185,7 @@ func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
 
 // RunInsert implements engine.Tx.
 func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
-	t.born.run(r)
+	t.born.Run(r)
 	t.tx.later("RunInsert", `INSERT INTO runs (`+runColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`, nil,
 		r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status), rowfmt.ToMs(r.StartedAt), rowfmt.ToMs(r.ClosedAt), r.Data)
 	return nil
@@ -196,7 +197,7 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 // RunUpdate of the run checked by a TaskTakeExpecting whose check is still
 // queued takes the check's place instead (fold).
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
-	t.born.change(r.RunID)
+	t.born.Change(r.RunID)
 	t.tx.touch(r.RunID)
 	if c := t.fold(&t.expectRun, r.RunID, ""); c != nil {
 		sql := sqlRunUpdateExpecting
@@ -265,7 +266,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 	if len(executions) == 0 {
 		return nil
 	}
-	t.born.executions(executions)
+	t.born.Executions(executions)
 	n := len(executions)
 	var (
 		runIDs, execIDs, stateIDs, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
@@ -289,7 +290,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 // first ExecutionUpdate of the execution checked by a TaskTakeExpecting
 // whose check is still queued takes the check's place instead (fold).
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
-	t.born.change(e.RunID)
+	t.born.Change(e.RunID)
 	t.tx.touch(e.RunID)
 	if c := t.fold(&t.expectExec, e.RunID, e.ExecutionID); c != nil {
 		t.tx.queued[c.at] = queuedStmt{op: "ExecutionUpdate (expecting)", sql: sqlExecutionUpdateExpecting,
@@ -435,7 +436,7 @@ func lastByKey[T any](items []T, key func(T) string) []T {
 // given twice takes its last value.
 func (t *txn) DataAttributeUpsert(ctx context.Context, runID string, attrs []*engine.Attribute) error {
 	attrs = lastByKey(attrs, func(a *engine.Attribute) string { return a.Key })
-	t.born.dataAttributes(runID, attrs)
+	t.born.DataAttributes(runID, attrs)
 	if len(attrs) == 0 {
 		return nil
 	}
@@ -540,7 +541,7 @@ func fillKeywordArrays(rows pgx.Rows, err error, arrays map[string]*engine.Searc
 // in one round trip. A key given twice takes its last value.
 func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*engine.SearchAttribute) error {
 	attrs = lastByKey(attrs, func(a *engine.SearchAttribute) string { return a.Key })
-	t.born.searchAttributes(runID, attrs)
+	t.born.SearchAttributes(runID, attrs)
 	if len(attrs) == 0 {
 		return nil
 	}
@@ -643,10 +644,20 @@ func (t *txn) TaskDelete(ctx context.Context, id int64, owner string) (bool, err
 // ReadForCallAfterCommit implements engine.CallPrefetcher: callReadSQL
 // travels behind the COMMIT, in its round trip. For the first call of a
 // run this transaction created, the transaction may know the answer
-// already (bornRows): it is then handed over after the commit, unread.
+// already (package born, see knowReads): it is then handed over after the
+// commit, unread.
 func (t *txn) ReadForCallAfterCommit(runID, executionID string, done func(*engine.CallRead)) {
-	t.tx.afterCommit = append(t.tx.afterCommit, afterCommitRead{runID: runID, executionID: executionID, done: done,
-		known: t.born.read(runID, executionID)})
+	t.tx.afterCommit = append(t.tx.afterCommit, afterCommitRead{runID: runID, executionID: executionID, done: done})
+}
+
+// knowReads answers from the rows born the reads queued behind the COMMIT
+// that they answer, once the transaction's function returned: a write
+// made after a read was asked for counts.
+func (t *txn) knowReads() {
+	for i := range t.tx.afterCommit {
+		a := &t.tx.afterCommit[i]
+		a.known = t.born.Read(a.runID, a.executionID)
+	}
 }
 
 // TaskTake implements engine.Tx: the run lock and the task's DELETE are

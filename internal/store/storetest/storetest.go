@@ -74,6 +74,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"History", testHistory},
 		{"HistoryOutline", testHistoryOutline},
 		{"ReadForCall", testReadForCall},
+		{"ReadForCallAfterCommit", testReadForCallAfterCommit},
 		{"TaskTake", testTaskTake},
 	}
 	tests = append(tests, limitTests...)
