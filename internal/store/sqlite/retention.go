@@ -110,6 +110,9 @@ func (s *Store) RunsDeleteTimed(ctx context.Context, runIDs []string) (int, time
 		if err := rows.Err(); err != nil || len(runs) == 0 {
 			return err
 		}
+		for _, r := range runs {
+			t.changed(r) // deleted: no read of another function of the batch is known
+		}
 		doomed, wfs := storesql.List(storesql.SQLite, runs), storesql.List(storesql.SQLite, workflows)
 		for i, q := range qRetentionTables {
 			if _, err := t.stmt(ctx, q).ExecContext(ctx, doomed); err != nil {

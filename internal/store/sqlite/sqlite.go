@@ -115,6 +115,8 @@ type writeReq struct {
 	ctx  context.Context
 	fn   func(ctx context.Context, tx engine.Tx) error
 	done chan error
+	// rec is what fn's last run keeps for after the commit (prefetch.go).
+	rec fnRecord
 }
 
 // panicError carries a panic of an Update function back to its caller.
@@ -350,8 +352,10 @@ func (s *Store) statements(ctx context.Context) (wst, rst []*sql.Stmt, err error
 // fn returns nil. Concurrent calls are committed together (group commit):
 // each fn runs inside its own savepoint of a shared transaction, so an fn
 // that fails rolls back alone, and one commit makes all the others durable.
-// Update returns only after the commit. A panic in fn rolls its savepoint
-// back and propagates to the caller.
+// Update returns only after the commit, and after the reads fn asked for
+// that its writes answer (engine.CallPrefetcher, prefetch.go) were handed
+// over. A panic in fn rolls its savepoint back and propagates to the
+// caller.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
 	if _, _, err := s.statements(ctx); err != nil {
 		return classify(ctx, err)
@@ -407,7 +411,9 @@ func (s *Store) commitBatch(batch []*writeReq) {
 
 // runBatch runs the batch in one transaction and reports whether it
 // delivered the results. Without savepoints it gives up (rolls back,
-// delivers nothing) at the first failing function.
+// delivers nothing) at the first failing function. After the COMMIT, and
+// before the results, the functions that committed are handed the reads
+// they knew (deliverReads).
 func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 	results := make([]error, len(batch))
 	finish := func() bool {
@@ -445,8 +451,12 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 				return failAll(fmt.Errorf("sqlite: savepoint: %w", err))
 			}
 		}
+		r.rec.begin()
+		t.rec = &r.rec
 		results[i] = runFn(r, t)
+		t.rec = nil
 		if results[i] == nil {
+			r.rec.settle()
 			ok++
 		}
 		if !savepoints {
@@ -475,6 +485,7 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 		return failAll(fmt.Errorf("sqlite: commit: %w", err))
 	}
 	s.ckpt.poke()
+	deliverReads(batch, results)
 	return finish()
 }
 

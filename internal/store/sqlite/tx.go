@@ -140,9 +140,16 @@ type txn struct {
 	tx    *sql.Tx
 	st    []*sql.Stmt // the pool's prepared statements
 	bound []*sql.Stmt // st bound to tx, created on first use
+	// rec is what the Update function running keeps for after the commit
+	// (the rows it created and its call reads, see prefetch.go); nil in a
+	// View.
+	rec *fnRecord
 }
 
-var _ engine.Tx = (*txn)(nil)
+var (
+	_ engine.Tx             = (*txn)(nil)
+	_ engine.CallPrefetcher = (*txn)(nil)
+)
 
 func (t *txn) stmt(ctx context.Context, q int) *sql.Stmt {
 	if t.bound == nil {
@@ -265,12 +272,18 @@ func (t *txn) RunLock(ctx context.Context, runID string) (*engine.Run, error) {
 func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 	_, err := t.exec(ctx, qRunInsert, r.RunID, r.WorkflowID, r.WorkflowType, string(r.Status),
 		rowfmt.ToMs(r.StartedAt), rowfmt.ToMs(r.ClosedAt), text(r.Data))
+	if err != nil {
+		t.changed(r.RunID)
+	} else if t.rec != nil {
+		t.rec.born.Run(r)
+	}
 	return wrap("RunInsert", err)
 }
 
 // RunUpdate implements engine.Tx; it returns engine.ErrNotFound when the run
 // does not exist.
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
+	t.changed(r.RunID)
 	return wrap("RunUpdate", mustAffect(t.exec(ctx, qRunUpdate, string(r.Status), rowfmt.ToMs(r.ClosedAt), text(r.Data), r.RunID)))
 }
 
@@ -321,8 +334,14 @@ func (t *txn) ExecutionList(ctx context.Context, runID string, statuses ...engin
 func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Execution) error {
 	for _, e := range executions {
 		if _, err := t.exec(ctx, qExecInsert, e.RunID, e.ExecutionID, e.StateID, string(e.Status), rowfmt.ToMs(e.CreatedAt), text(e.Data)); err != nil {
+			for _, e := range executions {
+				t.changed(e.RunID)
+			}
 			return wrap("ExecutionInsert", err)
 		}
+	}
+	if t.rec != nil {
+		t.rec.born.Executions(executions)
 	}
 	return nil
 }
@@ -330,6 +349,7 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 // ExecutionUpdate implements engine.Tx; it returns engine.ErrNotFound when
 // the execution does not exist.
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
+	t.changed(e.RunID)
 	return wrap("ExecutionUpdate", mustAffect(t.exec(ctx, qExecUpdate, string(e.Status), text(e.Data), e.RunID, e.ExecutionID)))
 }
 
@@ -449,8 +469,12 @@ func (t *txn) DataAttributeGet(ctx context.Context, runID string, keys []string)
 func (t *txn) DataAttributeUpsert(ctx context.Context, runID string, attrs []*engine.Attribute) error {
 	for _, a := range attrs {
 		if _, err := t.exec(ctx, qDataUpsert, runID, a.Key, text(a.Value)); err != nil {
+			t.changed(runID)
 			return wrap("DataAttributeUpsert", err)
 		}
+	}
+	if t.rec != nil {
+		t.rec.born.DataAttributes(runID, attrs)
 	}
 	return nil
 }
@@ -547,6 +571,19 @@ func scanSearchAttributes(rows *sql.Rows) ([]*engine.SearchAttribute, map[string
 // SearchAttributeUpsert implements engine.Tx. A key given twice takes its
 // last value.
 func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*engine.SearchAttribute) error {
+	if err := t.searchAttributeUpsert(ctx, runID, attrs); err != nil {
+		t.changed(runID)
+		return wrap("SearchAttributeUpsert", err)
+	}
+	if t.rec != nil {
+		t.rec.born.SearchAttributes(runID, attrs)
+	}
+	return nil
+}
+
+// searchAttributeUpsert writes attrs: each attribute's row, then its
+// keyword elements.
+func (t *txn) searchAttributeUpsert(ctx context.Context, runID string, attrs []*engine.SearchAttribute) error {
 	for _, a := range attrs {
 		var tm any
 		if a.Time != nil {
@@ -554,14 +591,14 @@ func (t *txn) SearchAttributeUpsert(ctx context.Context, runID string, attrs []*
 		}
 		if _, err := t.exec(ctx, qSearchUpsert, runID, a.Key, a.ValueType, text(a.Raw),
 			ptrValue(a.String), ptrValue(a.Int), ptrValue(a.Double), ptrValue(a.Bool), tm); err != nil {
-			return wrap("SearchAttributeUpsert", err)
+			return err
 		}
 		if _, err := t.exec(ctx, qSearchStringsDelete, runID, a.Key); err != nil {
-			return wrap("SearchAttributeUpsert", err)
+			return err
 		}
 		for i, v := range rowfmt.KeywordElements(a) {
 			if _, err := t.exec(ctx, qSearchStringsInsert, runID, a.Key, i, v); err != nil {
-				return wrap("SearchAttributeUpsert", err)
+				return err
 			}
 		}
 	}
