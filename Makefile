@@ -97,7 +97,7 @@ docker: ## build the container image
 # Each fuzz target runs for FUZZTIME in turn; crashers land in the
 # package's testdata/fuzz/<Target>/ and then run with every `make test`.
 FUZZTIME  ?= 1m
-FUZZ_TARGETS := FuzzAPIRequest:./internal/httpapi FuzzSearchQuery:./search \
+FUZZ_TARGETS := FuzzAPIRequest:./internal/httpapi FuzzRewriteBody:./internal/httpapi FuzzSearchQuery:./search \
 	FuzzWorkerAnswer:./engine FuzzDecodeRecord:./engine/internal/record
 
 fuzz: ## run every fuzz target for FUZZTIME (default 1m) each, one after another
