@@ -264,7 +264,9 @@ func TestSpillStoreFails(t *testing.T) {
 	}, func(t *testing.T, h *harness, ps *testPayloads) {
 		ctx := context.Background()
 		api := spillAPI(t, h)
-		runID := h.start("spill/faults", "", nil)
+		// The sweep below moves the clock two hours on: the run's timeout
+		// must outlast that, or the run could time out meanwhile.
+		runID := h.start("spill/faults", "", nil, func(r *iwfapi.WorkflowStartRequest) { r.WorkflowTimeoutSeconds = 24 * 3600 })
 		ps.failPut.Store(true)
 		value := strings.Repeat("v", 4<<20)
 		sig := mustJSON(iwfapi.WorkflowSignalRequest{WorkflowId: "spill/faults", SignalChannelName: "s", SignalValue: obj(value)})
