@@ -29,22 +29,19 @@ import (
 // The check (checkScopePauses) is built on what the engine promises: a
 // node decides a waitUntil or execute call, or an RPC, by reading its
 // cache of the paused scopes (pausedBy), not the store; the node that
-// paused the scope reads it before it answers, the others when the change
-// feed tells them and in any case within pauseRefresh (2 × poll interval),
-// and a call decided before the node read it is under way and is made. So
-// a call of the scope that reaches the worker later than scopePauseGrace
-// after the pause was acknowledged, and before the resume was sent, is a
-// violation. Only a pause the API acknowledged counts: its moment is the
-// 200 (or the "paused already" of an attempt after one whose answer was
-// lost).
+// paused the scope holds it before it answers, the others once the change
+// feed tells them or their refresh reads it, and a call decided before
+// the node read it is under way and is made. So the driver waits, after
+// the API acknowledged the pause (the 200, or the "paused already" of an
+// attempt after one whose answer was lost), until every running node's
+// cache holds it (its iwf_paused_scopes gauge): a call of the scope that
+// reaches the worker after that moment and before the resume was sent is
+// a violation (but for inFlightGrace: a call decided just before a node
+// held the pause may still be on its way); one before was under way.
 const (
 	scopeType = "scope_pause_type"
 	scopeHost = "scope_pause_host"
 )
-
-// scopePauseGrace is the engine's bound for every node to hold a scope
-// pause: pauseRefresh, 2 × the poll interval of the run's servers.
-const scopePauseGrace = 2 * pollInterval
 
 // scopePause is one pause of a scope the run made and resumed.
 type scopePause struct {
@@ -52,18 +49,19 @@ type scopePause struct {
 	// scope is the scope as the engine names it ("type:NAME",
 	// "host:HOST:PORT"): the pausedBy of the StateCallHeld events.
 	scope string
-	// acked is when the API of node ackedBy acknowledged the pause;
-	// resumeSent when the first resume request was sent.
-	acked, resumeSent time.Time
-	ackedBy           string
+	// acked is when the API of node ackedBy acknowledged the pause, held
+	// when every running node was seen holding it, resumeSent when the
+	// first resume request was sent.
+	acked, held, resumeSent time.Time
+	ackedBy                 string
 	// resumed is how many held calls the resume made due (its answer);
 	// killed says a node was killed and restarted while paused.
 	resumed int64
 	killed  bool
 }
 
-// pauseScope pauses a scope (kind scopeType or scopeHost); once every node
-// must hold it (scopePauseGrace after the acknowledgement) it starts a
+// pauseScope pauses a scope (kind scopeType or scopeHost); once every
+// running node holds it (awaitHeld) it starts a
 // workflow of the scope with probe and waits until the engine holds its
 // first call, calls between (a kill and restart of a node, or nothing) and
 // resumes the scope. The resume is sent even when what comes before fails.
@@ -126,7 +124,10 @@ func (d *driver) pauseScope(kind string, probe func() *workflow, between func() 
 	}
 	// The probe starts where the check's window begins: from then on no
 	// node may make a call of the scope, the probe's first among them.
-	time.Sleep(time.Until(sp.acked.Add(scopePauseGrace))) // the window's start: a moment of the fault, not a wait for a result
+	if err := d.awaitHeld(); err != nil {
+		return sp, fmt.Errorf("%s: %w", sp.scope, err)
+	}
+	sp.held = time.Now()
 	wf := probe()
 	made := false
 	if err := d.waitFor(wf, "its first call held", func(dd *crashtest.Dump) bool {
@@ -144,10 +145,49 @@ func (d *driver) pauseScope(kind string, probe func() *workflow, between func() 
 		return sp, err
 	}
 	if made {
-		return sp, fmt.Errorf("%s started %s after %s was paused, and its worker was called", wf.id, scopePauseGrace, sp.scope)
+		return sp, fmt.Errorf("%s started once every node held the pause of %s, and its worker was called", wf.id, sp.scope)
 	}
 	sp.killed = between()
 	return sp, nil
+}
+
+// inFlightGrace is how long after every node held a pause a call may
+// still reach the worker that a node decided just before it held it: the
+// moment the driver saw the gauges is after the caches changed, not after
+// every call decided before them was sent. It only widens what counts as
+// under way; nothing waits for it.
+const inFlightGrace = 2 * pollInterval
+
+// awaitHeld waits until every node that runs and is not stopped holds a
+// paused scope in its cache: its iwf_paused_scopes gauge counts one (the
+// run pauses one scope at a time). A node restarted meanwhile reads the
+// scopes before it claims any work.
+func (d *driver) awaitHeld() error {
+	deadline := time.Now().Add(opTimeout)
+	for {
+		d.c.mu.Lock()
+		var up []*crashtest.Server
+		for _, n := range d.c.nodes {
+			if !d.c.paused[n] && n.Running() {
+				up = append(up, n)
+			}
+		}
+		d.c.mu.Unlock()
+		missing := ""
+		for _, n := range up {
+			if metricValue(n, "iwf_paused_scopes") < 1 {
+				missing = n.Name()
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("node %s did not hold the pause within %s", missing, opTimeout)
+		}
+		time.Sleep(10 * time.Millisecond) // the next look at the gauges
+	}
 }
 
 // chaosType is the workflow type of the mixed workload.
@@ -207,8 +247,8 @@ type scopeFindings struct {
 	// violations are the calls made while their scope was paused.
 	violations []string
 	// inFlight are the calls of a paused scope that reached the worker
-	// within scopePauseGrace of the acknowledgement; maxLag is the latest
-	// of them, after the acknowledgement.
+	// between the acknowledgement and the moment every node held it;
+	// maxLag is the latest of them, after the acknowledgement.
 	inFlight []string
 	maxLag   time.Duration
 	// madeAfter counts, per kind, the held calls the worker received
@@ -217,8 +257,7 @@ type scopeFindings struct {
 }
 
 // checkScopePauses checks the calls against the pauses: none of a scope
-// from scopePauseGrace after its pause was acknowledged until its resume
-// was sent. chaos says which workflows are of the workload's type (the
+// from the moment every node held its pause until its resume was sent. chaos says which workflows are of the workload's type (the
 // host pauses hold every call: every run of the run calls the one worker).
 // held are the calls the histories say were held, by scope.
 func checkScopePauses(pauses []scopePause, calls []crashtest.Call, chaos map[string]bool, held map[heldCall]string) scopeFindings {
@@ -240,7 +279,8 @@ func checkScopePauses(pauses []scopePause, calls []crashtest.Call, chaos map[str
 			if !c.At.Before(p.resumeSent) {
 				continue
 			}
-			if lag := c.At.Sub(p.acked); lag <= scopePauseGrace {
+			if !c.At.After(p.held.Add(inFlightGrace)) {
+				lag := c.At.Sub(p.acked)
 				f.inFlight = append(f.inFlight, fmt.Sprintf("%s %s %s (node %q) %s after %s paused it (through %s)",
 					c.WorkflowID, c.ExecutionID, c.API, c.Node, lag.Round(time.Millisecond), p.scope, p.ackedBy))
 				f.maxLag = max(f.maxLag, lag)
@@ -324,8 +364,8 @@ func reportScopePauses(t *testing.T, c *cluster, pauses []scopePause, calls []cr
 	for _, n := range f.madeAfter {
 		madeAfter += n
 	}
-	t.Logf("scope pauses: %d (%d with a node killed and restarted while paused); the resumes made %d held calls due, %d of them seen made after the resume (by kind: %v); %d calls of a paused scope reached the worker within %s of the acknowledgement (the latest %s after it)",
-		len(pauses), killed, resumed, madeAfter, f.madeAfter, len(f.inFlight), scopePauseGrace, f.maxLag.Round(time.Millisecond))
+	t.Logf("scope pauses: %d (%d with a node killed and restarted while paused); the resumes made %d held calls due, %d of them seen made after the resume (by kind: %v); %d calls of a paused scope reached the worker before every node held the pause (the latest %s after the acknowledgement)",
+		len(pauses), killed, resumed, madeAfter, f.madeAfter, len(f.inFlight), f.maxLag.Round(time.Millisecond))
 	for _, s := range f.inFlight {
 		t.Logf("  in flight: %s", s)
 	}
@@ -350,28 +390,29 @@ func reportScopePauses(t *testing.T, c *cluster, pauses []scopePause, calls []cr
 }
 
 // TestScopePauseCheck runs the check on calls of known outcome: one of
-// the paused type made after the grace and before the resume is a
-// violation, one within the grace is in flight, one of another type or
+// the paused type made after every node held the pause and before the
+// resume is a violation, one before every node held it is in flight, one of another type or
 // after the resume is none, and a held call made after the resume is
 // counted as such.
 func TestScopePauseCheck(t *testing.T) {
 	t0 := time.Now()
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	pauses := []scopePause{{kind: scopeType, scope: "type:" + chaosType, acked: at(0), resumeSent: at(time.Second)}}
+	const grace = 100 * time.Millisecond // from the acknowledgement until every node held the pause
+	pauses := []scopePause{{kind: scopeType, scope: "type:" + chaosType, acked: at(0), held: at(grace), resumeSent: at(time.Second)}}
 	chaos := map[string]bool{"c1": true, "c2": true}
 	calls := []crashtest.Call{
-		{API: crashtest.WaitUntil, WorkflowID: "c1", RunID: "r1", ExecutionID: "S-1", At: at(-time.Millisecond)},                  // before the pause
-		{API: crashtest.Execute, WorkflowID: "c1", RunID: "r1", ExecutionID: "S-1", At: at(scopePauseGrace / 2)},                  // in flight
-		{API: crashtest.WaitUntil, WorkflowID: "c2", RunID: "r2", ExecutionID: "S-1", At: at(scopePauseGrace + time.Millisecond)}, // while paused
-		{API: crashtest.RPC, WorkflowID: "c2", RunID: "r2", StateID: "bump", At: at(500 * time.Millisecond)},                      // while paused
-		{API: crashtest.WaitUntil, WorkflowID: "linear", RunID: "r3", ExecutionID: "LC-1", At: at(500 * time.Millisecond)},        // another type
-		{API: crashtest.WaitUntil, WorkflowID: "c1", RunID: "r1", ExecutionID: "J-1", At: at(2 * time.Second)},                    // held, made after
+		{API: crashtest.WaitUntil, WorkflowID: "c1", RunID: "r1", ExecutionID: "S-1", At: at(-time.Millisecond)},                        // before the pause
+		{API: crashtest.Execute, WorkflowID: "c1", RunID: "r1", ExecutionID: "S-1", At: at(grace / 2)},                                  // in flight
+		{API: crashtest.WaitUntil, WorkflowID: "c2", RunID: "r2", ExecutionID: "S-1", At: at(grace + inFlightGrace + time.Millisecond)}, // while paused
+		{API: crashtest.RPC, WorkflowID: "c2", RunID: "r2", StateID: "bump", At: at(500 * time.Millisecond)},                            // while paused
+		{API: crashtest.WaitUntil, WorkflowID: "linear", RunID: "r3", ExecutionID: "LC-1", At: at(500 * time.Millisecond)},              // another type
+		{API: crashtest.WaitUntil, WorkflowID: "c1", RunID: "r1", ExecutionID: "J-1", At: at(2 * time.Second)},                          // held, made after
 	}
 	held := map[heldCall]string{{"r1", "J-1", crashtest.WaitUntil}: "type:" + chaosType}
 	f := checkScopePauses(pauses, calls, chaos, held)
-	if len(f.violations) != 2 || len(f.inFlight) != 1 || f.maxLag != scopePauseGrace/2 || f.madeAfter[scopeType] != 1 {
+	if len(f.violations) != 2 || len(f.inFlight) != 1 || f.maxLag != grace/2 || f.madeAfter[scopeType] != 1 {
 		t.Fatalf("violations %q, in flight %q (latest %s), made after a resume %v; want 2, 1 (%s), 1",
-			f.violations, f.inFlight, f.maxLag, f.madeAfter, scopePauseGrace/2)
+			f.violations, f.inFlight, f.maxLag, f.madeAfter, grace/2)
 	}
 	// A pause of the host holds every call.
 	pauses[0].kind, pauses[0].scope = scopeHost, "host:127.0.0.1:1"
