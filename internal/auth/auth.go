@@ -277,6 +277,14 @@ func Guard(t *Tokens, opts Options) func(http.Handler) http.Handler {
 			console := opts.ConsolePrefix != "" && strings.HasPrefix(p, opts.ConsolePrefix)
 			switch {
 			case p == "/" || p == healthPath || p == versionPath || (p == metricsPath && (!opts.ProtectMetrics || t == nil)):
+				// Public for what they serve, GET (and HEAD); another method
+				// is answered as the router would, 405, rather than asked
+				// for a token or refused a role that nothing needs.
+				if r.Method != http.MethodGet && r.Method != http.MethodHead {
+					w.Header().Set("Allow", "GET, HEAD")
+					writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("method %s not allowed for %s", r.Method, p))
+					return
+				}
 				next.ServeHTTP(w, r)
 				return
 			case t != nil && console && p == opts.ConsolePrefix+LoginPath:

@@ -112,6 +112,11 @@ func TestMiddleware(t *testing.T) {
 		}{
 			{"GET", "/", "", 200},
 			{"GET", "/info/healthcheck", "", 200},
+			{"HEAD", "/info/healthcheck", "", 200},
+			{"POST", "/info/healthcheck", "", 405},
+			{"DELETE", "/info/version", "", 405},
+			{"POST", "/", "", 405},
+			{"POST", "/metrics", "", map[bool]int{false: 405, true: 401}[protect]},
 			{"GET", "/metrics", "", map[bool]int{false: 200, true: 401}[protect]},
 			{"GET", "/metrics", "Bearer " + tokA, 200},
 			{"POST", "/api/v1/workflow/start", "", 401},
@@ -135,6 +140,12 @@ func TestMiddleware(t *testing.T) {
 			if rec.Code != tc.want {
 				t.Errorf("protectMetrics=%v %s %s %q: %d, want %d", protect, tc.method, tc.path, tc.header, rec.Code, tc.want)
 				continue
+			}
+			if rec.Code == 405 {
+				var body struct{ Detail string }
+				if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || !strings.Contains(body.Detail, "not allowed") || rec.Header().Get("Allow") != "GET, HEAD" {
+					t.Errorf("405 of %s %s: %s, Allow %q", tc.method, tc.path, rec.Body, rec.Header().Get("Allow"))
+				}
 			}
 			if rec.Code == 401 {
 				var body struct{ Detail string }
