@@ -6,23 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/audit"
-	"github.com/iwf-server/iwf-server/internal/auth"
-	iwfserver "github.com/iwf-server/iwf-server/internal/server"
-	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 )
 
 // waitBatch waits until a batch is closed and returns it.
@@ -191,61 +183,17 @@ func (s *syncBuffer) String() string {
 // start a batch; the operator's console batch start and cancel are audited
 // with the actor, who is the batch's creator.
 func TestBatchRoles(t *testing.T) {
-	const (
-		readerToken   = "reader-token-0123456789"
-		operatorToken = "operator-token-0123456789"
-	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte(readerToken+" dash reader\n"+operatorToken+" oncall operator\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	toks, err := auth.Load(file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var auditBuf syncBuffer
-	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	srv, err := iwfserver.New(st, iwfserver.Options{Auth: toks, NoMetrics: true, Logger: &logger, Audit: audit.NewWriter(&auditBuf)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Close(ctx)
-	})
-	hs := httptest.NewServer(srv.Handler)
-	t.Cleanup(hs.Close)
-	wk := httptest.NewServer(demoWorker())
-	t.Cleanup(wk.Close)
-	e := &env{eng: srv.Engine, url: hs.URL, workerURL: wk.URL}
+	rs := newRoleServer(t, ctx)
+	e, reader, operator := rs.e, rs.reader, rs.operator
 	e.start(t, "bulk-1")
 	waitStatus(t, e, "bulk-1", iwfapi.WorkflowStatusRunning)
-
-	client := func(token string) *formClient {
-		f := newFormClient(t, hs.URL)
-		f.c.Transport = bearerTransport(token)
-		return f
-	}
 	listURL := "/ui/?q=" + url.QueryEscape("WorkflowId = 'bulk-1'")
-	reader, operator := client(readerToken), client(operatorToken)
 	if body := reader.open(listURL); !strings.Contains(body, "bulk-1") || strings.Contains(body, `id="batch-form"`) || strings.Contains(body, "Apply to all") || strings.Contains(body, `id="nav-batches"`) {
 		t.Fatalf("the reader's list offers a batch:\n%s", body)
 	}
-	if status, _ := get(t, reader.c, hs.URL+"/ui/batches"); status != http.StatusForbidden {
+	if status, _ := get(t, reader.c, e.url+"/ui/batches"); status != http.StatusForbidden {
 		t.Fatalf("reader's batches page: %d, want 403", status)
 	}
 	form := func(token string) url.Values {
@@ -261,11 +209,11 @@ func TestBatchRoles(t *testing.T) {
 	// An on-call token cannot send signals of its own, so not by batch
 	// either: not from the console, not through the API.
 	signal := url.Values{"q": {"WorkflowId = 'bulk-1'"}, "operation": {"SIGNAL"}, "channel": {"approval"}, "confirm": {"yes"}, "csrf": {operator.token}}
-	if status, body, _ := operator.post("batch-start", signal, map[string]string{"Origin": hs.URL}); status != http.StatusForbidden ||
+	if status, body, _ := operator.post("batch-start", signal, map[string]string{"Origin": e.url}); status != http.StatusForbidden ||
 		!strings.Contains(body, "a SIGNAL batch needs the all role") {
 		t.Fatalf("operator's console SIGNAL batch: %d\n%s", status, body)
 	}
-	apiReq, _ := http.NewRequest(http.MethodPost, hs.URL+"/api/v1/batch/start",
+	apiReq, _ := http.NewRequest(http.MethodPost, e.url+"/api/v1/batch/start",
 		strings.NewReader(`{"query":"WorkflowId = 'bulk-1'","operation":"SIGNAL","signalChannelName":"approval"}`))
 	apiReq.Header.Set("Content-Type", "application/json")
 	apiResp, err := bearerTransport(operatorToken).RoundTrip(apiReq)
@@ -280,7 +228,7 @@ func TestBatchRoles(t *testing.T) {
 	if l, err := e.eng.ListBatches(ctx, engine.BatchListRequest{}); err != nil || len(l.Batches) != 0 {
 		t.Fatalf("a refused SIGNAL batch was stored: %+v %v", l, err)
 	}
-	status, _, loc := operator.post("batch-start", form(operator.token), map[string]string{"Origin": hs.URL})
+	status, _, loc := operator.post("batch-start", form(operator.token), map[string]string{"Origin": e.url})
 	if status != http.StatusSeeOther || !strings.HasPrefix(loc, "/ui/batches/") {
 		t.Fatalf("operator's batch start: %d %q", status, loc)
 	}
@@ -294,11 +242,11 @@ func TestBatchRoles(t *testing.T) {
 	}
 	// A closed batch cancels to itself; the cancel is audited with its id.
 	cancelForm := url.Values{"batchId": {id}, "confirm": {"yes"}, "csrf": {operator.token}}
-	if status, _, _ := operator.post("batch-cancel", cancelForm, map[string]string{"Origin": hs.URL}); status != http.StatusSeeOther {
+	if status, _, _ := operator.post("batch-cancel", cancelForm, map[string]string{"Origin": e.url}); status != http.StatusSeeOther {
 		t.Fatalf("batch cancel: %d", status)
 	}
 	var ops []string
-	for _, line := range strings.Split(strings.TrimSpace(auditBuf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(rs.audit.String()), "\n") {
 		var en audit.Entry
 		if err := json.Unmarshal([]byte(line), &en); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
+	"github.com/iwf-server/iwf-server/internal/audit"
+	"github.com/iwf-server/iwf-server/internal/auth"
 	"github.com/iwf-server/iwf-server/internal/console"
 	iwfserver "github.com/iwf-server/iwf-server/internal/server"
 	"github.com/iwf-server/iwf-server/internal/store/postgres/pgtest"
@@ -184,4 +187,67 @@ func demoWorker() http.Handler {
 func writeJSON(rw http.ResponseWriter, v any) {
 	rw.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(rw).Encode(v)
+}
+
+// roleServer is the whole server (engine, API, console) on a SQLite store
+// with two tokens, a reader's and an operator's, and an audit log: the
+// setting of the tests of what each role may do.
+type roleServer struct {
+	e                *env
+	reader, operator *formClient
+	audit            *syncBuffer
+}
+
+// The tokens of a roleServer.
+const (
+	readerToken   = "reader-token-0123456789"
+	operatorToken = "operator-token-0123456789"
+)
+
+// newRoleServer starts a roleServer and the demo worker; both stop when
+// the test ends.
+func newRoleServer(t *testing.T, ctx context.Context) *roleServer {
+	t.Helper()
+	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if err := st.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(file, []byte(readerToken+" dash reader\n"+operatorToken+" oncall operator\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	toks, err := auth.Load(file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := &roleServer{audit: &syncBuffer{}}
+	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	srv, err := iwfserver.New(st, iwfserver.Options{Auth: toks, NoMetrics: true, Logger: &logger, Audit: audit.NewWriter(rs.audit)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		srv.Close(ctx)
+	})
+	hs := httptest.NewServer(srv.Handler)
+	t.Cleanup(hs.Close)
+	wk := httptest.NewServer(demoWorker())
+	t.Cleanup(wk.Close)
+	rs.e = &env{eng: srv.Engine, url: hs.URL, workerURL: wk.URL}
+	client := func(token string) *formClient {
+		f := newFormClient(t, hs.URL)
+		f.c.Transport = bearerTransport(token)
+		return f
+	}
+	rs.reader, rs.operator = client(readerToken), client(operatorToken)
+	return rs
 }

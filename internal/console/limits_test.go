@@ -4,21 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/audit"
-	"github.com/iwf-server/iwf-server/internal/auth"
-	iwfserver "github.com/iwf-server/iwf-server/internal/server"
-	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 )
 
 // TestLimitsAndStatsPages runs the whole server with a reader and an
@@ -27,56 +19,12 @@ import (
 // sees it listed, removes it, and both changes are audited with the limit.
 // The states page shows where the demo runs stand.
 func TestLimitsAndStatsPages(t *testing.T) {
-	const (
-		readerToken   = "reader-token-0123456789"
-		operatorToken = "operator-token-0123456789"
-	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte(readerToken+" dash reader\n"+operatorToken+" oncall operator\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	toks, err := auth.Load(file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var auditBuf syncBuffer
-	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	srv, err := iwfserver.New(st, iwfserver.Options{Auth: toks, NoMetrics: true, Logger: &logger, Audit: audit.NewWriter(&auditBuf)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Close(ctx)
-	})
-	hs := httptest.NewServer(srv.Handler)
-	t.Cleanup(hs.Close)
-	wk := httptest.NewServer(demoWorker())
-	t.Cleanup(wk.Close)
-	e := &env{eng: srv.Engine, url: hs.URL, workerURL: wk.URL}
+	rs := newRoleServer(t, ctx)
+	e, reader, operator := rs.e, rs.reader, rs.operator
 	e.start(t, "order-1")
 	waitCommands(t, e, "order-1")
-
-	client := func(token string) *formClient {
-		f := newFormClient(t, hs.URL)
-		f.c.Transport = bearerTransport(token)
-		return f
-	}
-	reader, operator := client(readerToken), client(operatorToken)
 
 	// The states page, for a reader.
 	body := reader.open("/ui/stats?type=" + demoType)
@@ -95,7 +43,7 @@ func TestLimitsAndStatsPages(t *testing.T) {
 	if body := reader.open("/ui/stats"); !strings.Contains(body, `id="stats-form"`) || strings.Contains(body, `id="stats"`) {
 		t.Fatalf("states page without a type:\n%s", body)
 	}
-	if status, _ := get(t, reader.c, hs.URL+"/ui/limits"); status != http.StatusForbidden {
+	if status, _ := get(t, reader.c, e.url+"/ui/limits"); status != http.StatusForbidden {
 		t.Fatalf("reader's limits page: %d, want 403", status)
 	}
 	set := func(token, value string) url.Values {
@@ -110,14 +58,14 @@ func TestLimitsAndStatsPages(t *testing.T) {
 	if body := operator.open("/ui/limits"); !strings.Contains(body, `id="nav-limits"`) || !strings.Contains(body, `id="limit-set-form"`) || !strings.Contains(body, "No limits") {
 		t.Fatalf("operator's limits page:\n%s", body)
 	}
-	status, body, _ := operator.post("limit-set", set(operator.token, "0"), map[string]string{"Origin": hs.URL})
+	status, body, _ := operator.post("limit-set", set(operator.token, "0"), map[string]string{"Origin": e.url})
 	if status != http.StatusOK || !strings.Contains(body, `id="confirm"`) || !strings.Contains(body, "0 pauses the calls") {
 		t.Fatalf("confirmation: %d\n%s", status, body)
 	}
 	if ls, _ := e.eng.ListLimits(ctx); len(ls) != 0 {
 		t.Fatalf("a limit set before the confirmation: %+v", ls)
 	}
-	if status, _, loc := operator.post("limit-set", confirmed(set(operator.token, "0")), map[string]string{"Origin": hs.URL}); status != http.StatusSeeOther || loc != "/ui/limits" {
+	if status, _, loc := operator.post("limit-set", confirmed(set(operator.token, "0")), map[string]string{"Origin": e.url}); status != http.StatusSeeOther || loc != "/ui/limits" {
 		t.Fatalf("limit set: %d %q", status, loc)
 	}
 	ls, err := e.eng.ListLimits(ctx)
@@ -130,11 +78,11 @@ func TestLimitsAndStatsPages(t *testing.T) {
 	}
 	// What the engine refuses, the page shows.
 	if status, body, _ := operator.post("limit-set", confirmed(url.Values{"kind": {string(engine.LimitWorkerConcurrency)}, "target": {"no-port"},
-		"value": {"1"}, "csrf": {operator.token}}), map[string]string{"Origin": hs.URL}); status != http.StatusBadRequest || !strings.Contains(body, "HOST:PORT") {
+		"value": {"1"}, "csrf": {operator.token}}), map[string]string{"Origin": e.url}); status != http.StatusBadRequest || !strings.Contains(body, "HOST:PORT") {
 		t.Fatalf("an invalid limit: %d\n%s", status, body)
 	}
 	del := url.Values{"kind": {string(engine.LimitWorkerRate)}, "target": {"pay.internal:443"}, "csrf": {operator.token}, "confirm": {"yes"}}
-	if status, _, _ := operator.post("limit-delete", del, map[string]string{"Origin": hs.URL}); status != http.StatusSeeOther {
+	if status, _, _ := operator.post("limit-delete", del, map[string]string{"Origin": e.url}); status != http.StatusSeeOther {
 		t.Fatalf("limit delete: %d", status)
 	}
 	if ls, _ := e.eng.ListLimits(ctx); len(ls) != 0 {
@@ -142,7 +90,7 @@ func TestLimitsAndStatsPages(t *testing.T) {
 	}
 
 	var got []string
-	for _, line := range strings.Split(strings.TrimSpace(auditBuf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(rs.audit.String()), "\n") {
 		var en audit.Entry
 		if err := json.Unmarshal([]byte(line), &en); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)

@@ -4,22 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/audit"
-	"github.com/iwf-server/iwf-server/internal/auth"
-	iwfserver "github.com/iwf-server/iwf-server/internal/server"
-	"github.com/iwf-server/iwf-server/internal/store/sqlite"
 )
 
 // TestPauseActions: the run page of a paused run shows a badge, who paused
@@ -27,58 +19,14 @@ import (
 // the resume of the workflow type that holds a run are actions of the
 // operator role, refused to a reader and audited.
 func TestPauseActions(t *testing.T) {
-	const (
-		readerToken   = "reader-token-0123456789"
-		operatorToken = "operator-token-0123456789"
-	)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "iwf.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	if err := st.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "tokens")
-	if err := os.WriteFile(file, []byte(readerToken+" dash reader\n"+operatorToken+" oncall operator\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	toks, err := auth.Load(file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var auditBuf syncBuffer
-	logger := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
-	srv, err := iwfserver.New(st, iwfserver.Options{Auth: toks, NoMetrics: true, Logger: &logger, Audit: audit.NewWriter(&auditBuf)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		srv.Close(ctx)
-	})
-	hs := httptest.NewServer(srv.Handler)
-	t.Cleanup(hs.Close)
-	wk := httptest.NewServer(demoWorker())
-	t.Cleanup(wk.Close)
-	e := &env{eng: srv.Engine, url: hs.URL, workerURL: wk.URL}
+	rs := newRoleServer(t, ctx)
+	e, reader, operator := rs.e, rs.reader, rs.operator
 	e.start(t, "held-1")
 	waitCommands(t, e, "held-1")
-
-	client := func(token string) *formClient {
-		f := newFormClient(t, hs.URL)
-		f.c.Transport = bearerTransport(token)
-		return f
-	}
-	reader, operator := client(readerToken), client(operatorToken)
 	page := "/ui/workflows/held-1"
-	origin := map[string]string{"Origin": hs.URL}
+	origin := map[string]string{"Origin": e.url}
 	if body := reader.open(page); strings.Contains(body, `id="pause-form"`) || strings.Contains(body, `id="paused-badge"`) {
 		t.Fatalf("the reader's page of a running run offers a pause, or shows a badge:\n%s", body)
 	}
@@ -144,7 +92,7 @@ func TestPauseActions(t *testing.T) {
 		t.Fatalf("pauses after the console's resume: %+v %v", l, err)
 	}
 	var ops []string
-	for _, line := range strings.Split(strings.TrimSpace(auditBuf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(rs.audit.String()), "\n") {
 		var en audit.Entry
 		if err := json.Unmarshal([]byte(line), &en); err != nil {
 			t.Fatalf("audit line %q: %v", line, err)
