@@ -54,6 +54,12 @@ var (
 	qRunGet    = query(`SELECT ` + runColumns + ` FROM runs WHERE run_id = ?`)
 	qRunInsert = query(`INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`)
 	qRunUpdate = query(`UPDATE runs SET status = ?, closed_at = ?, data = ? WHERE run_id = ?`)
+	// qRunUpdateData rewrites the record of a run whose status and close
+	// time stay as they are. SQLite maintains an index on an UPDATE when
+	// the statement sets one of its columns, whatever the value: setting
+	// only data leaves the five indexes on status and closed_at (and their
+	// pages, each written to the WAL at the commit) alone.
+	qRunUpdateData = query(`UPDATE runs SET data = ? WHERE run_id = ? AND status = ? AND closed_at = ?`)
 
 	qRunExpect = query(`SELECT count(*) FROM runs WHERE run_id = ? AND status = ? AND closed_at = ? AND data IS ?`)
 
@@ -123,8 +129,10 @@ var (
 	qTaskReleaseOwned = query(`UPDATE tasks SET lease_owner = NULL, lease_expires_at = 0, attempt = attempt + ?3
 		WHERE lease_owner = ?1 AND (?2 IS NULL OR id IN (SELECT value FROM json_each(?2)))`)
 
-	qHistList   = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`)
-	qHistInsert = query(`INSERT INTO history (run_id, at, type, execution_id, data) VALUES (?, ?, ?, ?, ?)`)
+	qHistList = query(`SELECT ` + histColumns + ` FROM history WHERE run_id = ? AND id > ? ORDER BY id LIMIT ?`)
+	// qHistInsert[n-1] appends n events in one statement (a transaction
+	// records two or three as a rule).
+	qHistInsert = queriesOf(histInserts(histInsertMax))
 	// ?1 run, ?2 after id, ?3 limit, ?4 the types, each between two
 	// unit separators (a string search per row costs less than a
 	// json_each subquery), ?5 marked type, ?6 marker. The data of the
@@ -282,9 +290,21 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 
 // RunUpdate implements engine.Tx; it returns engine.ErrNotFound when the run
 // does not exist.
+//
+// An open run's update (the common one: a worker's answer applied) first
+// tries to rewrite its record alone (qRunUpdateData), which holds when its
+// status stays as it was; only a run that changes status or closes pays
+// for the index updates.
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	t.changed(r.RunID)
-	return wrap("RunUpdate", mustAffect(t.exec(ctx, qRunUpdate, string(r.Status), rowfmt.ToMs(r.ClosedAt), text(r.Data), r.RunID)))
+	status, closedAt := string(r.Status), rowfmt.ToMs(r.ClosedAt)
+	if r.ClosedAt.IsZero() {
+		done, err := affected(t.exec(ctx, qRunUpdateData, text(r.Data), r.RunID, status, closedAt))
+		if err != nil || done {
+			return wrap("RunUpdate", err)
+		}
+	}
+	return wrap("RunUpdate", mustAffect(t.exec(ctx, qRunUpdate, status, closedAt, text(r.Data), r.RunID)))
 }
 
 // ---------------------------------------------------------------------------
@@ -837,15 +857,49 @@ func scanHistory(rows *sql.Rows) ([]*engine.HistoryEvent, error) {
 }
 
 // HistoryAppend implements engine.Tx.
+//
+// The events go in statements of up to histInsertMax rows. The rows of one
+// statement get consecutive ids, in the order of its VALUES: the table's
+// ids are AUTOINCREMENT, each the one before plus one, and the writer
+// holds the database while the statement runs; so the statement's last id
+// gives every id.
 func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) error {
-	for _, e := range events {
-		res, err := t.exec(ctx, qHistInsert, e.RunID, rowfmt.ToMs(e.At), e.Type, e.ExecutionID, text(e.Data))
+	args := make([]any, 0, 5*min(len(events), histInsertMax))
+	for len(events) > 0 {
+		chunk := events[:min(len(events), histInsertMax)]
+		events = events[len(chunk):]
+		args = args[:0]
+		for _, e := range chunk {
+			args = append(args, e.RunID, rowfmt.ToMs(e.At), e.Type, e.ExecutionID, text(e.Data))
+		}
+		res, err := t.exec(ctx, qHistInsert[len(chunk)-1], args...)
 		if err != nil {
 			return wrap("HistoryAppend", err)
 		}
-		if e.ID, err = res.LastInsertId(); err != nil {
+		last, err := res.LastInsertId()
+		if err != nil {
 			return wrap("HistoryAppend", err)
+		}
+		for i, e := range chunk {
+			e.ID = last - int64(len(chunk)-1-i)
 		}
 	}
 	return nil
+}
+
+// histInsertMax is the most events one history statement appends.
+const histInsertMax = 4
+
+// histInserts returns the statements that append 1 to most events.
+func histInserts(most int) []string {
+	qs := make([]string, most)
+	values := ""
+	for n := range most {
+		if n > 0 {
+			values += ", "
+		}
+		values += "(?, ?, ?, ?, ?)"
+		qs[n] = `INSERT INTO history (run_id, at, type, execution_id, data) VALUES ` + values
+	}
+	return qs
 }
