@@ -53,6 +53,11 @@ func (s *Store) readForCall(ctx context.Context, rst []*sql.Stmt, runID, executi
 	if err != nil {
 		return nil, err
 	}
+	return scanCallRead(rows)
+}
+
+// scanCallRead reads the rows of qCallRead and closes them.
+func scanCallRead(rows *sql.Rows) (*engine.CallRead, error) {
 	defer rows.Close()
 	var (
 		out      engine.CallRead

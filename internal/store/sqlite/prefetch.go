@@ -1,6 +1,8 @@
 package sqlite
 
 import (
+	"context"
+
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/born"
 )
@@ -8,8 +10,12 @@ import (
 // A start writes everything the worker call of its first state is sent:
 // the transaction hands those rows over after the commit, as qCallRead
 // would read them (package born), and the call reads nothing. Any other
-// call reads when it runs: a read behind the commit would only move it
-// onto the writer, which every write waits for.
+// call's read is made at the end of the transaction, just before its
+// COMMIT, when no other Update waits for the writer (readTail): the
+// writer's connection has the pages in its cache, where a read of its own
+// would start a read transaction on another connection and fetch from the
+// WAL every page the commit changed. When Updates wait, the read is left
+// to the call, off the writer, which every write waits for.
 //
 // The writer runs several Update functions in one transaction (group
 // commit), so what a function keeps for after the commit is its own
@@ -35,8 +41,12 @@ type fnRecord struct {
 type knownRead struct {
 	runID, executionID string
 	done               func(*engine.CallRead)
-	// read is the answer, set when the function returned (settle).
+	// read is the answer, set when the function returned (settle) or at
+	// the end of the transaction (readTail).
 	read *engine.CallRead
+	// tail says read was made at the end of the transaction: it holds
+	// whatever any function of the batch wrote.
+	tail bool
 }
 
 // begin empties r for a run of its function.
@@ -48,17 +58,39 @@ func (r *fnRecord) begin() {
 }
 
 // settle answers the reads asked for from the rows born, once the function
-// returned (a write after the request counts), and drops the others: the
-// engine reads those when their calls run.
+// returned (a write after the request counts); the others wait for
+// readTail.
 func (r *fnRecord) settle() {
-	kept := r.reads[:0]
-	for _, rd := range r.reads {
-		if rd.read = r.born.Read(rd.runID, rd.executionID); rd.read != nil {
-			kept = append(kept, rd)
+	for i := range r.reads {
+		r.reads[i].read = r.born.Read(r.reads[i].runID, r.reads[i].executionID)
+	}
+}
+
+// readTail makes, in t at the end of its transaction, the reads of the
+// committed functions of batch that their rows born did not answer, or
+// answered for a run another function of the batch wrote to (results are
+// the functions' results, nil: ran and kept). A read that fails is left
+// to the engine.
+func readTail(ctx context.Context, t *txn, batch []*writeReq, results []error) {
+	for i, r := range batch {
+		if results[i] != nil {
+			continue
+		}
+		for j := range r.rec.reads {
+			rd := &r.rec.reads[j]
+			if rd.read != nil && !wroteElsewhere(batch, results, i, rd.runID) {
+				continue
+			}
+			rd.read = nil
+			rows, err := t.query(ctx, qCallRead, rd.runID, rd.executionID)
+			if err != nil {
+				continue
+			}
+			if read, err := scanCallRead(rows); err == nil && read.Run != nil {
+				rd.read, rd.tail = read, true
+			}
 		}
 	}
-	clear(r.reads[len(kept):])
-	r.reads = kept
 }
 
 // changed records a write of runID that the rows born cannot follow (an
@@ -82,16 +114,18 @@ func (t *txn) ReadForCallAfterCommit(runID, executionID string, done func(*engin
 
 // deliverReads hands the known reads of the functions of a committed batch
 // to their callers; results are the functions' results (nil: committed).
-// A read of a run that another function of the batch wrote to is left to
-// the engine: the commit made that write visible too, so the rows one
-// function created are no longer what a read would return.
+// A read answered from the rows one function created, of a run that
+// another function of the batch wrote to, is left to the engine: the
+// commit made that write visible too, so those rows are no longer what a
+// read would return. A read made at the end of the transaction holds every
+// write of the batch.
 func deliverReads(batch []*writeReq, results []error) {
 	for i, r := range batch {
 		if results[i] != nil {
 			continue
 		}
 		for _, rd := range r.rec.reads {
-			if !wroteElsewhere(batch, results, i, rd.runID) {
+			if rd.read != nil && (rd.tail || !wroteElsewhere(batch, results, i, rd.runID)) {
 				rd.done(rd.read)
 			}
 		}

@@ -481,6 +481,9 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 		sqlTx.Rollback()
 		return finish()
 	}
+	if s.writes.empty() {
+		readTail(context.Background(), t, batch, results)
+	}
 	if err := sqlTx.Commit(); err != nil {
 		return failAll(fmt.Errorf("sqlite: commit: %w", err))
 	}

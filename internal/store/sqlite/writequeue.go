@@ -80,6 +80,13 @@ func (q *writeQueue) take(max int) []*writeReq {
 	return batch
 }
 
+// empty reports whether no call waits.
+func (q *writeQueue) empty() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n == 0
+}
+
 // close refuses further calls and returns those still waiting.
 func (q *writeQueue) close() []*writeReq {
 	q.mu.Lock()
