@@ -238,12 +238,18 @@ func (t *txn) WorkflowLock(ctx context.Context, workflowID string) (string, erro
 	return runID, wrap("WorkflowLock", err)
 }
 
-// WorkflowLockOrCreate implements engine.Tx with WorkflowLock and, for a
-// new row, WorkflowSetCurrentRun: statements are local calls here.
+// WorkflowLockOrCreate implements engine.Tx. The write transaction holds
+// the database, so reading the workflow's row is enough to own it (as in
+// RunLock); a workflow without a current run gets runID in one write,
+// where WorkflowLock's upsert and then WorkflowSetCurrentRun took two.
 func (t *txn) WorkflowLockOrCreate(ctx context.Context, workflowID, runID string) (string, bool, error) {
-	cur, err := t.WorkflowLock(ctx, workflowID)
-	if err != nil || cur != "" {
-		return cur, false, err
+	var cur string
+	err := t.queryRow(ctx, qWorkflowGet, workflowID).Scan(&cur)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return "", false, wrap("WorkflowLockOrCreate", err)
+	}
+	if cur != "" {
+		return cur, false, nil
 	}
 	return "", true, t.WorkflowSetCurrentRun(ctx, workflowID, runID)
 }
