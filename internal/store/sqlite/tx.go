@@ -57,7 +57,7 @@ var (
 	// qRunUpdateData rewrites the record of a run whose status and close
 	// time stay as they are. SQLite maintains an index on an UPDATE when
 	// the statement sets one of its columns, whatever the value: setting
-	// only data leaves the five indexes on status and closed_at (and their
+	// only data leaves the four indexes on status and closed_at (and their
 	// pages, each written to the WAL at the commit) alone.
 	qRunUpdateData = query(`UPDATE runs SET data = ? WHERE run_id = ? AND status = ? AND closed_at = ?`)
 
