@@ -180,7 +180,7 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	if err != nil {
 		return fail("%v", err)
 	}
-	err = largePhase(ctx, bin, db, filepath.Join(tmp, tag+"-w5-empty.log"), quiet, w, pids, func(t *target) error {
+	err = largePhase(ctx, o, bin, db, filepath.Join(tmp, tag+"-w5-empty.log"), quiet, w, pids, func(t *target) error {
 		var err error
 		l.emptyAt1, l.emptyAt64, err = measureW1(ctx, o, t)
 		if err == nil {
@@ -200,7 +200,7 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	}
 	defer done()
 	var tpl preloadTemplate
-	err = largePhase(ctx, bin, db, filepath.Join(tmp, tag+"-w5-template.log"), quiet, w, pids, func(t *target) error {
+	err = largePhase(ctx, o, bin, db, filepath.Join(tmp, tag+"-w5-template.log"), quiet, w, pids, func(t *target) error {
 		var err error
 		tpl, err = runTemplate(ctx, t)
 		return err
@@ -232,7 +232,7 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 
 	// The large store, measured.
 	progress("%s W5: W1, search and console pages on %s runs ...", store, fmtInt(int64(l.n)))
-	err = largePhase(ctx, bin, db, filepath.Join(tmp, tag+"-w5-large.log"), quiet, w, pids, func(t *target) error {
+	err = largePhase(ctx, o, bin, db, filepath.Join(tmp, tag+"-w5-large.log"), quiet, w, pids, func(t *target) error {
 		var err error
 		if l.largeAt1, l.largeAt64, err = measureW1(ctx, o, t); err != nil {
 			return err
@@ -249,7 +249,7 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	// The sweep, with W1 @64 running.
 	progress("%s W5: sweeping %s expired runs while W1 @%d runs ...", store, fmtInt(int64(l.n)), o.inFlight)
 	args := append(append([]string{}, quiet...), "--retention-for", typeW5+"=1ms", "--retention-interval", "1s")
-	err = largePhase(ctx, bin, db, filepath.Join(tmp, tag+"-w5-sweep.log"), args, w, pids, func(t *target) error {
+	err = largePhase(ctx, o, bin, db, filepath.Join(tmp, tag+"-w5-sweep.log"), args, w, pids, func(t *target) error {
 		return l.measureSweep(ctx, o, t, progress)
 	})
 	if err != nil {
@@ -259,9 +259,10 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 }
 
 // largePhase starts a server on db, runs do against it, and stops it;
-// errors in the server log fail the phase.
-func largePhase(ctx context.Context, bin, db, logPath string, args []string, w *worker, pids func() []int, do func(*target) error) error {
-	srv, err := startServer(ctx, bin, db, logPath, args, false)
+// errors in the server log fail the phase. With -pprof the server serves
+// net/http/pprof and each W1 run's window is profiled (runW1).
+func largePhase(ctx context.Context, o *options, bin, db, logPath string, args []string, w *worker, pids func() []int, do func(*target) error) error {
+	srv, err := startServer(ctx, bin, db, logPath, args, o.pprofDir != "")
 	if err != nil {
 		return err
 	}
@@ -306,7 +307,13 @@ func (t *target) runW1(ctx context.Context, o *options, inFlight int, withWait b
 	if !o.quick {
 		bg = backgroundLoad(ctx)
 	}
-	r, err := t.closedLoop(ctx, loopSpec{workload: "W1", inFlight: inFlight, warmup: o.warmup, duration: o.duration, withWait: withWait})
+	spec := loopSpec{workload: "W1", inFlight: inFlight, warmup: o.warmup, duration: o.duration, withWait: withWait}
+	if o.pprofDir != "" {
+		// t.prefix names the phase and the run: w5-empty-1, w5-large-n,
+		// w5-sweep (the server's log name without the tag).
+		spec.profile = filepath.Join(o.pprofDir, fmt.Sprintf("%s-%d.pprof", t.prefix, inFlight))
+	}
+	r, err := t.closedLoop(ctx, spec)
 	if err != nil {
 		return nil, err
 	}

@@ -190,7 +190,7 @@ func checkPreload(ctx context.Context, t *testing.T, bin, db, dir string, w *wor
 	const refIndex, first, n, cloneIndex = 10, 11, 4, 12
 	var tpl preloadTemplate
 	var refRun string
-	err := largePhase(ctx, bin, db, filepath.Join(dir, "template-"+t.Name()[strings.LastIndex(t.Name(), "/")+1:]+".log"), []string{"--retention", "0"}, w, nil,
+	err := largePhase(ctx, &options{}, bin, db, filepath.Join(dir, "template-"+t.Name()[strings.LastIndex(t.Name(), "/")+1:]+".log"), []string{"--retention", "0"}, w, nil,
 		func(tg *target) error {
 			var err error
 			if tpl, err = runTemplate(ctx, tg); err != nil {

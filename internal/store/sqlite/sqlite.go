@@ -88,6 +88,10 @@ type Store struct {
 	w *sql.DB // the single write connection
 	r *sql.DB // read-only connections (the same as w for MemoryDSN)
 
+	// writerStatements counts the statements the writer ran (txn.stmt):
+	// tests count the statements of a transaction with it.
+	writerStatements atomic.Int64
+
 	mu       sync.Mutex
 	prepared bool
 	wst, rst []*sql.Stmt // prepared statements of w and r, indexed by query
@@ -437,7 +441,7 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 	if err != nil {
 		return failAll(fmt.Errorf("sqlite: begin: %w", err))
 	}
-	t := &txn{tx: sqlTx, st: wst}
+	t := &txn{tx: sqlTx, st: wst, counter: &s.writerStatements}
 	savepoints = savepoints && len(batch) > 1
 	ok := 0
 	for i, r := range batch {
@@ -492,7 +496,8 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 	return finish()
 }
 
-// runFn runs one Update function, turning a panic into a panicError.
+// runFn runs one Update function, turning a panic into a panicError, and
+// then the checks of TaskTakeExpecting it left (txn.checkExpected).
 //
 // The function's statements run with a context that carries the caller's
 // values but not its cancellation. For a cancellable context the driver
@@ -502,12 +507,23 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 // batch and run it again. The writer checks the caller's context before it
 // runs the function; a statement, once started, finishes.
 func runFn(r *writeReq, t *txn) (err error) {
+	t.expectRun, t.expectExec = nil, nil
 	defer func() {
+		t.expectRun, t.expectExec = nil, nil
 		if p := recover(); p != nil {
 			err = &panicError{v: p}
 		}
 	}()
-	return r.fn(context.WithoutCancel(r.ctx), t)
+	ctx := context.WithoutCancel(r.ctx)
+	err = r.fn(ctx, t)
+	// The checks of TaskTakeExpecting that no update made: a failed one
+	// is the function's error, as it would have been had the check been
+	// made at once, even when the function failed after it (on a run or
+	// an execution it read as they no longer are).
+	if cerr := t.checkExpected(ctx); cerr != nil && (err == nil || errors.Is(cerr, engine.ErrUnexpected)) {
+		return cerr
+	}
+	return err
 }
 
 // View runs fn in a read-only transaction on its own snapshot of the

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/rowfmt"
@@ -62,6 +63,12 @@ var (
 	qRunUpdateData = query(`UPDATE runs SET data = ? WHERE run_id = ? AND status = ? AND closed_at = ?`)
 
 	qRunExpect = query(`SELECT count(*) FROM runs WHERE run_id = ? AND status = ? AND closed_at = ? AND data IS ?`)
+	// qRunUpdateExpect and qRunUpdateDataExpect are qRunUpdate and
+	// qRunUpdateData that make TaskTakeExpecting's check of the run in
+	// their WHERE: no row changed is the failed check.
+	qRunUpdateExpect = query(`UPDATE runs SET status = ?, closed_at = ?, data = ?
+		WHERE run_id = ? AND status = ? AND closed_at = ? AND data IS ?`)
+	qRunUpdateDataExpect = query(`UPDATE runs SET data = ? WHERE run_id = ? AND status = ? AND closed_at = ? AND data IS ?`)
 
 	qExecExpect     = query(`SELECT count(*) FROM executions WHERE run_id = ? AND execution_id = ? AND status = ? AND data IS ?`)
 	qExecGet        = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND execution_id = ?`)
@@ -69,6 +76,10 @@ var (
 	qExecListStatus = query(`SELECT ` + execColumns + ` FROM executions WHERE run_id = ? AND status` + inJSON + ` ORDER BY id`)
 	qExecInsert     = query(`INSERT INTO executions (` + execColumns + `) VALUES (?, ?, ?, ?, ?, ?)`)
 	qExecUpdate     = query(`UPDATE executions SET status = ?, data = ? WHERE run_id = ? AND execution_id = ?`)
+	// qExecUpdateExpect is qExecUpdate that makes TaskTakeExpecting's
+	// check of the execution in its WHERE.
+	qExecUpdateExpect = query(`UPDATE executions SET status = ?, data = ?
+		WHERE run_id = ? AND execution_id = ? AND status = ? AND data IS ?`)
 
 	qMsgPeek   = query(`SELECT ` + msgColumns + ` FROM messages WHERE run_id = ? AND kind = ? AND channel = ? ORDER BY id LIMIT ?`)
 	qMsgCounts = query(`SELECT channel, count(*) FROM messages WHERE run_id = ? AND kind = ? GROUP BY channel`)
@@ -152,6 +163,27 @@ type txn struct {
 	// (the rows it created and its call reads, see prefetch.go); nil in a
 	// View.
 	rec *fnRecord
+	// expectRun and expectExec are the checks of TaskTakeExpecting not
+	// made yet: the first RunUpdate or ExecutionUpdate of the same row
+	// makes its check in its WHERE; the next read, or runFn when the
+	// function returns, makes those left (checkExpected).
+	expectRun, expectExec *expectation
+	// counter, when set, counts the statements run (Store.writerStatements).
+	counter *atomic.Int64
+}
+
+// expectation is a check of TaskTakeExpecting not made yet: the values the
+// row must still hold. Only RunUpdate writes a run's row and only
+// ExecutionUpdate an execution's (besides their inserts and retention's
+// deletes), so until the transaction's first update of the row, the row is
+// as it was when the transaction began: the writer runs one transaction at
+// a time, and the check, made later in the same transaction, finds what it
+// would have found at once.
+type expectation struct {
+	runID, executionID string // executionID "": the run
+	status             string
+	closedAt           int64 // the run's
+	data               any   // as bound (text: a string, or nil for NULL)
 }
 
 var (
@@ -160,6 +192,9 @@ var (
 )
 
 func (t *txn) stmt(ctx context.Context, q int) *sql.Stmt {
+	if t.counter != nil {
+		t.counter.Add(1)
+	}
 	if t.bound == nil {
 		t.bound = make([]*sql.Stmt, len(queries))
 	}
@@ -175,13 +210,29 @@ func (t *txn) exec(ctx context.Context, q int, args ...any) (sql.Result, error) 
 	return t.stmt(ctx, q).ExecContext(ctx, args...)
 }
 
+// query runs a read of the transaction. A read first makes the checks of
+// TaskTakeExpecting not made yet (checkExpected): the function must not
+// act on rows read after a check that would have failed.
 func (t *txn) query(ctx context.Context, q int, args ...any) (*sql.Rows, error) {
+	if err := t.checkExpected(ctx); err != nil {
+		return nil, err
+	}
 	return t.stmt(ctx, q).QueryContext(ctx, args...)
 }
 
-func (t *txn) queryRow(ctx context.Context, q int, args ...any) *sql.Row {
+// queryRow is query for one row; a failed check is the row's Scan error.
+func (t *txn) queryRow(ctx context.Context, q int, args ...any) rowfmt.Scanner {
+	if err := t.checkExpected(ctx); err != nil {
+		return errRow{err}
+	}
 	return t.stmt(ctx, q).QueryRowContext(ctx, args...)
 }
+
+// errRow is a row whose Scan returns err.
+type errRow struct{ err error }
+
+// Scan implements rowfmt.Scanner.
+func (r errRow) Scan(...any) error { return r.err }
 
 // jsonList encodes values for a json_each parameter.
 func jsonList[T any](values []T) (string, error) {
@@ -304,6 +355,20 @@ func (t *txn) RunInsert(ctx context.Context, r *engine.Run) error {
 func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	t.changed(r.RunID)
 	status, closedAt := string(r.Status), rowfmt.ToMs(r.ClosedAt)
+	if e := t.expectRun; e != nil && e.runID == r.RunID {
+		t.expectRun = nil
+		var res sql.Result
+		var err error
+		if status == e.status && closedAt == e.closedAt {
+			res, err = t.exec(ctx, qRunUpdateDataExpect, text(r.Data), r.RunID, e.status, e.closedAt, e.data)
+		} else {
+			res, err = t.exec(ctx, qRunUpdateExpect, status, closedAt, text(r.Data), r.RunID, e.status, e.closedAt, e.data)
+		}
+		if ok, err := affected(res, err); err != nil || !ok {
+			return expectFailed("RunUpdate", "run", r.RunID, err)
+		}
+		return nil
+	}
 	if r.ClosedAt.IsZero() {
 		done, err := affected(t.exec(ctx, qRunUpdateData, text(r.Data), r.RunID, status, closedAt))
 		if err != nil || done {
@@ -376,6 +441,14 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 // the execution does not exist.
 func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
 	t.changed(e.RunID)
+	if x := t.expectExec; x != nil && x.runID == e.RunID && x.executionID == e.ExecutionID {
+		t.expectExec = nil
+		ok, err := affected(t.exec(ctx, qExecUpdateExpect, string(e.Status), text(e.Data), e.RunID, e.ExecutionID, x.status, x.data))
+		if err != nil || !ok {
+			return expectFailed("ExecutionUpdate", "execution", e.ExecutionID, err)
+		}
+		return nil
+	}
 	return wrap("ExecutionUpdate", mustAffect(t.exec(ctx, qExecUpdate, string(e.Status), text(e.Data), e.RunID, e.ExecutionID)))
 }
 
@@ -712,19 +785,19 @@ func (t *txn) TaskTake(ctx context.Context, runID string, taskID int64, owner, e
 	return out, nil
 }
 
-// TaskTakeExpecting implements engine.TaskTakeExpecter. The writer runs
-// one transaction at a time, so the checks run at once: when one fails,
-// it returns engine.ErrUnexpected and the caller's transaction is rolled
-// back. What it saves against TaskTake is reading the run and the
-// execution into records that the engine would then decode again.
+// TaskTakeExpecting implements engine.TaskTakeExpecter. It removes the
+// task at once and keeps the checks of the run and the execution for
+// later (expectation): the transaction's first RunUpdate of the run and
+// ExecutionUpdate of the execution, which applying a worker's answer
+// makes anyway, make them in their WHERE; those left are made with a read
+// before the transaction's next read (query) or when its function
+// returns (runFn), so that the function never acts on rows read after a
+// check that fails. A failed check returns
+// engine.ErrUnexpected, from that update or from the Update, and the
+// transaction is rolled back. Against TaskTake it saves reading the run
+// and the execution into records the engine would decode again; against
+// checking at once, two statements per answer.
 func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int64, owner string, x *engine.Execution) error {
-	var n int
-	if err := t.queryRow(ctx, qRunExpect, run.RunID, string(run.Status), rowfmt.ToMs(run.ClosedAt), text(run.Data)).Scan(&n); err != nil {
-		return wrap("TaskTakeExpecting", err)
-	}
-	if n != 1 {
-		return fmt.Errorf("sqlite: run %s: %w", run.RunID, engine.ErrUnexpected)
-	}
 	removed, err := t.TaskDelete(ctx, taskID, owner)
 	if err != nil {
 		return err
@@ -732,13 +805,38 @@ func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int
 	if !removed {
 		return fmt.Errorf("sqlite: task %d: %w", taskID, engine.ErrUnexpected)
 	}
-	if err := t.queryRow(ctx, qExecExpect, x.RunID, x.ExecutionID, string(x.Status), text(x.Data)).Scan(&n); err != nil {
-		return wrap("TaskTakeExpecting", err)
+	t.expectRun = &expectation{runID: run.RunID, status: string(run.Status), closedAt: rowfmt.ToMs(run.ClosedAt), data: text(run.Data)}
+	t.expectExec = &expectation{runID: x.RunID, executionID: x.ExecutionID, status: string(x.Status), data: text(x.Data)}
+	return nil
+}
+
+// checkExpected makes the checks of TaskTakeExpecting that no update made
+// yet: before the transaction's next read, and when its function returns.
+func (t *txn) checkExpected(ctx context.Context) error {
+	if e := t.expectRun; e != nil {
+		t.expectRun = nil
+		var n int
+		if err := t.stmt(ctx, qRunExpect).QueryRowContext(ctx, e.runID, e.status, e.closedAt, e.data).Scan(&n); err != nil || n != 1 {
+			return expectFailed("TaskTakeExpecting", "run", e.runID, err)
+		}
 	}
-	if n != 1 {
-		return fmt.Errorf("sqlite: execution %s: %w", x.ExecutionID, engine.ErrUnexpected)
+	if e := t.expectExec; e != nil {
+		t.expectExec = nil
+		var n int
+		if err := t.stmt(ctx, qExecExpect).QueryRowContext(ctx, e.runID, e.executionID, e.status, e.data).Scan(&n); err != nil || n != 1 {
+			return expectFailed("TaskTakeExpecting", "execution", e.executionID, err)
+		}
 	}
 	return nil
+}
+
+// expectFailed is the error of a check of TaskTakeExpecting: err when the
+// statement failed, engine.ErrUnexpected when the row was not as expected.
+func expectFailed(op, what, id string, err error) error {
+	if err != nil {
+		return wrap(op, err)
+	}
+	return fmt.Errorf("sqlite: %s %s: %w", what, id, engine.ErrUnexpected)
 }
 
 // TaskReschedule implements engine.Tx.

@@ -229,8 +229,61 @@ func TaskTakeExpecting(t *testing.T, s engine.Store, roundTrips func() int64) {
 		}
 	})
 
-	// A read issued after TaskTakeExpecting fails when the checks fail
-	// (PostgreSQL: the read carries them; SQLite: they failed at once).
+	// A transaction that updates neither the run nor the execution after
+	// TaskTakeExpecting still has them checked, at its commit at the
+	// latest: unchanged, the task is gone; changed, nothing is kept.
+	takeOnly := func(run *engine.Run, x *engine.Execution, task *engine.Task) error {
+		return s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			return tx.(engine.TaskTakeExpecter).TaskTakeExpecting(ctx, run, task.ID, owner, x)
+		})
+	}
+	t.Run("no update, as expected", func(t *testing.T) {
+		run, x, task := setup(t)
+		if err := takeOnly(run, x, task); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, tasks := stored(t, run.RunID); tasks != 0 {
+			t.Errorf("after the take: %d tasks, want 0", tasks)
+		}
+	})
+	for _, c := range []struct {
+		name   string
+		change func(run *engine.Run, x *engine.Execution) (*engine.Run, *engine.Execution)
+	}{
+		{"run", func(run *engine.Run, x *engine.Execution) (*engine.Run, *engine.Execution) {
+			r := *run
+			r.Data = []byte(`{"v":"other"}`)
+			return &r, nil
+		}},
+		{"execution", func(run *engine.Run, x *engine.Execution) (*engine.Run, *engine.Execution) {
+			e := *x
+			e.Status = engine.ExecCompleted
+			return nil, &e
+		}},
+	} {
+		t.Run("no update, "+c.name+" changed", func(t *testing.T) {
+			run, x, task := setup(t)
+			r, e := c.change(run, x)
+			if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+				if r != nil {
+					return tx.RunUpdate(ctx, r)
+				}
+				return tx.ExecutionUpdate(ctx, e)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			if err := takeOnly(run, x, task); !errors.Is(err, engine.ErrUnexpected) {
+				t.Fatalf("take after the %s changed: %v, want engine.ErrUnexpected", c.name, err)
+			}
+			if _, _, tasks := stored(t, run.RunID); tasks != 1 {
+				t.Errorf("the failed take left %d tasks, want 1", tasks)
+			}
+		})
+	}
+
+	// A transaction that read after TaskTakeExpecting fails when the checks
+	// fail (PostgreSQL: the read carries them; SQLite: they are made when
+	// the function returns, whatever it returned).
 	t.Run("read after the checks", func(t *testing.T) {
 		run, x, task := setup(t)
 		expRun := *run
