@@ -94,3 +94,34 @@ func TestTaskTakeExpectingStatements(t *testing.T) {
 		})
 	}
 }
+
+// TestWorkflowLockOrCreateStatements: a start of a new workflow id writes
+// its row in one statement; an existing id costs the insert that does
+// nothing and the read.
+func TestWorkflowLockOrCreateStatements(t *testing.T) {
+	ctx := context.Background()
+	s := openMigrated(t, true)
+	for _, c := range []struct {
+		name, runID string
+		wantCur     string
+		wantCreated bool
+		want        int64
+	}{
+		{"new id", "run-a", "", true, 1},
+		{"existing id", "run-b", "run-a", false, 2},
+	} {
+		before := s.writerStatements.Load()
+		if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			cur, created, err := tx.WorkflowLockOrCreate(ctx, "wf", c.runID)
+			if err == nil && (cur != c.wantCur || created != c.wantCreated) {
+				t.Errorf("%s: WorkflowLockOrCreate = %q, %v; want %q, %v", c.name, cur, created, c.wantCur, c.wantCreated)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.writerStatements.Load() - before; got != c.want {
+			t.Errorf("%s: %d statements, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -51,6 +51,8 @@ var (
 		RETURNING current_run_id`)
 	qWorkflowSet = query(`INSERT INTO workflows (workflow_id, current_run_id) VALUES (?, ?)
 		ON CONFLICT (workflow_id) DO UPDATE SET current_run_id = excluded.current_run_id`)
+	qWorkflowCreate = query(`INSERT INTO workflows (workflow_id, current_run_id) VALUES (?, ?)
+		ON CONFLICT (workflow_id) DO NOTHING`)
 
 	qRunGet    = query(`SELECT ` + runColumns + ` FROM runs WHERE run_id = ?`)
 	qRunInsert = query(`INSERT INTO runs (` + runColumns + `) VALUES (?, ?, ?, ?, ?, ?, ?)`)
@@ -291,11 +293,17 @@ func (t *txn) WorkflowLock(ctx context.Context, workflowID string) (string, erro
 
 // WorkflowLockOrCreate implements engine.Tx. The write transaction holds
 // the database, so reading the workflow's row is enough to own it (as in
-// RunLock); a workflow without a current run gets runID in one write,
-// where WorkflowLock's upsert and then WorkflowSetCurrentRun took two.
+// RunLock). A new workflow id, the common case, takes one statement: the
+// insert of its row pointing at runID (qWorkflowCreate), which does
+// nothing when the row exists; only then is the row read, and a workflow
+// without a current run gets runID.
 func (t *txn) WorkflowLockOrCreate(ctx context.Context, workflowID, runID string) (string, bool, error) {
+	created, err := affected(t.exec(ctx, qWorkflowCreate, workflowID, runID))
+	if err != nil || created {
+		return "", created, wrap("WorkflowLockOrCreate", err)
+	}
 	var cur string
-	err := t.queryRow(ctx, qWorkflowGet, workflowID).Scan(&cur)
+	err = t.queryRow(ctx, qWorkflowGet, workflowID).Scan(&cur)
 	if err != nil && !errors.Is(err, sql.ErrNoRows) {
 		return "", false, wrap("WorkflowLockOrCreate", err)
 	}
