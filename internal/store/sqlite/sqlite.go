@@ -88,8 +88,8 @@ type Store struct {
 	w *sql.DB // the single write connection
 	r *sql.DB // read-only connections (the same as w for MemoryDSN)
 
-	// writerStatements counts the statements the writer ran (txn.stmt):
-	// tests count the statements of a transaction with it.
+	// writerStatements counts the statements the writer ran (txn.stmt,
+	// WriterStatements).
 	writerStatements atomic.Int64
 
 	mu       sync.Mutex
@@ -495,6 +495,11 @@ func (s *Store) runBatch(batch []*writeReq, savepoints bool) bool {
 	deliverReads(batch, results)
 	return finish()
 }
+
+// WriterStatements returns how many statements the writer has run since
+// the store was opened (BEGIN, COMMIT and savepoints not counted): tests
+// count the statements of a workflow with it.
+func (s *Store) WriterStatements() int64 { return s.writerStatements.Load() }
 
 // runFn runs one Update function, turning a panic into a panicError, and
 // then the checks of TaskTakeExpecting it left (txn.checkExpected).
