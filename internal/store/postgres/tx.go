@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -268,6 +270,14 @@ func (t *txn) ExecutionInsert(ctx context.Context, executions []*engine.Executio
 	}
 	t.born.Executions(executions)
 	n := len(executions)
+	if n <= valuesMaxRows {
+		args := make([]any, 0, 6*n)
+		for _, e := range executions {
+			args = append(args, e.RunID, e.ExecutionID, e.StateID, string(e.Status), rowfmt.ToMs(e.CreatedAt), e.Data)
+		}
+		t.tx.later("ExecutionInsert", sqlExecutionInsertValues[n-1], nil, args...)
+		return nil
+	}
 	var (
 		runIDs, execIDs, stateIDs, statuses = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		created                             = make([]int64, n)
@@ -609,6 +619,20 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 	}
 	t.taskInserts++
 	n := len(tasks)
+	setIDs := readIDs(n, func(ids []int64) {
+		for i, tk := range tasks {
+			tk.ID = ids[i]
+		}
+	})
+	if n <= valuesMaxRows {
+		args := make([]any, 0, 10*n)
+		for _, tk := range tasks {
+			args = append(args, tk.RunID, tk.WorkflowID, tk.ExecutionID, string(tk.Kind), rowfmt.ToMs(tk.DueAt), int32(tk.Attempt),
+				rowfmt.ToMs(tk.FirstAttemptAt), nullString(tk.LeaseOwner), rowfmt.ToMs(tk.LeaseExpiresAt), tk.Data)
+		}
+		t.tx.laterRows("TaskInsert", sqlTaskInsertValues[n-1], setIDs, args...)
+		return nil
+	}
 	var (
 		runIDs, wfIDs, execIDs, kinds = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		due, first, expiry            = make([]int64, n), make([]int64, n), make([]int64, n)
@@ -627,11 +651,7 @@ func (t *txn) TaskInsert(ctx context.Context, tasks []*engine.Task) error {
 		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::int[], $7::bigint[], $8::text[],
 			$9::bigint[], $10::bytea[]) WITH ORDINALITY AS u(r, w, e, k, du, a, f, lo, le, d, o)
 		ORDER BY o
-		RETURNING id`, readIDs(n, func(ids []int64) {
-		for i, tk := range tasks {
-			tk.ID = ids[i]
-		}
-	}), runIDs, wfIDs, execIDs, kinds, due, attempts, first, owners, expiry, data)
+		RETURNING id`, setIDs, runIDs, wfIDs, execIDs, kinds, due, attempts, first, owners, expiry, data)
 	return nil
 }
 
@@ -953,12 +973,26 @@ func scanEvent(r pgx.Rows) (*engine.HistoryEvent, error) {
 	return &e, nil
 }
 
-// HistoryAppend implements engine.Tx with one multi-row INSERT.
+// HistoryAppend implements engine.Tx with one multi-row INSERT: a VALUES
+// list for up to valuesMaxRows events, an unnest of arrays beyond.
 func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) error {
 	if len(events) == 0 {
 		return nil
 	}
 	n := len(events)
+	setIDs := readIDs(n, func(ids []int64) {
+		for i, e := range events {
+			e.ID = ids[i]
+		}
+	})
+	if n <= valuesMaxRows {
+		args := make([]any, 0, 5*n)
+		for _, e := range events {
+			args = append(args, e.RunID, rowfmt.ToMs(e.At), e.Type, e.ExecutionID, e.Data)
+		}
+		t.tx.laterRows("HistoryAppend", sqlHistoryInsertValues[n-1], setIDs, args...)
+		return nil
+	}
 	var (
 		runIDs, types, execIDs = make([]string, n), make([]string, n), make([]string, n)
 		ats                    = make([]int64, n)
@@ -971,13 +1005,51 @@ func (t *txn) HistoryAppend(ctx context.Context, events []*engine.HistoryEvent) 
 		SELECT r, a, ty, e, d
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::bytea[]) WITH ORDINALITY AS u(r, a, ty, e, d, o)
 		ORDER BY o
-		RETURNING id`, readIDs(n, func(ids []int64) {
-		for i, e := range events {
-			e.ID = ids[i]
-		}
-	}), runIDs, ats, types, execIDs, data)
+		RETURNING id`, setIDs, runIDs, ats, types, execIDs, data)
 	return nil
 }
 
 // scanTask reads a task row.
 func scanTask(row pgx.Rows) (*engine.Task, error) { return rowfmt.ScanTask(row) }
+
+// valuesMaxRows is the most rows a multi-row INSERT writes as a VALUES
+// list of parameters; more go as arrays through unnest. A worker's answer
+// inserts one to four history events, executions and tasks, and for so
+// few rows a VALUES list costs the backend less than unnest ... WITH
+// ORDINALITY ORDER BY (a function scan of every array, then a sort), and
+// the server less than encoding arrays. A VALUES list is inserted, and
+// its sequence values (and RETURNING rows) are taken, in its order.
+const valuesMaxRows = 4
+
+// The INSERTs of 1 to valuesMaxRows rows, by rows - 1.
+var (
+	sqlExecutionInsertValues = valuesInserts(`INSERT INTO executions (`+execColumns+`) VALUES `, 6, ``)
+	sqlTaskInsertValues      = valuesInserts(`INSERT INTO tasks (run_id, workflow_id, execution_id, kind, due_at, attempt,
+			first_attempt_at, lease_owner, lease_expires_at, data) VALUES `, 10, ` RETURNING id`)
+	sqlHistoryInsertValues = valuesInserts(`INSERT INTO history (run_id, at, type, execution_id, data) VALUES `, 5, ` RETURNING id`)
+)
+
+// valuesInserts returns prefix + a VALUES list of 1 to valuesMaxRows rows of
+// cols parameters each + suffix.
+func valuesInserts(prefix string, cols int, suffix string) []string {
+	out := make([]string, valuesMaxRows)
+	var b strings.Builder
+	b.WriteString(prefix)
+	p := 0
+	for n := range valuesMaxRows {
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for c := range cols {
+			if c > 0 {
+				b.WriteString(", ")
+			}
+			p++
+			b.WriteString("$" + strconv.Itoa(p))
+		}
+		b.WriteByte(')')
+		out[n] = b.String() + suffix
+	}
+	return out
+}
