@@ -331,11 +331,14 @@ func (f *feed) publish() {
 				}
 			}
 			if err == nil {
-				b := &pgx.Batch{}
-				for _, p := range payloads {
-					b.Queue(`SELECT pg_notify($1, $2)`, f.channel, p)
+				// One statement for the lot: a pg_notify each, in order,
+				// in one transaction, as a batch of one statement each
+				// was, for the backend's work of one statement.
+				if len(payloads) == 1 {
+					_, err = conn.Exec(ctx, `SELECT pg_notify($1, $2)`, f.channel, payloads[0])
+				} else {
+					_, err = conn.Exec(ctx, `SELECT pg_notify($1, p) FROM unnest($2::text[]) AS u(p)`, f.channel, payloads)
 				}
-				err = conn.SendBatch(ctx, b).Close()
 			}
 			cancel()
 			if err != nil {
