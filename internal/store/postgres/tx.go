@@ -212,7 +212,7 @@ func (t *txn) RunUpdate(ctx context.Context, r *engine.Run) error {
 	}
 	t.tx.later("RunUpdate", `WITH u AS (
 		UPDATE runs SET status = $1, closed_at = $2, data = $3 WHERE run_id = $4 RETURNING 1)
-		SELECT iwf_found((SELECT count(*) FROM u) = 1, 'run')`, nil,
+		SELECT CASE WHEN (SELECT count(*) FROM u) = 1 THEN true ELSE iwf_found(false, 'run') END`, nil,
 		string(r.Status), rowfmt.ToMs(r.ClosedAt), r.Data, r.RunID)
 	return nil
 }
@@ -309,7 +309,7 @@ func (t *txn) ExecutionUpdate(ctx context.Context, e *engine.Execution) error {
 	}
 	t.tx.later("ExecutionUpdate", `WITH u AS (
 		UPDATE executions SET status = $1, data = $2 WHERE run_id = $3 AND execution_id = $4 RETURNING 1)
-		SELECT iwf_found((SELECT count(*) FROM u) = 1, 'execution')`, nil,
+		SELECT CASE WHEN (SELECT count(*) FROM u) = 1 THEN true ELSE iwf_found(false, 'execution') END`, nil,
 		string(e.Status), e.Data, e.RunID, e.ExecutionID)
 	return nil
 }
@@ -749,11 +749,19 @@ func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int
 		nil, run.RunID, t.expectRun.status, t.expectRun.closedAt, t.expectRun.data, taskID, t.expectRun.owner)
 	t.expectExec = t.queueCheck(queuedCheck{op: "TaskTakeExpecting (execution)", runID: x.RunID, executionID: x.ExecutionID, status: string(x.Status),
 		data: bytes.Clone(x.Data)})
-	t.tx.later(t.expectExec.op, `SELECT iwf_expect(count(*) = 1, 'execution') FROM executions
+	t.tx.later(t.expectExec.op, `SELECT CASE WHEN count(*) = 1 THEN true ELSE iwf_expect(false, 'execution') END FROM executions
 		WHERE run_id = $1 AND execution_id = $2 AND status = $3 AND data IS NOT DISTINCT FROM $4`,
 		nil, x.RunID, x.ExecutionID, t.expectExec.status, t.expectExec.data)
 	return nil
 }
+
+// The checks below call iwf_expect (and RunUpdate's and ExecutionUpdate's
+// iwf_found) only when they fail: CASE WHEN <ok> THEN true ELSE
+// iwf_expect(false, <what>) END. Each call of a PL/pgSQL function sets up
+// its interpreter in the backend (pgbench, one client, a SELECT of two
+// checks that hold: 10,584 statements/s with the calls, 12,470 with the
+// CASE, medians of three); a CASE evaluates only the branch it takes, and
+// the functions are VOLATILE, so the planner never evaluates them ahead.
 
 // sqlRunCheck is the run's check of TaskTakeExpecting with the task's
 // delete: $1 the run, $2..$4 the status, closed_at and data it must still
@@ -761,7 +769,8 @@ func (t *txn) TaskTakeExpecting(ctx context.Context, run *engine.Run, taskID int
 const sqlRunCheck = `WITH r AS (
 		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE),
 		d AS (DELETE FROM tasks WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text AND EXISTS (SELECT 1 FROM r) RETURNING 1)
-		SELECT iwf_expect((SELECT count(*) FROM r) = 1, 'run'), iwf_expect((SELECT count(*) FROM d) = 1, 'task')`
+		SELECT CASE WHEN (SELECT count(*) FROM r) = 1 THEN true ELSE iwf_expect(false, 'run') END,
+			CASE WHEN (SELECT count(*) FROM d) = 1 THEN true ELSE iwf_expect(false, 'task') END`
 
 // sqlRunCheckDeleteAll is sqlRunCheck that deletes every task of the run
 // (foldDeleteByRun); the taken one must be among them, still leased by
@@ -769,8 +778,9 @@ const sqlRunCheck = `WITH r AS (
 const sqlRunCheckDeleteAll = `WITH r AS (
 		SELECT 1 FROM runs WHERE run_id = $1 AND status = $2 AND closed_at = $3 AND data IS NOT DISTINCT FROM $4 FOR UPDATE),
 		d AS (DELETE FROM tasks WHERE run_id = $1 AND EXISTS (SELECT 1 FROM r) RETURNING id, lease_owner)
-		SELECT iwf_expect((SELECT count(*) FROM r) = 1, 'run'),
-			iwf_expect((SELECT count(*) FROM d WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text) = 1, 'task')`
+		SELECT CASE WHEN (SELECT count(*) FROM r) = 1 THEN true ELSE iwf_expect(false, 'run') END,
+			CASE WHEN (SELECT count(*) FROM d WHERE id = $5 AND lease_owner IS NOT DISTINCT FROM $6::text) = 1 THEN true
+				ELSE iwf_expect(false, 'task') END`
 
 // sqlRunUpdateExpecting is RunUpdate folded with the run's check of
 // TaskTakeExpecting and the task's delete that travels with it: $1..$4 as
@@ -782,7 +792,8 @@ const sqlRunUpdateExpecting = `WITH u AS (
 		UPDATE runs SET status = $1, closed_at = $2, data = $3
 		WHERE run_id = $4 AND status = $5 AND closed_at = $6 AND data IS NOT DISTINCT FROM $7 RETURNING 1),
 		d AS (DELETE FROM tasks WHERE id = $8 AND lease_owner IS NOT DISTINCT FROM $9::text AND EXISTS (SELECT 1 FROM u) RETURNING 1)
-		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'run'), iwf_expect((SELECT count(*) FROM d) = 1, 'task')`
+		SELECT CASE WHEN (SELECT count(*) FROM u) = 1 THEN true ELSE iwf_expect(false, 'run') END,
+			CASE WHEN (SELECT count(*) FROM d) = 1 THEN true ELSE iwf_expect(false, 'task') END`
 
 // sqlRunUpdateExpectingDeleteAll is sqlRunUpdateExpecting folded with a
 // TaskDeleteByRun of the run as well (foldDeleteByRun): it deletes every
@@ -792,8 +803,9 @@ const sqlRunUpdateExpectingDeleteAll = `WITH u AS (
 		UPDATE runs SET status = $1, closed_at = $2, data = $3
 		WHERE run_id = $4 AND status = $5 AND closed_at = $6 AND data IS NOT DISTINCT FROM $7 RETURNING 1),
 		d AS (DELETE FROM tasks WHERE run_id = $4 AND EXISTS (SELECT 1 FROM u) RETURNING id, lease_owner)
-		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'run'),
-			iwf_expect((SELECT count(*) FROM d WHERE id = $8 AND lease_owner IS NOT DISTINCT FROM $9::text) = 1, 'task')`
+		SELECT CASE WHEN (SELECT count(*) FROM u) = 1 THEN true ELSE iwf_expect(false, 'run') END,
+			CASE WHEN (SELECT count(*) FROM d WHERE id = $8 AND lease_owner IS NOT DISTINCT FROM $9::text) = 1 THEN true
+				ELSE iwf_expect(false, 'task') END`
 
 // sqlExecutionUpdateExpecting is ExecutionUpdate folded with the
 // execution's check of TaskTakeExpecting: $1..$4 as ExecutionUpdate's, $5
@@ -802,7 +814,7 @@ const sqlRunUpdateExpectingDeleteAll = `WITH u AS (
 const sqlExecutionUpdateExpecting = `WITH u AS (
 		UPDATE executions SET status = $1, data = $2
 		WHERE run_id = $3 AND execution_id = $4 AND status = $5 AND data IS NOT DISTINCT FROM $6 RETURNING 1)
-		SELECT iwf_expect((SELECT count(*) FROM u) = 1, 'execution')`
+		SELECT CASE WHEN (SELECT count(*) FROM u) = 1 THEN true ELSE iwf_expect(false, 'execution') END`
 
 // queueCheck returns c placed at the next index of the pipe's queue, where
 // the caller queues the check's statement next.
