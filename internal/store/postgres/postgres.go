@@ -18,7 +18,8 @@
 // at the same time (group commit, see combine.go).
 //
 // Statements are prepared and cached per connection by pgx; batches are
-// written with one multi-row statement (unnest of arrays) each.
+// written with one multi-row statement each (a VALUES list of up to four
+// rows, an unnest of arrays beyond, see valuesMaxRows).
 package postgres
 
 import (
