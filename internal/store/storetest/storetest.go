@@ -53,6 +53,7 @@ func Run(t *testing.T, newStore func(t *testing.T) engine.Store) {
 		{"UpdateOfAbsentRowKeepsNothing", testUpdateOfAbsentRowKeepsNothing},
 		{"RunLockSerialises", testRunLockSerialises},
 		{"ExecutionRoundTripAndOrder", testExecutionRoundTrip},
+		{"TaskInsertGivesEachItsID", testTaskInsertIDs},
 		{"ExecutionFilterAndCount", testExecutionFilterAndCount},
 		{"ExecutionUpdate", testExecutionUpdate},
 		{"MessageAppendPeek", testMessageAppendPeek},
@@ -2088,4 +2089,45 @@ func testHistory(t *testing.T, s engine.Store) {
 		stored = append(stored, storedEv(e))
 	}
 	equal(t, "HistoryList of 21 events appended at once", list("r3", 0, 0), stored)
+}
+
+// testTaskInsertIDs checks that TaskInsert gives each task the id of its
+// own row, for a few tasks and for many (a store may write the two
+// differently: PostgreSQL inserts up to four rows as a VALUES list and
+// more through unnest), and that the ids grow in the order given.
+func testTaskInsertIDs(t *testing.T, s engine.Store) {
+	at := time.UnixMilli(1_800_000_000_000)
+	for _, n := range []int{1, 3, 4, 5, 9} {
+		runID := fmt.Sprintf("ids-%d", n)
+		var tasks []*engine.Task
+		for i := range n {
+			tasks = append(tasks, newTask(runID, fmt.Sprintf("S-%d", i), engine.TaskExecute, at.Add(time.Duration(n-i)*time.Second)))
+		}
+		insertTasks(t, s, tasks...)
+		for i := 1; i < n; i++ {
+			if tasks[i].ID <= tasks[i-1].ID {
+				t.Fatalf("%d tasks: ids %d then %d, want them growing in the order given", n, tasks[i-1].ID, tasks[i].ID)
+			}
+		}
+		view(t, s, func(ctx context.Context, tx engine.ReadTx) error {
+			got, err := tx.TaskList(ctx, runID)
+			if err != nil {
+				return err
+			}
+			if len(got) != n {
+				t.Fatalf("%d tasks inserted, %d listed", n, len(got))
+			}
+			byID := map[int64]*engine.Task{}
+			for _, tk := range tasks {
+				byID[tk.ID] = tk
+			}
+			for _, g := range got {
+				w := byID[g.ID]
+				if w == nil || g.ExecutionID != w.ExecutionID || !g.DueAt.Equal(w.DueAt) || string(g.Data) != string(w.Data) {
+					t.Fatalf("%d tasks: the row of id %d is %s due %s, which TaskInsert gave no such id", n, g.ID, g.ExecutionID, g.DueAt)
+				}
+			}
+			return nil
+		})
+	}
 }
