@@ -339,7 +339,15 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 	// from making the timers of that work late. Batched, starts cost so
 	// little that they came in faster and the timers paid for it (make
 	// bench W3 on PostgreSQL: p99 lateness 138–441 ms against 53–88 ms with
-	// starts alone; docs/benchmarks.md).
+	// starts alone; docs/benchmarks.md). Measured again on 2026-12-07:
+	// starts in the combiner gave W1b @50 1.09–1.19× the state executions/s
+	// with a fifth less backend CPU (2.0 commits a workflow, not 2.6), and
+	// W3's median lateness rose from 30–150 ms to 0.7–1.0 s, whether starts
+	// kept their gate slot while queued or not, led batches or only rode in
+	// others' (at most four a batch), and with every blind transaction off
+	// the gate: in W3's burst, eager timer reads waited 100–400 ms at the
+	// gate while the pool had connections free, and the dispatcher's
+	// goroutines filled with them.
 	if p.blind() && engine.PriorityOf(ctx) != engine.PriorityStart {
 		// Nothing was sent: the combiner commits the writes, together with
 		// other transactions' when several wait. The transaction keeps its
