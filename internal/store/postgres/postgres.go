@@ -336,18 +336,18 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 	// A start commits alone, on a connection of its own, as it did before
 	// the combiner: it is the gate, where a start waits behind the work
 	// under way while it holds a connection, that keeps a burst of starts
-	// from making the timers of that work late. Batched, starts cost so
-	// little that they came in faster and the timers paid for it (make
-	// bench W3 on PostgreSQL: p99 lateness 138–441 ms against 53–88 ms with
-	// starts alone; docs/benchmarks.md). Measured again on 2026-12-07:
-	// starts in the combiner gave W1b @50 1.09–1.19× the state executions/s
-	// with a fifth less backend CPU (2.0 commits a workflow, not 2.6), and
-	// W3's median lateness rose from 30–150 ms to 0.7–1.0 s, whether starts
-	// kept their gate slot while queued or not, led batches or only rode in
-	// others' (at most four a batch), and with every blind transaction off
-	// the gate: in W3's burst, eager timer reads waited 100–400 ms at the
-	// gate while the pool had connections free, and the dispatcher's
-	// goroutines filled with them.
+	// from making the timers of that work late. In the combiner a start
+	// saves a commit (W1b @50: 2.0–2.5 commits a workflow against 2.9,
+	// 1.23–1.29× DBOS Transact's state executions/s against 1.13×), but
+	// W3's timers pay. Measured on two VMs on 2026-12-07: with starts
+	// batched like any transaction, riding only in others' batches (at
+	// most four a batch, leading only an idle combiner), with two commits
+	// at once or four, and with blind transactions off the gate while
+	// queued, W3's median lateness rose from 13–22 ms to 51–352 ms (0.7–1
+	// s on the slower VM) and its p99 passed 250 ms in 5 runs of 11, with
+	// the machine at 66–71 % CPU: the fired timers' answers lose the time
+	// queued for the combiner's few commits, not for want of CPU
+	// (docs/benchmarks.md).
 	if p.blind() && engine.PriorityOf(ctx) != engine.PriorityStart {
 		// Nothing was sent: the combiner commits the writes, together with
 		// other transactions' when several wait. The transaction keeps its
