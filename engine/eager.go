@@ -128,9 +128,12 @@ func (e *Engine) callExecuteEager(ctx context.Context, task *Task, idx record.Ti
 	}
 	decision := decisionIn(deref(resp.StateDecision))
 	writes := upsertsIn(resp.UpsertSearchAttributes, resp.UpsertDataObjects, resp.PublishToInterStateChannel)
-	return true, e.update(WithPriority(ctx, PriorityUrgent), func(t *txn) error {
-		tt, err := t.fireAlone(task, idx, firedAt)
-		if err != nil || tt == nil {
+	// The task is taken as the call's snapshot shows the run and the
+	// execution (updateTaking): the transaction reads nothing, and the
+	// store may commit it with others. Should either have changed during
+	// the call, it takes the task the usual way, reading them again.
+	return true, e.updateTaking(WithPriority(ctx, PriorityUrgent), task, ExecWaiting, s, func(tt *taskTxn) error {
+		if err := tt.fireAlone(task, idx, firedAt); err != nil {
 			return err
 		}
 		if err := tt.keepPayloads(off, tt.run.RunID); err != nil {
@@ -140,31 +143,26 @@ func (e *Engine) callExecuteEager(ctx context.Context, task *Task, idx record.Ti
 	})
 }
 
-// fireAlone takes a timer task marked Alone and fires its timer, which
+// fireAlone fires the timer of a taken timer task marked Alone, which
 // moves the execution to execute without creating an execute task: the
-// caller has called execute already. It returns nil when the task is no
-// longer this process's or the execution no longer waits.
-func (t *txn) fireAlone(task *Task, idx record.TimerTask, firedAt time.Time) (*taskTxn, error) {
-	tt, err := t.lockForTask(task, ExecWaiting)
-	if err != nil || tt == nil {
-		return nil, err
-	}
+// caller has called execute already.
+func (tt *taskTxn) fireAlone(task *Task, idx record.TimerTask, firedAt time.Time) error {
 	x, xd := tt.x, tt.xd
 	if !firesAlone(xd, idx.Index) {
-		return nil, fmt.Errorf("engine: execution %s changed its commands while waiting", x.ExecutionID)
+		return fmt.Errorf("engine: execution %s changed its commands while waiting", x.ExecutionID)
 	}
-	t.fx.timerLateness = append(t.fx.timerLateness, firedAt.Sub(task.DueAt))
+	tt.fx.timerLateness = append(tt.fx.timerLateness, firedAt.Sub(task.DueAt))
 	xd.FireAt[idx.Index] = 0
 	tt.record(tt.event(x.ExecutionID, "TimerFired", map[string]any{"index": idx.Index}))
 	tt.lastTimerTaken, tt.answered = x.ExecutionID, x.ExecutionID
 	if _, err := tt.evaluate(x, xd); err != nil {
-		return nil, err
+		return err
 	}
 	if x.Status != ExecExecute {
-		return nil, fmt.Errorf("engine: execution %s did not move on when its only timer fired", x.ExecutionID)
+		return fmt.Errorf("engine: execution %s did not move on when its only timer fired", x.ExecutionID)
 	}
 	x.Data = encode(xd)
-	return tt, nil
+	return nil
 }
 
 // fireTimerFailed records an execute call made as its timer fired that
@@ -175,8 +173,11 @@ func (e *Engine) fireTimerFailed(ctx context.Context, task *Task, idx record.Tim
 	var failed *Task
 	err := e.update(WithPriority(ctx, PriorityUrgent), func(t *txn) error {
 		failed = nil
-		tt, err := t.fireAlone(task, idx, call.FirstAttemptAt)
+		tt, err := t.lockForTask(task, ExecWaiting)
 		if err != nil || tt == nil {
+			return err
+		}
+		if err := tt.fireAlone(task, idx, call.FirstAttemptAt); err != nil {
 			return err
 		}
 		x := tt.x
