@@ -365,12 +365,17 @@ type notifier struct {
 // pending one settles: the next getWithWait reads the run. A change told by
 // the change feed (another process's commit) does the same.
 //
-// So a mark with nothing pending names a run that was open at its last
-// commit by this process, with no commit of this process since, and no
-// change by another process told since. A getWithWait subscribes before it
-// looks at the mark: a close committed after the look wakes it, by this
-// process (notifyCommit) or through the feed, as a close after a read
-// would.
+// So a mark that is not stale names a run that was open at the latest
+// commit by this process that settled, with no change by another process
+// told since. A getWithWait subscribes before it looks at the mark, and a
+// transaction settles before it wakes the waiters: a transaction pending
+// at the look, and any close committed after it, wakes the long poll when
+// it closes the run, by this process (notifyCommit) or through the feed,
+// as a close after a read would. So the mark answers while a transaction
+// of the workflow is pending too: under load, the answer to a workflow's
+// first state is often on its way when the client's getWithWait, sent
+// after the start, arrives (W1b @50 on PostgreSQL: half the long polls
+// read the run when the mark answered only with nothing pending).
 type openMark struct {
 	runID   string // the open run; "" once stale
 	pending int    // transactions of the workflow between pend and settle
@@ -468,7 +473,7 @@ func (n *notifier) forgetLocked(key string, m *openMark) {
 func (n *notifier) knownOpen(key string) string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if m := n.marks[key]; m != nil && m.pending == 0 && !m.stale {
+	if m := n.marks[key]; m != nil && !m.stale {
 		return m.runID
 	}
 	return ""

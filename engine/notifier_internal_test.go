@@ -68,9 +68,10 @@ func TestNotifierWakesCloseWaitersOnClosesOnly(t *testing.T) {
 }
 
 // TestNotifierOpenMarks: a workflow's mark names the run its last commit by
-// this process left open, only while no transaction of the workflow is
-// pending; commits that settle out of order, a failed commit, a change told
-// by the change feed and a missed notification all leave it unknown.
+// this process that settled left open, also while a transaction of the
+// workflow is pending; commits that settle out of order, a failed commit, a
+// change told by the change feed and a missed notification all leave it
+// unknown.
 func TestNotifierOpenMarks(t *testing.T) {
 	n := newNotifier()
 	k := workflowKey("wf")
@@ -86,7 +87,7 @@ func TestNotifierOpenMarks(t *testing.T) {
 	n.settle(k, "r1")
 	want("after the start", "r1")
 	n.pend([]string{k})
-	want("an answer pending", "")
+	want("an answer pending", "r1")
 	n.settle(k, "r1")
 	want("after an answer that left it open", "r1")
 	n.pend([]string{k})
@@ -115,6 +116,23 @@ func TestNotifierOpenMarks(t *testing.T) {
 	n.pend([]string{k})
 	n.settle(k, "r3")
 	want("a commit alone", "r3")
+
+	// A long poll that looks while the closing transaction is pending
+	// waits on the mark, and that transaction's commit wakes it with the
+	// run it closed: it settles before it wakes the waiters.
+	closes, unsubscribe := n.subscribeCloses(k)
+	n.pend([]string{k})
+	want("the close pending", "r3")
+	n.settle(k, "")
+	closed := &Run{RunID: "r3", WorkflowID: "wf", Status: RunCompleted}
+	n.notifyCommit(k, closed)
+	if !signalled(closes) || n.take(closes) != closed {
+		t.Fatal("the pending close did not wake the long poll that waited on the mark with its run")
+	}
+	unsubscribe()
+	want("after the close", "")
+	n.pend([]string{k})
+	n.settle(k, "r3")
 
 	// A failed commit may have committed: the mark is forgotten.
 	n.pend([]string{k})
