@@ -135,6 +135,10 @@ type member struct {
 // after behind the commit, and returns the outcome. key orders it within
 // a batch. A transaction cancelled while it waits in the queue is dropped
 // from it and commits nothing; once taken, its outcome is the commit's.
+// A transaction whose context has a deadline (a client's request, such as
+// a start) does not wait for that outcome past the end of its context: it
+// returns the context's error, and the commit goes on for the others it
+// carries, with its writes, as a commit whose answer is lost would.
 func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []afterCommitRead, key string) error {
 	m := &member{ctx: ctx, prio: engine.PriorityOf(ctx), stmts: stmts, after: after, key: key}
 	c.mu.Lock()
@@ -166,6 +170,22 @@ func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []after
 		return ctx.Err()
 	}
 	c.mu.Unlock()
+	// Taken: by a batch under way, or to lead one. The turn to lead is
+	// handed over under c.mu as m leaves the queue, so it is in m.lead by
+	// now, and must be taken: the slot came with it.
+	if _, bounded := ctx.Deadline(); bounded {
+		select {
+		case err := <-m.res:
+			return err
+		default:
+		}
+		select {
+		case <-m.lead:
+			return c.lead(m)
+		default:
+			return ctx.Err()
+		}
+	}
 	select {
 	case err := <-m.res:
 		return err
@@ -175,10 +195,37 @@ func (c *combiner) commit(ctx context.Context, stmts []queuedStmt, after []after
 }
 
 // lead commits m, holding a slot, with as many queued transactions as a
-// batch takes, most urgent first; then it hands the slot to the most
+// batch takes, and returns m's outcome. When m's context has a deadline,
+// the batch is committed on a goroutine of its own, and lead returns the
+// context's error once it ends first (see commit).
+func (c *combiner) lead(m *member) error {
+	if _, bounded := m.ctx.Deadline(); !bounded {
+		c.leadBatch(m)
+		return m.err
+	}
+	done := make(chan struct{})
+	go func() {
+		c.leadBatch(m)
+		close(done)
+	}()
+	select {
+	case <-done:
+		return m.err
+	case <-m.ctx.Done():
+	}
+	select {
+	case <-done:
+		return m.err
+	default:
+		return m.ctx.Err()
+	}
+}
+
+// leadBatch commits m, holding a slot, with as many queued transactions as
+// a batch takes, most urgent first; then it hands the slot to the most
 // urgent transaction still queued, or gives it back, and tells the batch
 // its outcomes.
-func (c *combiner) lead(m *member) error {
+func (c *combiner) leadBatch(m *member) {
 	c.mu.Lock()
 	batch := append(make([]*member, 0, min(c.queued+1, c.maxBatch)), m)
 	batch = c.takeLocked(batch, c.maxBatch)
@@ -198,7 +245,6 @@ func (c *combiner) lead(m *member) error {
 			o.res <- o.err
 		}
 	}
-	return m.err
 }
 
 // takeLocked moves queued transactions to batch, most urgent first and

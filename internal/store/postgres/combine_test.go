@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -311,8 +312,8 @@ func TestWorkflowCreateExpecting(t *testing.T) {
 }
 
 // TestCombinerPriority: queued blind transactions get the commit slot most
-// urgent first (engine.Priority), oldest first within a priority; a
-// start's commits alone.
+// urgent first (engine.Priority), oldest first within a priority; a start
+// queued before them all commits after them all.
 func TestCombinerPriority(t *testing.T) {
 	f := newCombineFixture(t, 1)
 	postgres.SetCombiner(f.s, 1, 1)
@@ -335,29 +336,13 @@ func TestCombinerPriority(t *testing.T) {
 	for i, q := range []struct {
 		what string
 		prio engine.Priority
-	}{{"low-1", engine.PriorityLow}, {"normal", engine.PriorityNormal}, {"urgent-1", engine.PriorityUrgent},
-		{"low-2", engine.PriorityLow}, {"urgent-2", engine.PriorityUrgent}} {
+	}{{"start", engine.PriorityStart}, {"low-1", engine.PriorityLow}, {"normal", engine.PriorityNormal},
+		{"urgent-1", engine.PriorityUrgent}, {"low-2", engine.PriorityLow}, {"urgent-2", engine.PriorityUrgent}} {
 		blind(engine.WithPriority(ctx, q.prio), q.what, false)
 		f.waitQueued(t, i+1)
 	}
-	// A start commits alone, holding its own connection (the gate throttles
-	// starts): it neither queues nor waits for the slot.
-	startDone := make(chan error, 1)
-	go func() {
-		startDone <- f.s.Update(engine.WithPriority(ctx, engine.PriorityStart), func(ctx context.Context, tx engine.Tx) error {
-			return f.mark(ctx, tx, "run-0", "start")
-		})
-	}()
-	select {
-	case err := <-startDone:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("a start's transaction waited for the combiner")
-	}
 	release()
-	for range 6 {
+	for range 7 {
 		if err := <-done; err != nil {
 			t.Fatal(err)
 		}
@@ -370,7 +355,7 @@ func TestCombinerPriority(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := fmt.Sprint(order), "[start first urgent-1 urgent-2 normal low-1 low-2]"; got != want {
+	if got, want := fmt.Sprint(order), "[first urgent-1 urgent-2 normal low-1 low-2 start]"; got != want {
 		t.Errorf("committed in the order %s, want %s", got, want)
 	}
 }
@@ -442,4 +427,115 @@ func TestCombinerLockHeldElsewhere(t *testing.T) {
 	if m := fmt.Sprint(f.marks(t)); m != "[a b c]" {
 		t.Errorf("history %s, want [a b c]", m)
 	}
+}
+
+// holdEveryCommit makes each commit of blind transactions wait before it
+// sends anything until released: it sends on entered once it waits, and
+// goes on when release receives.
+func (f *combineFixture) holdEveryCommit() (entered <-chan struct{}, release chan<- struct{}) {
+	in, out := make(chan struct{}), make(chan struct{})
+	postgres.OnCombinerFlush(f.s, func() {
+		in <- struct{}{}
+		<-out
+	})
+	return in, out
+}
+
+// TestCombinerRequestDeadline: a transaction whose context has a deadline
+// (a client's request, such as a start) does not wait for its commit past
+// the end of its context, whether it leads the commit or rides in another's;
+// the commit goes on for the others, with its writes, and its slot is
+// handed on.
+func TestCombinerRequestDeadline(t *testing.T) {
+	f := newCombineFixture(t, 1)
+	postgres.SetCombiner(f.s, 1, 16)
+	ctx := context.Background()
+	entered, release := f.holdEveryCommit()
+	request := func() (context.Context, context.CancelFunc) {
+		return context.WithDeadline(engine.WithPriority(ctx, engine.PriorityStart), time.Now().Add(time.Hour))
+	}
+	update := func(ctx context.Context, what string) <-chan error {
+		done := make(chan error, 1)
+		go func() {
+			done <- f.s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return f.mark(ctx, tx, "run-0", what) })
+		}()
+		return done
+	}
+	outcome := func(what string, done <-chan error) error {
+		t.Helper()
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Minute):
+			t.Fatalf("%s: Update never returned", what)
+			return nil
+		}
+	}
+
+	// A request that leads its commit returns when its context ends; its
+	// commit, stopped or not by then, may or may not keep it.
+	reqCtx, cancel := request()
+	leader := update(reqCtx, "leader")
+	<-entered
+	cancel()
+	if err := outcome("the leading request", leader); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a leading request whose context ended: %v, want context.Canceled", err)
+	}
+	release <- struct{}{}
+	// An engine transaction commits once that commit has handed its slot
+	// on; then the slot is free.
+	sync := update(ctx, "sync")
+	<-entered
+	release <- struct{}{}
+	if err := outcome("sync", sync); err != nil {
+		t.Fatal(err)
+	}
+	for len(f.queue) > 0 {
+		<-f.queue
+	}
+
+	// An engine transaction leads the next commit, held; a request and
+	// another engine transaction queue.
+	first := update(ctx, "first")
+	<-entered
+	reqCtx, cancel = request()
+	defer cancel()
+	rider := update(reqCtx, "rider")
+	f.waitQueued(t, 1)
+	second := update(ctx, "second")
+	f.waitQueued(t, 2)
+	// The first commit ends and hands its slot to the engine transaction,
+	// whose commit takes the request along and is held.
+	release <- struct{}{}
+	if err := outcome("first", first); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	cancel()
+	if err := outcome("the riding request", rider); !errors.Is(err, context.Canceled) {
+		t.Fatalf("a riding request whose context ended: %v, want context.Canceled", err)
+	}
+	release <- struct{}{}
+	if err := outcome("second", second); err != nil {
+		t.Fatal(err)
+	}
+	order := slices.DeleteFunc(f.order(t), func(what string) bool { return what == "leader" })
+	if got, want := fmt.Sprint(order), "[sync first second rider]"; got != want {
+		t.Errorf("stored %s (leaving out the leader), want %s: the commit carries a request that stopped waiting", got, want)
+	}
+}
+
+// order returns the types of the history events stored, in the order
+// they were inserted.
+func (f *combineFixture) order(t *testing.T) []string {
+	t.Helper()
+	rows, err := f.conn.Query(context.Background(), `SELECT type FROM history ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

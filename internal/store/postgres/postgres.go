@@ -12,10 +12,10 @@
 // and serialization failures are retried transparently. TaskClaim leases
 // tasks with FOR UPDATE SKIP LOCKED, so concurrent claimers neither block
 // each other nor receive the same task. View transactions are REPEATABLE
-// READ, READ ONLY: one consistent snapshot. A transaction other than a
-// start that sends nothing before its commit (all writes, checked by the
-// database) is committed by the combiner, together with others that wait
-// at the same time (group commit, see combine.go).
+// READ, READ ONLY: one consistent snapshot. A transaction that sends
+// nothing before its commit (all writes, checked by the database), a
+// start's as an answer's, is committed by the combiner, together with
+// others that wait at the same time (group commit, see combine.go).
 //
 // Statements are prepared and cached per connection by pgx; batches are
 // written with one multi-row statement each (a VALUES list of up to four
@@ -333,22 +333,18 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 		return err
 	}
 	t.knowReads()
-	// A start commits alone, on a connection of its own, as it did before
-	// the combiner: it is the gate, where a start waits behind the work
-	// under way while it holds a connection, that keeps a burst of starts
-	// from making the timers of that work late. In the combiner a start
-	// saves a commit (W1b @50: 2.0–2.5 commits a workflow against 2.9,
-	// 1.23–1.29× DBOS Transact's state executions/s against 1.13×), but
-	// W3's timers pay. Measured on two VMs on 2026-12-07: with starts
-	// batched like any transaction, riding only in others' batches (at
-	// most four a batch, leading only an idle combiner), with two commits
-	// at once or four, and with blind transactions off the gate while
-	// queued, W3's median lateness rose from 13–22 ms to 51–352 ms (0.7–1
-	// s on the slower VM) and its p99 passed 250 ms in 5 runs of 11, with
-	// the machine at 66–71 % CPU: the fired timers' answers lose the time
-	// queued for the combiner's few commits, not for want of CPU
-	// (docs/benchmarks.md).
-	if p.blind() && engine.PriorityOf(ctx) != engine.PriorityStart {
+	// A start's transaction goes to the combiner too, where it queues
+	// behind every other priority. Starts committed alone from the
+	// combiner's first day until 2026-12-07: batched, they had made the
+	// fired timers of W3 late, because a timer that fired alone applied
+	// its answer after reading and locking the run again, on a connection
+	// and a gate slot of its own, and the call reads of the next timers
+	// waited at the gate behind those. Since that answer is blind too
+	// (engine.updateTaking), W3's p99 lateness measured 42–78 ms with
+	// starts batched and 28–48 ms alone, and W1b @50 1.33× DBOS
+	// Transact's state executions/s against 1.21×, with 2.0–2.1
+	// PostgreSQL commits a workflow against 2.6–2.7 (docs/benchmarks.md).
+	if p.blind() {
 		// Nothing was sent: the combiner commits the writes, together with
 		// other transactions' when several wait. The transaction keeps its
 		// slot at the gate until then, so that the gate goes on bounding
