@@ -103,13 +103,17 @@ func lockTimedOut(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
 }
 
-// Defaults of the combiner: 4 commits at once, of up to 16 transactions
+// Defaults of the combiner: 2 commits at once, of up to 16 transactions
 // each. Measured with W1 @64 on 2 cores (docs/benchmarks.md): 2, 3 or 4
 // commits at once did about the same, 8 fewer workflows (larger batches
 // save more than the commits running side by side gain), 16 fewer still;
-// 32 transactions a commit did no better than 16.
+// 32 transactions a commit did no better than 16. Once starts and fired
+// timers' answers came to the combiner too, 2 did better than 4
+// (2026-12-07, pairs on one VM): W1 @64 +7 %, W2 +7 %, W1b +2 %, with a
+// tenth less CPU in the database; W1b 1.5 PostgreSQL commits a workflow
+// against 2.0; W3's p99 lateness 38–59 ms against 40–66.
 const (
-	combineFlushes = 4
+	combineFlushes = 2
 	combineBatch   = 16
 )
 
