@@ -72,9 +72,17 @@ func (f *combineFixture) touch(ctx context.Context, tx engine.Tx, i int, data, w
 }
 
 // marks returns the types of the history events stored, in order.
-func (f *combineFixture) marks(t *testing.T) []string {
+func (f *combineFixture) marks(t *testing.T) []string { return f.historyTypes(t, "type") }
+
+// order returns the types of the history events stored, in the order
+// they were inserted.
+func (f *combineFixture) order(t *testing.T) []string { return f.historyTypes(t, "id") }
+
+// historyTypes returns the types of the history events stored, ordered by
+// the column by.
+func (f *combineFixture) historyTypes(t *testing.T, by string) []string {
 	t.Helper()
-	rows, err := f.conn.Query(context.Background(), `SELECT type FROM history ORDER BY type`)
+	rows, err := f.conn.Query(context.Background(), `SELECT type FROM history ORDER BY `+by)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,15 +355,7 @@ func TestCombinerPriority(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	rows, err := f.conn.Query(ctx, `SELECT type FROM history ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	order, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := fmt.Sprint(order), "[first urgent-1 urgent-2 normal low-1 low-2 start]"; got != want {
+	if got, want := fmt.Sprint(f.order(t)), "[first urgent-1 urgent-2 normal low-1 low-2 start]"; got != want {
 		t.Errorf("committed in the order %s, want %s", got, want)
 	}
 }
@@ -523,19 +523,4 @@ func TestCombinerRequestDeadline(t *testing.T) {
 	if got, want := fmt.Sprint(order), "[sync first second rider]"; got != want {
 		t.Errorf("stored %s (leaving out the leader), want %s: the commit carries a request that stopped waiting", got, want)
 	}
-}
-
-// order returns the types of the history events stored, in the order
-// they were inserted.
-func (f *combineFixture) order(t *testing.T) []string {
-	t.Helper()
-	rows, err := f.conn.Query(context.Background(), `SELECT type FROM history ORDER BY id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
