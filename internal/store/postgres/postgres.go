@@ -343,7 +343,8 @@ func (s *Store) update(ctx context.Context, fn func(ctx context.Context, tx engi
 	// (engine.updateTaking), W3's p99 lateness measured 42–78 ms with
 	// starts batched and 28–48 ms alone, and W1b @50 1.33× DBOS
 	// Transact's state executions/s against 1.21×, with 2.0–2.1
-	// PostgreSQL commits a workflow against 2.6–2.7 (docs/benchmarks.md).
+	// PostgreSQL commits a workflow against 2.6–2.7, four commits at once
+	// (two since: combineFlushes; docs/benchmarks.md).
 	if p.blind() {
 		// Nothing was sent: the combiner commits the writes, together with
 		// other transactions' when several wait. The transaction keeps its
