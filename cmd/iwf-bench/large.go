@@ -1,12 +1,16 @@
 package main
 
-// Workload W5: a server on a large store. On an empty database, W1 @1 and
-// W1 @64 as a reference. On a second database: one template BenchW5 run
-// through the real server, the server stopped, N clones of it written in
-// bulk (preload.go), the server restarted; then W1 @1 and W1 @64 again, a
-// selective search, the console's list page and a preloaded run's page.
-// Last, the server restarts with a retention of 1 ms for BenchW5 and
-// W1 @64 runs while the sweep deletes the N runs.
+// Workload W5: a server on a large store. Two databases: an empty one, the
+// reference, and a large one: one template BenchW5 run through the real
+// server, the server stopped, N clones of it written in bulk (preload.go).
+// Then W1 @1 and W1 @64 in rounds, on the empty store and on the large one
+// (the empty one first in odd rounds, second in even ones), each on a fresh
+// server process, and the ratios compare the medians of the rounds: a single pair of windows moved by the
+// machine's noise (the empty store's W1 @64 alone varied by 8–17 % between
+// runs on the 2-core VMs) more than the store's size does. After the
+// rounds, a selective search, the console's list page and a preloaded
+// run's page on the large store. Last, the server restarts with a retention
+// of 1 ms for BenchW5 and W1 @64 runs while the sweep deletes the N runs.
 
 import (
 	"context"
@@ -16,6 +20,7 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -36,19 +41,24 @@ const (
 	largeSearches   = 200  // selective searches measured
 	largePageGets   = 20   // GETs of each console page measured
 	largeSweepLimit = 2 * time.Hour
+	// largeRounds is how many times W1 @1 and W1 @64 run on each store,
+	// alternating (one with -quick).
+	largeRounds = 3
 )
 
 // largeResult is what W5 measured on one store.
 type largeResult struct {
 	n int
-	// The W1 runs: on the empty store, on the large store, during the sweep.
-	emptyAt1, emptyAt64, largeAt1, largeAt64, sweepAt64 *result
-	emptySize, largeSize                                storeSize
-	preload                                             time.Duration
-	search, list, runPage                               dist
-	searchHits                                          int // runs the first search found
-	searchBad                                           int // searches that found no run
-	listBytes, runBytes                                 int
+	// The W1 runs, one per round: on the empty store and on the large
+	// store; and the run during the sweep.
+	emptyAt1, emptyAt64, largeAt1, largeAt64 []*result
+	sweepAt64                                *result
+	emptySize, largeSize                     storeSize
+	preload                                  time.Duration
+	search, list, runPage                    dist
+	searchHits                               int // runs the first search found
+	searchBad                                int // searches that found no run
+	listBytes, runBytes                      int
 	// The sweep: runs deleted over its whole length, and while W1 ran.
 	swept, sweptInWindow int64
 	sweepTime            time.Duration
@@ -56,26 +66,52 @@ type largeResult struct {
 	errs                 []string
 }
 
-// w1Ratio, p50Ratio and sweepW1 are the relative figures (0: unmeasured).
-func (l *largeResult) w1Ratio() float64 {
-	if l.emptyAt64 == nil || l.largeAt64 == nil || l.emptyAt64.throughput() == 0 {
+// medianOf returns the median of f over rs (the mean of the middle two of
+// an even count); 0 when rs is empty.
+func medianOf(rs []*result, f func(*result) float64) float64 {
+	if len(rs) == 0 {
 		return 0
 	}
-	return l.largeAt64.throughput() / l.emptyAt64.throughput()
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = f(r)
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// throughputOf and p50Of are the figures the ratios compare.
+func throughputOf(r *result) float64 { return r.throughput() }
+func p50Of(r *result) float64        { return float64(waitP50(r)) }
+
+// w1Ratio, p50Ratio and sweepW1 are the relative figures, of the rounds'
+// medians (0: unmeasured).
+func (l *largeResult) w1Ratio() float64 {
+	e := medianOf(l.emptyAt64, throughputOf)
+	if e == 0 || len(l.largeAt64) == 0 {
+		return 0
+	}
+	return medianOf(l.largeAt64, throughputOf) / e
 }
 
 func (l *largeResult) p50Ratio() float64 {
-	if l.emptyAt1 == nil || l.largeAt1 == nil || waitP50(l.emptyAt1) == 0 {
+	e := medianOf(l.emptyAt1, p50Of)
+	if e == 0 || len(l.largeAt1) == 0 {
 		return 0
 	}
-	return float64(waitP50(l.largeAt1)) / float64(waitP50(l.emptyAt1))
+	return medianOf(l.largeAt1, p50Of) / e
 }
 
+// sweepW1 compares W1 @64 during the sweep with the large store's rounds.
 func (l *largeResult) sweepW1() float64 {
-	if l.largeAt64 == nil || l.sweepAt64 == nil || l.largeAt64.throughput() == 0 {
+	b := medianOf(l.largeAt64, throughputOf)
+	if b == 0 || l.sweepAt64 == nil {
 		return 0
 	}
-	return l.sweepAt64.throughput() / l.largeAt64.throughput()
+	return l.sweepAt64.throughput() / b
 }
 
 // sweepRate is the runs deleted per second while W1 ran; overallRate over
@@ -174,27 +210,15 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	}
 	quiet := append(append([]string{}, o.serverArgs...), "--retention", "0")
 
-	// The empty store.
-	progress("%s W5: W1 @1 and W1 @%d on an empty store ...", store, o.inFlight)
-	db, size, pids, done, err := newDB("w5e")
+	// The empty store, kept for the rounds.
+	edb, esize, epids, edone, err := newDB("w5e")
 	if err != nil {
 		return fail("%v", err)
 	}
-	err = largePhase(ctx, o, bin, db, filepath.Join(tmp, tag+"-w5-empty.log"), quiet, w, pids, func(t *target) error {
-		var err error
-		l.emptyAt1, l.emptyAt64, err = measureW1(ctx, o, t)
-		if err == nil {
-			l.emptySize, err = size()
-		}
-		return err
-	})
-	done()
-	if err != nil {
-		return fail("empty store: %v", err)
-	}
+	defer edone()
 
 	// The large store: the template through the server.
-	db, size, pids, done, err = newDB("w5")
+	db, size, pids, done, err := newDB("w5")
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -230,17 +254,56 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 		return fail("size: %v", err)
 	}
 
-	// The large store, measured.
-	progress("%s W5: W1, search and console pages on %s runs ...", store, fmtInt(int64(l.n)))
-	err = largePhase(ctx, o, bin, db, filepath.Join(tmp, tag+"-w5-large.log"), quiet, w, pids, func(t *target) error {
-		var err error
-		if l.largeAt1, l.largeAt64, err = measureW1(ctx, o, t); err != nil {
+	// W1 in rounds on both stores, the empty store first in odd rounds
+	// and second in even ones: what one phase leaves to the next (the
+	// database's checkpoint of its writes, say) then weighs on both.
+	rounds := largeRounds
+	if o.quick {
+		rounds = 1
+	}
+	emptyPhase := func(r int) error {
+		err := largePhase(ctx, o, bin, edb, filepath.Join(tmp, fmt.Sprintf("%s-w5-empty%d.log", tag, r)), quiet, w, epids, func(t *target) error {
+			at1, at64, err := measureW1(ctx, o, t)
+			l.emptyAt1, l.emptyAt64 = appendResult(l.emptyAt1, at1), appendResult(l.emptyAt64, at64)
 			return err
-		}
-		if err := l.measureReads(ctx, t); err != nil {
-			return err
+		})
+		if err != nil {
+			return fmt.Errorf("empty store, round %d: %w", r, err)
 		}
 		return nil
+	}
+	largeW1Phase := func(r int) error {
+		err := largePhase(ctx, o, bin, db, filepath.Join(tmp, fmt.Sprintf("%s-w5-large%d.log", tag, r)), quiet, w, pids, func(t *target) error {
+			at1, at64, err := measureW1(ctx, o, t)
+			l.largeAt1, l.largeAt64 = appendResult(l.largeAt1, at1), appendResult(l.largeAt64, at64)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("large store, round %d: %w", r, err)
+		}
+		return nil
+	}
+	for r := 1; r <= rounds; r++ {
+		progress("%s W5: round %d of %d: W1 @1 and W1 @%d on the empty store and on %s runs ...", store, r, rounds, o.inFlight, fmtInt(int64(l.n)))
+		first, second := emptyPhase, largeW1Phase
+		if r%2 == 0 {
+			first, second = largeW1Phase, emptyPhase
+		}
+		if err := first(r); err != nil {
+			return fail("%v", err)
+		}
+		if err := second(r); err != nil {
+			return fail("%v", err)
+		}
+	}
+	if l.emptySize, err = esize(); err != nil {
+		return fail("size: %v", err)
+	}
+
+	// The large store's reads.
+	progress("%s W5: search and console pages on %s runs ...", store, fmtInt(int64(l.n)))
+	err = largePhase(ctx, o, bin, db, filepath.Join(tmp, tag+"-w5-reads.log"), quiet, w, pids, func(t *target) error {
+		return l.measureReads(ctx, t)
 	})
 	if err != nil {
 		return fail("large store: %v", err)
@@ -256,6 +319,14 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 		return fail("sweep: %v", err)
 	}
 	return l
+}
+
+// appendResult appends r to rs unless it is nil (a run that failed).
+func appendResult(rs []*result, r *result) []*result {
+	if r == nil {
+		return rs
+	}
+	return append(rs, r)
 }
 
 // largePhase starts a server on db, runs do against it, and stops it;
@@ -488,6 +559,7 @@ func (l *largeResult) measureSweep(ctx context.Context, o *options, t *target, p
 func printLarge(out io.Writer, l *largeResult, o *options) {
 	fmt.Fprintf(out, "W5: a large store, %s preloaded closed BenchW5 runs (W1's two states, 4 search attributes: CustomerId, Region, Amount, Tags),\n", fmtInt(int64(l.n)))
 	fmt.Fprintf(out, "    cloned in the database from a template run the server ran; every phase on a fresh server process (--retention 0);\n")
+	fmt.Fprintf(out, "    W1 @1 and W1 @%d in %d round(s) on both stores (the empty one first in odd rounds), the ratios of the rounds' medians;\n", o.inFlight, max(len(l.emptyAt64), len(l.largeAt64)))
 	fmt.Fprintf(out, "    the sweep: restart with --retention-for %s=1ms --retention-interval 1s, W1 @%d once the first batch is deleted\n", typeW5, o.inFlight)
 	for _, e := range l.errs {
 		fmt.Fprintf(out, "W5 FAILED: %s\n", e)
@@ -509,10 +581,18 @@ func printLarge(out io.Writer, l *largeResult, o *options) {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", name, fmtInt(r.completed), fmtRate(r.throughput()),
 			fmtRate(r.throughput()*float64(r.statesPerWorkflow)), fmtDur(r.lat.p50), fmtDur(r.lat.p99), wait, cpu, fmtBusy(r.cpu))
 	}
-	row("empty W1 @1", l.emptyAt1)
-	row(fmt.Sprintf("empty W1 @%d", o.inFlight), l.emptyAt64)
-	row("large W1 @1", l.largeAt1)
-	row(fmt.Sprintf("large W1 @%d", o.inFlight), l.largeAt64)
+	for i := range max(len(l.emptyAt1), len(l.largeAt1)) {
+		at := func(rs []*result) *result {
+			if i < len(rs) {
+				return rs[i]
+			}
+			return nil
+		}
+		row(fmt.Sprintf("%d: empty W1 @1", i+1), at(l.emptyAt1))
+		row(fmt.Sprintf("%d: empty W1 @%d", i+1, o.inFlight), at(l.emptyAt64))
+		row(fmt.Sprintf("%d: large W1 @1", i+1), at(l.largeAt1))
+		row(fmt.Sprintf("%d: large W1 @%d", i+1, o.inFlight), at(l.largeAt64))
+	}
 	row(fmt.Sprintf("sweep W1 @%d", o.inFlight), l.sweepAt64)
 	_ = tw.Flush()
 	if l.preload > 0 {
