@@ -5,12 +5,13 @@ package main
 // server, the server stopped, N clones of it written in bulk (preload.go).
 // Then W1 @1 and W1 @64 in rounds, on the empty store and on the large one
 // (the empty one first in odd rounds, second in even ones), each on a fresh
-// server process, and the ratios compare the medians of the rounds: a single pair of windows moved by the
-// machine's noise (the empty store's W1 @64 alone varied by 8–17 % between
-// runs on the 2-core VMs) more than the store's size does. After the
-// rounds, a selective search, the console's list page and a preloaded
-// run's page on the large store. Last, the server restarts with a retention
-// of 1 ms for BenchW5 and W1 @64 runs while the sweep deletes the N runs.
+// server process; the ratios compare the medians of the rounds. A single
+// pair of windows moved with the machine (the empty store's W1 @64 alone
+// varied by 8–17 % between runs on the 2-core VMs) more than with the
+// store's size. After the rounds, a selective search, the console's list
+// page and a preloaded run's page on the large store. Last, the server
+// restarts with a retention of 1 ms for BenchW5 and W1 @64 runs while the
+// sweep deletes the N runs.
 
 import (
 	"context"
