@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"net/url"
 	"slices"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/iwf-server/iwf-server/engine"
 	"github.com/iwf-server/iwf-server/internal/store/postgres"
@@ -16,12 +18,21 @@ import (
 	"github.com/iwf-server/iwf-server/search"
 )
 
-// linguisticDatabase creates a database whose default collation is
-// linguistic (en_US from the C library when the system has it, ICU's en-US
-// otherwise) and returns its URL; it is dropped when the test ends. It
-// checks that the collation really orders 'Tenant-a9' between 'tenant-a'
-// and 'tenant-b', as a prefix range would take it in.
-func linguisticDatabase(t *testing.T) string {
+// linguisticDB is the database, kept between runs, whose default
+// collation is linguistic. It is created once and not dropped: DROP
+// DATABASE waits for a checkpoint, which under a loaded test run took
+// minutes (a spread checkpoint syncing tens of thousands of files the
+// other tests' schemas left), longer than any bound a cleanup could keep.
+// Each test works in a schema of its own in it, dropped when it ends.
+const linguisticDB = "iwf_test_linguistic"
+
+// linguisticDatabase returns the URL of linguisticDB, created when missing
+// with a linguistic default collation (en_US from the C library when the
+// system has it, ICU's en-US otherwise), and a new schema in it, dropped
+// when the test ends. It checks that the collation really orders
+// 'Tenant-a9' between 'tenant-a' and 'tenant-b', as a prefix range would
+// take it in.
+func linguisticDatabase(t *testing.T) (dbURL, schema string) {
 	t.Helper()
 	base := pgtest.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -31,43 +42,37 @@ func linguisticDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer admin.Close(context.Background())
-	name := pgtest.NewSchemaName()
-	var created bool
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, linguisticDB).Scan(&exists); err != nil {
+		t.Fatal(err)
+	}
 	for _, opts := range []string{
 		`LC_COLLATE 'en_US.UTF-8' LC_CTYPE 'en_US.UTF-8'`,
 		`LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`,
 		`LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'`,
 	} {
-		if _, err := admin.Exec(ctx, `CREATE DATABASE `+name+` TEMPLATE template0 ENCODING 'UTF8' `+opts); err == nil {
-			created = true
-			t.Logf("database %s: %s", name, opts)
+		if exists {
 			break
-		} else {
-			t.Logf("CREATE DATABASE ... %s: %v", opts, err)
 		}
+		_, err := admin.Exec(ctx, `CREATE DATABASE `+linguisticDB+` TEMPLATE template0 ENCODING 'UTF8' `+opts)
+		var pgErr *pgconn.PgError
+		if err == nil || errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database: another test run made it
+			exists = true
+			t.Logf("database %s: %s", linguisticDB, opts)
+			break
+		}
+		t.Logf("CREATE DATABASE ... %s: %v", opts, err)
 	}
-	if !created {
+	if !exists {
 		t.Fatal("no linguistic collation to create a database with (neither en_US.UTF-8 nor ICU)")
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		c, err := pgx.Connect(ctx, base)
-		if err != nil {
-			t.Errorf("dropping %s: %v", name, err)
-			return
-		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
-			t.Errorf("dropping %s: %v", name, err)
-		}
-	})
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.Path = "/" + name
-	c, err := pgx.Connect(ctx, u.String())
+	u.Path = "/" + linguisticDB
+	dbURL = u.String()
+	c, err := pgx.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,9 +82,11 @@ func linguisticDatabase(t *testing.T) string {
 		t.Fatal(err)
 	}
 	if !inRange {
-		t.Fatal("the database's default collation is byte order: the test would prove nothing")
+		t.Fatalf("the default collation of database %s is byte order: the test would prove nothing", linguisticDB)
 	}
-	return u.String()
+	schema = pgtest.NewSchemaName()
+	t.Cleanup(func() { pgtest.DropSchema(t, dbURL, schema) })
+	return dbURL, schema
 }
 
 // TestByteOrderOnLinguisticDatabase runs prefix searches and orders by a
@@ -88,10 +95,10 @@ func linguisticDatabase(t *testing.T) string {
 // so STARTS_WITH 'tenant-a' matches neither 'Tenant-a9' nor 'tenant-A2',
 // and an order by a keyword attribute is byte order.
 func TestByteOrderOnLinguisticDatabase(t *testing.T) {
-	dbURL := linguisticDatabase(t)
+	dbURL, schema := linguisticDatabase(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	s, err := postgres.Open(ctx, dbURL)
+	s, err := postgres.Open(ctx, dbURL, postgres.WithSchema(schema))
 	if err != nil {
 		t.Fatal(err)
 	}
