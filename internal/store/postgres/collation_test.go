@@ -46,22 +46,23 @@ func linguisticDatabase(t *testing.T) (dbURL, schema string) {
 	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, linguisticDB).Scan(&exists); err != nil {
 		t.Fatal(err)
 	}
-	for _, opts := range []string{
+	options := []string{
 		`LC_COLLATE 'en_US.UTF-8' LC_CTYPE 'en_US.UTF-8'`,
 		`LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C.UTF-8'`,
 		`LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'`,
-	} {
-		if exists {
-			break
-		}
-		_, err := admin.Exec(ctx, `CREATE DATABASE `+linguisticDB+` TEMPLATE template0 ENCODING 'UTF8' `+opts)
+	}
+	for i := 0; !exists && i < len(options); i++ {
+		_, err := admin.Exec(ctx, `CREATE DATABASE `+linguisticDB+` TEMPLATE template0 ENCODING 'UTF8' `+options[i])
 		var pgErr *pgconn.PgError
-		if err == nil || errors.As(err, &pgErr) && pgErr.Code == "42P04" { // duplicate_database: another test run made it
+		switch {
+		case err == nil:
 			exists = true
-			t.Logf("database %s: %s", linguisticDB, opts)
-			break
+			t.Logf("database %s created: %s", linguisticDB, options[i])
+		case errors.As(err, &pgErr) && pgErr.Code == "42P04": // duplicate_database: another test run created it
+			exists = true
+		default:
+			t.Logf("CREATE DATABASE ... %s: %v", options[i], err)
 		}
-		t.Logf("CREATE DATABASE ... %s: %v", opts, err)
 	}
 	if !exists {
 		t.Fatal("no linguistic collation to create a database with (neither en_US.UTF-8 nor ICU)")
