@@ -262,28 +262,24 @@ func runLarge(ctx context.Context, o *options, store, bin, tmp string, w *worker
 	if o.quick {
 		rounds = 1
 	}
-	emptyPhase := func(r int) error {
-		err := largePhase(ctx, o, bin, edb, filepath.Join(tmp, fmt.Sprintf("%s-w5-empty%d.log", tag, r)), quiet, w, epids, func(t *target) error {
-			at1, at64, err := measureW1(ctx, o, t)
-			l.emptyAt1, l.emptyAt64 = appendResult(l.emptyAt1, at1), appendResult(l.emptyAt64, at64)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("empty store, round %d: %w", r, err)
+	// w1Phase runs W1 @1 and W1 @inflight on a fresh server on one of the
+	// two stores and appends the runs to that store's lists.
+	w1Phase := func(what, db string, pids func() []int, at1s, at64s *[]*result) func(r int) error {
+		return func(r int) error {
+			logPath := filepath.Join(tmp, fmt.Sprintf("%s-w5-%s%d.log", tag, what, r))
+			err := largePhase(ctx, o, bin, db, logPath, quiet, w, pids, func(t *target) error {
+				at1, at64, err := measureW1(ctx, o, t)
+				*at1s, *at64s = appendResult(*at1s, at1), appendResult(*at64s, at64)
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("%s store, round %d: %w", what, r, err)
+			}
+			return nil
 		}
-		return nil
 	}
-	largeW1Phase := func(r int) error {
-		err := largePhase(ctx, o, bin, db, filepath.Join(tmp, fmt.Sprintf("%s-w5-large%d.log", tag, r)), quiet, w, pids, func(t *target) error {
-			at1, at64, err := measureW1(ctx, o, t)
-			l.largeAt1, l.largeAt64 = appendResult(l.largeAt1, at1), appendResult(l.largeAt64, at64)
-			return err
-		})
-		if err != nil {
-			return fmt.Errorf("large store, round %d: %w", r, err)
-		}
-		return nil
-	}
+	emptyPhase := w1Phase("empty", edb, epids, &l.emptyAt1, &l.emptyAt64)
+	largeW1Phase := w1Phase("large", db, pids, &l.largeAt1, &l.largeAt64)
 	for r := 1; r <= rounds; r++ {
 		progress("%s W5: round %d of %d: W1 @1 and W1 @%d on the empty store and on %s runs ...", store, r, rounds, o.inFlight, fmtInt(int64(l.n)))
 		first, second := emptyPhase, largeW1Phase
