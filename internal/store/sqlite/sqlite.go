@@ -99,6 +99,13 @@ type Store struct {
 	// Group commit: Update hands its function to the writer goroutine,
 	// which runs queued functions in one transaction, each inside its own
 	// savepoint, and commits once for all of them.
+	//
+	// writing is held by whoever runs a transaction on the write
+	// connection: the writer goroutine, or an Update that found no call
+	// waiting and the writer idle, which then runs its function on its own
+	// goroutine instead of handing it over and waiting to be woken (two
+	// goroutine switches fewer per write when the store is not busy).
+	writing   sync.Mutex
 	writes    *writeQueue
 	closing   chan struct{}
 	lock      *ownerLock // held while the store is open (nil in memory)
@@ -356,7 +363,8 @@ func (s *Store) statements(ctx context.Context) (wst, rst []*sql.Stmt, err error
 // fn returns nil. Concurrent calls are committed together (group commit):
 // each fn runs inside its own savepoint of a shared transaction, so an fn
 // that fails rolls back alone, and one commit makes all the others durable.
-// Update returns only after the commit, and after the reads fn asked for
+// A call that finds the writer idle and no call waiting runs on its
+// caller's goroutine. Update returns only after the commit, and after the reads fn asked for
 // that its writes answer (engine.CallPrefetcher, prefetch.go) were handed
 // over. A panic in fn rolls its savepoint back and propagates to the
 // caller.
@@ -368,7 +376,17 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 		return classify(ctx, err)
 	}
 	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
-	if err := s.writes.push(req); err != nil {
+	if s.writes.empty() && s.writing.TryLock() {
+		// The writer is idle and nothing waits: run the function here.
+		// The writer closes the queue holding writing, so a call that
+		// gets here after Close is refused.
+		if s.writes.isClosed() {
+			s.writing.Unlock()
+			return errClosed
+		}
+		s.commitBatch([]*writeReq{req})
+		s.writing.Unlock()
+	} else if err := s.writes.push(req); err != nil {
 		return err
 	}
 	err := <-req.done
@@ -379,18 +397,23 @@ func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engi
 }
 
 // writer runs the queued Update functions, in batches of the most urgent
-// first, until Close.
+// first, until Close. An Update that runs on its caller holds writing; the
+// writer, woken by a call queued meanwhile, waits for it.
 func (s *Store) writer() {
 	defer close(s.writerEnd)
 	for {
 		select {
 		case <-s.writes.wake:
 		case <-s.closing:
+			// After an Update running on its caller (Close waits for it).
+			s.writing.Lock()
 			for _, r := range s.writes.close() {
 				r.done <- errClosed
 			}
+			s.writing.Unlock()
 			return
 		}
+		s.writing.Lock()
 		for {
 			batch := s.writes.take(maxBatch)
 			if batch == nil {
@@ -398,6 +421,7 @@ func (s *Store) writer() {
 			}
 			s.commitBatch(batch)
 		}
+		s.writing.Unlock()
 	}
 }
 

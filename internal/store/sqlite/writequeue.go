@@ -87,6 +87,13 @@ func (q *writeQueue) empty() bool {
 	return q.n == 0
 }
 
+// isClosed reports whether close was called.
+func (q *writeQueue) isClosed() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.closed
+}
+
 // close refuses further calls and returns those still waiting.
 func (q *writeQueue) close() []*writeReq {
 	q.mu.Lock()

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -128,3 +129,63 @@ func TestUpdateFinishesAfterCallerCancels(t *testing.T) {
 }
 
 type ctxKey struct{}
+
+// TestCloseWaitsForUpdateOnCaller: an Update on an idle store runs on its
+// caller's goroutine, not the writer's; Close still waits for it, its
+// writes commit, and the calls after it are refused.
+func TestCloseWaitsForUpdateOnCaller(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "iwf.db")
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	started, release, result := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		result <- s.Update(ctx, func(ctx context.Context, tx engine.Tx) error {
+			if err := tx.DataAttributeUpsert(ctx, "close-run", []*engine.Attribute{{Key: "k", Value: []byte(`1`)}}); err != nil {
+				return err
+			}
+			close(started)
+			<-release
+			return nil
+		})
+	}()
+	<-started
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	<-s.closing
+	select {
+	case err := <-closed:
+		t.Fatalf("Close returned (%v) while an Update was running", err)
+	default:
+	}
+	close(release)
+	if err := <-result; err != nil {
+		t.Fatalf("Update running when Close began: %v, want nil", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Update(ctx, func(ctx context.Context, tx engine.Tx) error { return nil }); err == nil {
+		t.Fatal("Update after Close succeeded")
+	}
+	s, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var got []*engine.Attribute
+	if err := s.View(ctx, func(ctx context.Context, tx engine.ReadTx) (err error) {
+		got, err = tx.DataAttributeGet(ctx, "close-run", nil)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || string(got[0].Value) != "1" {
+		t.Fatalf("after reopening: attributes %v, want k=1", got)
+	}
+}
