@@ -331,6 +331,11 @@ func (q *permitQueue) stopTimerLocked() {
 type heldPermits struct {
 	keys   []string
 	cancel context.CancelCauseFunc // the fence of the call, nil before it
+	// fenced: the call was cancelled because its permits could not be
+	// renewed. They are not released but left to expire with their
+	// lease: the worker may still be running the request cut off, and a
+	// permit given back at once would let another call in beside it.
+	fenced bool
 }
 
 // limitStats are a limit's metrics.
@@ -654,6 +659,13 @@ func (l *limiter) release(id int64) {
 	if hp == nil && !waiting {
 		return
 	}
+	if hp != nil && hp.fenced {
+		// No longer renewed, the rows expire with their lease, by which
+		// time the worker has most likely finished the request cut off.
+		l.e.log.Warn().Int64("task", id).Strs("keys", hp.keys).
+			Msg("a call cancelled by its fence keeps its limit permits until their lease runs out")
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	keys, err := l.ps.PermitRelease(ctx, l.e.cfg.NodeID, []int64{id})
@@ -733,7 +745,8 @@ func (l *limiter) renewLoop(ctx context.Context) {
 // renew extends the leases of the permits this process holds or awaits,
 // and fences the calls whose permits it could not renew: they are
 // cancelled before their lease can expire, so that another node taking
-// the permit never makes the count exceed the limit.
+// the permit never makes the count exceed the limit. Their permits are
+// then left to expire, not released (heldPermits.fenced).
 func (l *limiter) renew(ctx context.Context, now time.Time, renewEvery time.Duration) {
 	l.mu.Lock()
 	var ids []int64
@@ -764,6 +777,7 @@ func (l *limiter) renew(ctx context.Context, now time.Time, renewEvery time.Dura
 		if !now.Add(renewEvery).Before(l.lastRenew.Add(l.e.cfg.LeaseDuration)) {
 			for id, hp := range l.held {
 				if hp.cancel != nil && want[id] > 0 {
+					hp.fenced = true
 					hp.cancel(errPermitLost)
 				}
 			}
@@ -778,6 +792,7 @@ func (l *limiter) renew(ctx context.Context, now time.Time, renewEvery time.Dura
 	for id, n := range want {
 		if hp := l.held[id]; hp != nil && hp.cancel != nil && got[id] < n {
 			l.e.log.Warn().Int64("task", id).Msg("a limit permit was lost: cancelling its call")
+			hp.fenced = true
 			hp.cancel(errPermitLost)
 		}
 	}
