@@ -364,10 +364,10 @@ func (s *Store) statements(ctx context.Context) (wst, rst []*sql.Stmt, err error
 // each fn runs inside its own savepoint of a shared transaction, so an fn
 // that fails rolls back alone, and one commit makes all the others durable.
 // A call that finds the writer idle and no call waiting runs on its
-// caller's goroutine. Update returns only after the commit, and after the reads fn asked for
-// that its writes answer (engine.CallPrefetcher, prefetch.go) were handed
-// over. A panic in fn rolls its savepoint back and propagates to the
-// caller.
+// caller's goroutine. Update returns only after the commit, and after the
+// reads fn asked for that its writes answer (engine.CallPrefetcher,
+// prefetch.go) were handed over. A panic in fn rolls its savepoint back
+// and propagates to the caller.
 func (s *Store) Update(ctx context.Context, fn func(ctx context.Context, tx engine.Tx) error) error {
 	if _, _, err := s.statements(ctx); err != nil {
 		return classify(ctx, err)
