@@ -193,10 +193,37 @@ func (s *Server) dumpLogs() {
 			if i := strings.IndexByte(out[cut:], '\n'); i >= 0 {
 				cut += i + 1
 			}
-			out = fmt.Sprintf("[... %d bytes cut ...]\n", cut) + out[cut:]
+			out = warnings(out[:cut]) + fmt.Sprintf("[... %d bytes cut ...]\n", cut) + out[cut:]
 		}
 		s.t.Logf("==== %s (started %s, %s) output:\n%s", l.name, l.started.Format("15:04:05.000"), l.ended, out)
 	}
+}
+
+// maxWarningBytes bounds the warn and error lines kept from the part of a
+// log that dumpLogs cuts.
+const maxWarningBytes = 32 << 10
+
+// warnings returns the warn and error lines of a log part that is cut, so
+// that a goroutine dump at its end (Server.DumpGoroutines) does not take
+// the lines that say what went wrong out of the test log; the last ones
+// when there are more than maxWarningBytes.
+func warnings(out string) string {
+	var lines []string
+	n := 0
+	for line := range strings.SplitAfterSeq(out, "\n") {
+		if strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`) {
+			lines = append(lines, line)
+			n += len(line)
+		}
+	}
+	for n > maxWarningBytes && len(lines) > 0 {
+		n -= len(lines[0])
+		lines = lines[1:]
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("[the %d warn and error lines of the part cut:]\n", len(lines)) + strings.Join(lines, "")
 }
 
 // noisyPaths are request paths whose access-log lines the tests produce by
