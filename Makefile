@@ -23,7 +23,7 @@ MAX_FILE_BYTES ?= 1048576
 # PostgreSQL fails the run instead of skipping.
 export IWF_TEST_POSTGRES_URL
 
-.PHONY: help run build release test test-stress verify generate lint check-size docker bench fuzz chaos chaos-failover chaos-net soak batch-check limits-check mixed-version
+.PHONY: help run build release test test-stress verify generate lint check-size docker bench bench-dbos fuzz chaos chaos-failover chaos-net soak batch-check limits-check mixed-version
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -109,6 +109,9 @@ fuzz: ## run every fuzz target for FUZZTIME (default 1m) each, one after another
 
 bench: ## run the load generator against SQLite and PostgreSQL
 	$(GO) run ./cmd/iwf-bench
+
+bench-dbos: ## W1 @1 and W1b against DBOS Transact (../shared/peerbench), three interleaved rounds
+	$(GO) run ./cmd/iwf-bench -peer dbos
 
 # CHAOS_KILLS random SIGKILLs per store (make test runs 10), and kills/50 (at
 # least one) pauses of the workload's type and of the worker's host; each

@@ -95,6 +95,11 @@ type options struct {
 	serverBin  string        // prebuilt server binary instead of building one
 	vacuumWait time.Duration // R on PostgreSQL: how long to wait for autovacuum
 	breakdown  bool          // with W1: the breakdown of W1 @1 on a traced server
+	// peer, when set, runs the comparison with an embedded library
+	// instead (peer.go): rounds rounds, peerbench from peerBin or built.
+	peer    string
+	peerBin string
+	rounds  int
 }
 
 func main() {
@@ -127,6 +132,9 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	fs.Var(&serverArgs, "server-arg", "extra `flag` for iwf-server, e.g. -server-arg=--log-level=warn (repeatable)")
 	serverBin := fs.String("server-bin", "", "use this prebuilt iwf-server `binary` instead of building cmd/iwf-server (not with -pprof)")
 	breakdown := fs.Bool("breakdown", true, "with W1: after the store's runs, break W1 @1 down into the legs of its critical path (200 workflows one at a time on a server of their own with tracing on); -breakdown=false skips it")
+	peer := fs.String("peer", "", "compare with an embedded library instead: \"dbos\" runs W1 @1 and W1b on this server and the same shape on DBOS Transact (../shared/peerbench), interleaved per store, -rounds times, and prints the ratios against the targets")
+	peerBin := fs.String("peer-bin", "", "with -peer: a built peerbench `binary` (default: build ../shared/peerbench)")
+	rounds := fs.Int("rounds", 3, "with -peer: rounds of the comparison")
 	keep := fs.Bool("keep", false, "keep the temporary directory (server logs, SQLite files) and the PostgreSQL databases (iwf_bench_*)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: go run ./cmd/iwf-bench [flags]   (or: make bench)\n\n"+
@@ -140,9 +148,12 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	o := &options{
 		duration: *duration, inFlight: *inFlight, timer: *timer, timerW4: *timerW4, quick: *quick,
 		pprofDir: *pprofDir, serverArgs: serverArgs, keep: *keep, serverBin: *serverBin, vacuumWait: *vacuumWait, breakdown: *breakdown,
+		peer: strings.ToLower(*peer), peerBin: *peerBin, rounds: *rounds,
 		workloads: map[string]bool{}, counts: map[string]int{"W1b": w1bCount, "W3": 10_000, "W4": 100_000, "X": 200, "R": defaultSpaceN, "W5": defaultLargeN},
 	}
 	switch strings.ToLower(*store) {
@@ -166,6 +177,22 @@ func parseOptions(args []string, stderr io.Writer) (*options, error) {
 		default:
 			return nil, fmt.Errorf("-workloads: unknown workload %q (want W1, W1x, W1b, W2, W3, W4, W6, W6x, X, R, W5)", w)
 		}
+	}
+	if o.peer != "" {
+		if o.peer != peerDBOS {
+			return nil, fmt.Errorf("-peer %q: want %s (the comparison's targets are DBOS Transact's)", *peer, peerDBOS)
+		}
+		if set["workloads"] || set["inflight"] || set["breakdown"] || set["pprof"] {
+			return nil, errPeerFlags
+		}
+		if o.rounds < 1 {
+			return nil, errors.New("-rounds must be at least 1")
+		}
+		o.workloads = map[string]bool{"W1": true, "W1b": true}
+		o.inFlight, o.breakdown = 1, false
+		o.counts["W1"] = peerLatN // -n, read below, may set another count
+	} else if set["peer-bin"] || set["rounds"] {
+		return nil, errors.New("-peer-bin and -rounds go with -peer")
 	}
 	if o.serverBin != "" && o.pprofDir != "" {
 		return nil, errors.New("-pprof builds its own server binary; it cannot be combined with -server-bin")
@@ -304,6 +331,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer w.close()
 
 	printHeader(stdout, o)
+	if o.peer != "" {
+		if err := runPeer(ctx, o, root, tmp, bin, w, stdout, progress); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\ntotal time %.0f s\n", time.Since(began).Seconds())
+		return nil
+	}
 	var reports []*storeReport
 	for _, store := range o.stores {
 		sr := runStore(ctx, o, store, bin, tmp, w, progress)
