@@ -78,6 +78,9 @@ func SetFeedClock(s *Store, now func() time.Time) { s.feed.now = now }
 // ChangesSent is the number of change notifications s's feed has sent.
 func ChangesSent(s *Store) int64 { return s.feed.sent.Load() }
 
+// PublisherWakes is the number of times s's feed publisher woke up.
+func PublisherWakes(s *Store) int64 { return s.feed.wakes.Load() }
+
 // PresenceTTL is how long a feed publishes after it last heard another
 // process.
 const PresenceTTL = presenceTTL

@@ -100,8 +100,9 @@ type feed struct {
 	// skipped (under mu): changes were held back because nobody seemed to
 	// listen; the next notification sent says Missed.
 	skipped bool
-	// sent counts the change notifications sent (tests).
-	sent atomic.Int64
+	// sent counts the change notifications sent, wakes the publisher's
+	// wake-ups (tests).
+	sent, wakes atomic.Int64
 }
 
 func newFeed(cfg *pgx.ConnConfig, schema string) *feed {
@@ -136,9 +137,19 @@ type notice struct {
 	Here  bool `json:"p,omitempty"`
 }
 
-// PublishChanges implements engine.ChangeFeed.
+// PublishChanges implements engine.ChangeFeed. Alone on the channel it
+// holds the changes back at once, without waking the publisher: take
+// would hold them back too, but the publisher, woken by every commit,
+// ran on the committing goroutine's P ahead of the goroutines the commit
+// had just made ready for its workflow (the long poll's answer, the next
+// worker call).
 func (s *Store) PublishChanges(c engine.Changes) {
 	f := s.feed
+	if !f.othersMayListen() {
+		if f.holdBack(c) {
+			return
+		}
+	}
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -157,6 +168,24 @@ func (s *Store) PublishChanges(c engine.Changes) {
 	f.startLocked()
 	f.mu.Unlock()
 	f.kickPublisher()
+}
+
+// holdBack records c as held back by a process that hears nobody (the
+// next notification says Missed) and reports true; false when another
+// process was heard meanwhile, and c must be published. The second look
+// pairs with resumeAfterSkip: a process heard after the first look either
+// finds skipped set, or is seen by the second.
+func (f *feed) holdBack(c engine.Changes) bool {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return true
+	}
+	if len(c.Keys) > 0 || c.Tasks || c.Missed {
+		f.skipped = true
+	}
+	f.mu.Unlock()
+	return !f.othersMayListen()
 }
 
 // startLocked starts the publisher unless it runs; f.mu is held.
@@ -320,6 +349,7 @@ func (f *feed) publish() {
 	var retryAt time.Time
 	for {
 		<-f.kick
+		f.wakes.Add(1)
 		payloads, gen, closed := f.take()
 		if len(payloads) > 0 && time.Now().After(retryAt) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -189,11 +189,17 @@ func TestChangeFeedAlone(t *testing.T) {
 
 	// Nothing heard for longer than PresenceTTL: a is alone.
 	offset.Store(int64(2 * postgres.PresenceTTL))
-	before := postgres.ChangesSent(a)
-	a.PublishChanges(engine.Changes{Keys: []string{"alone"}, Tasks: true})
+	before, wakes := postgres.ChangesSent(a), postgres.PublisherWakes(a)
+	for range 3 {
+		a.PublishChanges(engine.Changes{Keys: []string{"alone"}, Tasks: true})
+	}
 	postgres.FlushChanges(a)
 	if sent := postgres.ChangesSent(a) - before; sent != 0 {
 		t.Fatalf("a store alone on its channel sent %d change notifications, want 0", sent)
+	}
+	// Nor does it wake its publisher, a goroutine per commit for nothing.
+	if woke := postgres.PublisherWakes(a) - wakes; woke != 0 {
+		t.Fatalf("a store alone on its channel woke its publisher %d times for 3 changes, want 0", woke)
 	}
 
 	// b starts listening: its hello reaches a, which publishes again, and
