@@ -138,11 +138,8 @@ type notice struct {
 }
 
 // PublishChanges implements engine.ChangeFeed. Alone on the channel it
-// holds the changes back at once, without waking the publisher: take
-// would hold them back too, but the publisher, woken by every commit,
-// ran on the committing goroutine's P ahead of the goroutines the commit
-// had just made ready for its workflow (the long poll's answer, the next
-// worker call).
+// holds the changes back at once (holdBack), as take would: a goroutine
+// wake-up of the publisher per commit, for nothing, is saved.
 func (s *Store) PublishChanges(c engine.Changes) {
 	f := s.feed
 	if !f.othersMayListen() {
