@@ -288,8 +288,8 @@ func printPeer(out io.Writer, o *options, pairs []peerPair) {
 			if p.store != store {
 				continue
 			}
-			p50Row += "\t" + pairCell(msCell(p.oursP50), p.peer != nil, func(f *peerFigures) string { return fmt.Sprintf("%.2f", f.LatP50ms) }, p.peer, p.p50Ratio())
-			rateRow += "\t" + pairCell(fmtRate(p.oursRate), p.peer != nil, func(f *peerFigures) string { return fmtRate(f.StepsPerS) }, p.peer, p.rateRatio())
+			p50Row += "\t" + p.p50Cell()
+			rateRow += "\t" + p.rateCell()
 		}
 		p50Row += fmt.Sprintf("\t%s\t< %.2f %s\t", ratioCell(v.p50Ratio), peerP50Max, passMiss(v.p50Pass))
 		rateRow += fmt.Sprintf("\t%s\t>= %.2f %s\t", ratioCell(v.rateRatio), peerRateMin[store], passMiss(v.ratePass))
@@ -309,16 +309,28 @@ func printPeer(out io.Writer, o *options, pairs []peerPair) {
 	}
 }
 
-// pairCell formats "ours / peer = ratio", with "-" for a missing side.
-func pairCell(ours string, havePeer bool, peerFig func(*peerFigures) string, f *peerFigures, ratio float64) string {
-	theirs := "-"
-	if havePeer {
-		theirs = peerFig(f)
+// p50Cell and rateCell format the pair as "ours / peer = ratio", with
+// "-" for what is missing.
+func (p peerPair) p50Cell() string {
+	ours, theirs := "-", "-"
+	if p.oursP50 > 0 {
+		ours = fmt.Sprintf("%.2f", float64(p.oursP50)/float64(time.Millisecond))
 	}
-	if ours == "" || ours == "0" {
-		ours = "-"
+	if p.peer != nil {
+		theirs = fmt.Sprintf("%.2f", p.peer.LatP50ms)
 	}
-	return fmt.Sprintf("%s / %s = %s", ours, theirs, ratioCell(ratio))
+	return ours + " / " + theirs + " = " + ratioCell(p.p50Ratio())
+}
+
+func (p peerPair) rateCell() string {
+	ours, theirs := "-", "-"
+	if p.oursRate > 0 {
+		ours = fmtRate(p.oursRate)
+	}
+	if p.peer != nil {
+		theirs = fmtRate(p.peer.StepsPerS)
+	}
+	return ours + " / " + theirs + " = " + ratioCell(p.rateRatio())
 }
 
 // ratioCell formats a ratio, "-" when unknown.
@@ -327,14 +339,6 @@ func ratioCell(r float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", r)
-}
-
-// msCell formats a duration in milliseconds with two decimals ("" for 0).
-func msCell(d time.Duration) string {
-	if d <= 0 {
-		return ""
-	}
-	return fmt.Sprintf("%.2f", float64(d)/float64(time.Millisecond))
 }
 
 // passMiss names a verdict.
