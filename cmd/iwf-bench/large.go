@@ -21,7 +21,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -70,18 +69,11 @@ type largeResult struct {
 // medianOf returns the median of f over rs (the mean of the middle two of
 // an even count); 0 when rs is empty.
 func medianOf(rs []*result, f func(*result) float64) float64 {
-	if len(rs) == 0 {
-		return 0
-	}
 	v := make([]float64, len(rs))
 	for i, r := range rs {
 		v[i] = f(r)
 	}
-	slices.Sort(v)
-	if len(v)%2 == 1 {
-		return v[len(v)/2]
-	}
-	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	return medianFloat(v)
 }
 
 // throughputOf and p50Of are the figures the ratios compare.
