@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/iwf-server/iwf-server/api/iwfapi"
 	"github.com/iwf-server/iwf-server/internal/crashtest"
@@ -215,4 +217,38 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// TestRepeatsAfterPostgresRestart runs the repeat check on the calls of a
+// PostgreSQL restart as a chaos run saw them (times relative to the
+// restart): node a could not commit the answer of its first call, b took
+// the task over once its lease ran out, after the server was back, and a
+// called again at its next try. The restart's linger explains both
+// repeats; without it the second is unexplained, as is a repeat past it.
+func TestRepeatsAfterPostgresRestart(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	call := func(node string, attempt, ms int) crashtest.Call {
+		return crashtest.Call{API: crashtest.Execute, WorkflowID: "w", RunID: "r", ExecutionID: "S-1", Node: node, Attempt: attempt, At: at(ms), Answered: at(ms + 1)}
+	}
+	restart := fault{start: at(0), end: at(1455).Add(restartLinger), kind: "postgres_restart"} // back at 1455 ms
+	calls := []crashtest.Call{
+		call("a", 1, -74),  // before the restart; its answer's commit failed
+		call("a", 1, 2186), // a's next try, 731 ms after the server was back
+		call("b", 2, 2420), // b's, after its claim of the expired lease
+	}
+	c := newCluster()
+	c.faults = []fault{restart}
+	if n, unexplained := repeats(c, calls); n != 2 || len(unexplained) != 0 {
+		t.Fatalf("%d repeats, unexplained %q; want 2, none", n, unexplained)
+	}
+	past := 1455 + int(restartLinger/time.Millisecond)
+	late := append(calls, call("b", 3, past+100), call("b", 4, past+200))
+	if n, unexplained := repeats(c, late); n != 4 || len(unexplained) != 1 {
+		t.Fatalf("%d repeats, unexplained %q; want 4, one (the last: past the linger)", n, unexplained)
+	}
+	c.faults = []fault{{start: restart.start, end: at(1455), kind: restart.kind}} // the restart without its linger
+	if _, unexplained := repeats(c, calls); len(unexplained) != 1 {
+		t.Fatalf("without the linger: unexplained %q, want one (b's call after a's next try)", unexplained)
+	}
 }
